@@ -1,0 +1,452 @@
+//! The server: binding, the accept loop, the editor-event loop, the lock
+//! file's life, and orderly shutdown.
+//!
+//! `Server::bind` → `Server::handle` (for editor events) → `Server::run(shutdown)`.
+//! `run` sweeps stale lock files, writes its own, accepts connections until
+//! `shutdown` resolves, then closes every connection, settles every diff and
+//! removes the lock file before returning — also when it returns early with
+//! an error, because the lock file lives in a drop guard.
+
+use crate::config::Config;
+use crate::connection;
+use crate::diffs::{ConnId, DiffRegistry};
+use crate::frontend::{ClientInfo, EditorEvent, Frontend, FrontendError};
+use crate::handshake::{self, Policy};
+use crate::lockfile::{self, LockError, LockGuard};
+use crate::sessions::Sessions;
+use crate::state::EditorState;
+use crate::token::{AuthToken, RandomError};
+use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_protocol::notifications::SelectionChanged;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::WebSocketStream;
+
+/// Upgrade requests being read at once; more wait in the kernel's backlog.
+const MAX_PENDING_HANDSHAKES: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Bind(std::io::Error),
+    #[error("refusing to listen on {0}: only loopback addresses are allowed")]
+    NotLoopback(SocketAddr),
+    #[error("port {0} is outside 10000-65535")]
+    PortRange(u16),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Random(#[from] RandomError),
+}
+
+/// The engine has stopped; events can no longer be delivered.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the ccbridge engine has stopped")]
+pub struct EngineGone;
+
+/// State shared by the accept loop, the connections, the tools and the
+/// editor-event loop.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub token: AuthToken,
+    pub port: u16,
+    pub frontend: Arc<dyn Frontend>,
+    pub state: Mutex<EditorState>,
+    pub diffs: Mutex<DiffRegistry>,
+    pub sessions: Mutex<Sessions>,
+    pub lock: Mutex<Option<LockGuard>>,
+    pub shutdown: watch::Sender<bool>,
+    next_conn: AtomicU64,
+}
+
+/// Locks a mutex, recovering from poisoning: the data stays consistent
+/// because no critical section here can panic halfway through an update.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub fn next_conn(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Runs an editor request under the configured timeout.
+    pub async fn editor<T>(
+        &self,
+        fut: impl Future<Output = Result<T, FrontendError>>,
+    ) -> Result<T, FrontendError> {
+        tokio::time::timeout(self.config.frontend_timeout, fut)
+            .await
+            .unwrap_or(Err(FrontendError::Timeout))
+    }
+
+    /// Closes editor views without waiting for the editor.
+    pub fn close_views(self: &Arc<Self>, ids: Vec<crate::frontend::DiffId>) {
+        for id in ids {
+            let shared = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = shared.editor(shared.frontend.close_diff(id)).await {
+                    tracing::warn!(%id, "the editor could not close a diff view: {e}");
+                }
+            });
+        }
+    }
+
+    fn lock_contents(&self) -> LockFile {
+        let s = lock(&self.state);
+        LockFile::new(
+            s.pid,
+            s.workspace_folders.clone(),
+            s.ide_name.clone(),
+            self.token.expose().to_owned(),
+        )
+    }
+
+    fn rewrite_lock(&self) {
+        let contents = self.lock_contents();
+        if let Some(g) = lock(&self.lock).as_ref() {
+            if let Err(e) = g.update(&contents) {
+                tracing::error!("{e}");
+            }
+        }
+    }
+
+    /// Makes `conn` ready: replays the latest selection, then the queued
+    /// at-mentions, to it alone.
+    pub fn make_ready(&self, conn: ConnId) {
+        let selection = lock(&self.state).latest.clone();
+        let mut sessions = lock(&self.sessions);
+        let Some((tx, mentions)) =
+            sessions.make_ready(conn, Instant::now(), self.config.at_mention_max_age)
+        else {
+            return;
+        };
+        let notes = selection
+            .map(|s| SelectionChanged::from(&s).into_notification())
+            .into_iter()
+            .chain(mentions.into_iter().map(|m| m.into_notification()));
+        for n in notes {
+            let text = ccbridge_protocol::jsonrpc::Message::Notification(n).to_json();
+            let _ = tx.try_send(crate::sessions::Outbound::Text(text));
+        }
+        drop(sessions);
+        tracing::debug!(conn, "client ready for notifications");
+    }
+
+    /// A connection ended: forget it and settle its diffs.
+    pub fn disconnected(self: &Arc<Self>, conn: ConnId) {
+        let info = lock(&self.sessions).remove(conn);
+        let ids = lock(&self.diffs).close_all(Some(conn));
+        self.close_views(ids);
+        if let Some(info) = info {
+            tracing::info!(client = info.id.0, "Claude Code session disconnected");
+            self.frontend.client_disconnected(info.id);
+        }
+    }
+}
+
+/// A bound server that is not yet serving.
+pub struct Server {
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    events: mpsc::Sender<EditorEvent>,
+}
+
+/// The editor's side of a running engine: send it events, read its status.
+#[derive(Clone)]
+pub struct EngineHandle {
+    shared: Arc<Shared>,
+    events: mpsc::Sender<EditorEvent>,
+}
+
+impl Server {
+    /// Binds `127.0.0.1` on `config.port` or an OS-assigned port.
+    pub async fn bind(config: Config, frontend: Arc<dyn Frontend>) -> Result<Server, ServerError> {
+        if let Some(p) = config.port {
+            if p < 10000 {
+                return Err(ServerError::PortRange(p));
+            }
+        }
+        let addr = SocketAddr::from(([127, 0, 0, 1], config.port.unwrap_or(0)));
+        let listener = TcpListener::bind(addr).await.map_err(ServerError::Bind)?;
+        Self::with_listener(listener, config, frontend)
+    }
+
+    /// Serves an already bound listener, which must be on a loopback address.
+    pub fn with_listener(
+        listener: TcpListener,
+        config: Config,
+        frontend: Arc<dyn Frontend>,
+    ) -> Result<Server, ServerError> {
+        let local = listener.local_addr().map_err(ServerError::Bind)?;
+        if !local.ip().is_loopback() {
+            return Err(ServerError::NotLoopback(local));
+        }
+        let token = AuthToken::generate()?;
+        let mut state = EditorState::default();
+        state.workspace_folders = config.workspace_folders.clone();
+        state.ide_name = config.ide_name.clone();
+        state.pid = config.pid;
+        let (events, rx) = mpsc::channel(1024);
+        let shared = Arc::new(Shared {
+            config,
+            token,
+            port: local.port(),
+            frontend,
+            state: Mutex::new(state),
+            diffs: Mutex::new(DiffRegistry::default()),
+            sessions: Mutex::new(Sessions::default()),
+            lock: Mutex::new(None),
+            shutdown: watch::channel(false).0,
+            next_conn: AtomicU64::new(0),
+        });
+        tokio::spawn(event_loop(shared.clone(), rx));
+        Ok(Server {
+            shared,
+            listener,
+            events,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.shared.port
+    }
+
+    /// The token clients must present. For embedding and tests; it is also
+    /// in the lock file.
+    pub fn token(&self) -> &str {
+        self.shared.token.expose()
+    }
+
+    pub fn handle(&self) -> EngineHandle {
+        EngineHandle {
+            shared: self.shared.clone(),
+            events: self.events.clone(),
+        }
+    }
+
+    /// Serves until `shutdown` resolves, then closes every connection with
+    /// 1001, settles every pending diff and removes the lock file.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
+        let shared = self.shared;
+        if let Some(dir) = &shared.config.lock_dir {
+            lockfile::sweep_stale(dir);
+            let guard = LockGuard::create(dir, shared.port, &shared.lock_contents())?;
+            tracing::info!(port = shared.port, lock = %guard.path().display(), "listening");
+            *lock(&shared.lock) = Some(guard);
+        } else {
+            tracing::info!(port = shared.port, "listening (no lock file)");
+        }
+        let handshakes = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
+        let mut connections = tokio::task::JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = self.listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            // EMFILE and friends: back off instead of spinning.
+                            tracing::warn!("accept failed: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+                        tracing::warn!(%peer, "too many pending handshakes; connection dropped");
+                        continue;
+                    };
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(accept_one(shared.clone(), stream, permit));
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        let _ = shared.shutdown.send(true);
+        let ids = lock(&shared.diffs).close_all(None);
+        for id in ids {
+            let _ = shared.editor(shared.frontend.close_diff(id)).await;
+        }
+        let drain = async { while connections.join_next().await.is_some() {} };
+        if tokio::time::timeout(Duration::from_secs(2), drain).await.is_err() {
+            connections.abort_all();
+        }
+        lock(&shared.lock).take();
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+async fn accept_one(
+    shared: Arc<Shared>,
+    mut stream: tokio::net::TcpStream,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let policy = Policy {
+        token: &shared.token,
+        allowed_hosts: &shared.config.allowed_hosts,
+    };
+    let upgraded = handshake::perform(&mut stream, &policy, shared.config.handshake_timeout).await;
+    drop(permit);
+    let upgraded = match upgraded {
+        Ok(u) => u,
+        Err(e) => {
+            tracing::info!("upgrade refused: {e}");
+            return;
+        }
+    };
+    let ws = WebSocketStream::from_partially_read(
+        stream,
+        upgraded.leftover,
+        Role::Server,
+        Some(ws_config(shared.config.max_message_size)),
+    )
+    .await;
+    connection::serve(shared, ws).await;
+}
+
+/// Frame and message limits: nothing over `max` is buffered.
+pub(crate) fn ws_config(max: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
+        .write_buffer_size(0)
+}
+
+impl EngineHandle {
+    /// Delivers an editor event; events are applied in the order sent.
+    pub async fn send(&self, event: EditorEvent) -> Result<(), EngineGone> {
+        self.events.send(event).await.map_err(|_| EngineGone)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.shared.port
+    }
+
+    pub fn lock_path(&self) -> Option<PathBuf> {
+        lock(&self.shared.lock).as_ref().map(|g| g.path().to_owned())
+    }
+
+    pub fn clients(&self) -> Vec<ClientInfo> {
+        lock(&self.shared.sessions).infos()
+    }
+
+    /// Serves one already upgraded WebSocket, e.g. an in-memory pair in
+    /// tests. The handshake and its checks are the caller's business.
+    pub async fn serve_websocket<S>(&self, ws: WebSocketStream<S>)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        connection::serve(self.shared.clone(), ws).await
+    }
+
+    /// The engine's WebSocket limits, for callers of [`Self::serve_websocket`].
+    pub fn websocket_config(&self) -> WebSocketConfig {
+        ws_config(self.shared.config.max_message_size)
+    }
+}
+
+/// Applies editor events in order and debounces selections.
+async fn event_loop(shared: Arc<Shared>, mut rx: mpsc::Receiver<EditorEvent>) {
+    let debounce = shared.config.selection_debounce;
+    let mut shutdown = shared.shutdown.subscribe();
+    // (deadline, first pending moment): trailing debounce, capped at 5x.
+    let mut pending: Option<(Instant, Instant)> = None;
+    let mut last_sent: Option<SelectionChanged> = None;
+    loop {
+        let deadline = pending.map(|(d, _)| d);
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => break,
+            _ = sleep_until_opt(deadline) => {
+                pending = None;
+                flush_selection(&shared, &mut last_sent);
+            }
+            ev = rx.recv() => {
+                let Some(ev) = ev else { break };
+                if let EditorEvent::Selection(_) = ev {
+                    apply(&shared, ev);
+                    if debounce.is_zero() {
+                        flush_selection(&shared, &mut last_sent);
+                    } else {
+                        let now = Instant::now();
+                        let first = pending.map_or(now, |(_, f)| f);
+                        let cap = first + debounce * 5;
+                        pending = Some(((now + debounce).min(cap), first));
+                    }
+                } else {
+                    apply(&shared, ev);
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn flush_selection(shared: &Shared, last_sent: &mut Option<SelectionChanged>) {
+    let Some(sel) = lock(&shared.state).current.clone() else {
+        return;
+    };
+    let params = SelectionChanged::from(&sel);
+    if last_sent.as_ref() == Some(&params) {
+        return;
+    }
+    lock(&shared.sessions).broadcast(&params.clone().into_notification());
+    *last_sent = Some(params);
+}
+
+fn apply(shared: &Arc<Shared>, ev: EditorEvent) {
+    match ev {
+        EditorEvent::Selection(s) => lock(&shared.state).set_selection(s),
+        EditorEvent::OpenEditors(tabs) => lock(&shared.state).set_tabs(tabs),
+        EditorEvent::Diagnostics { path, diagnostics } => {
+            lock(&shared.state).set_diagnostics(&path, diagnostics)
+        }
+        EditorEvent::ClearDiagnostics => lock(&shared.state).clear_diagnostics(),
+        EditorEvent::Dirty { path, is_dirty } => lock(&shared.state).set_dirty(&path, is_dirty),
+        EditorEvent::AtMention(m) => lock(&shared.sessions).mention(
+            m,
+            Instant::now(),
+            shared.config.at_mention_queue_len,
+        ),
+        EditorEvent::Workspace {
+            folders,
+            ide_name,
+            pid,
+        } => {
+            {
+                let mut s = lock(&shared.state);
+                if let Some(f) = folders {
+                    s.workspace_folders = f;
+                }
+                if let Some(n) = ide_name {
+                    s.ide_name = n;
+                }
+                if let Some(p) = pid {
+                    s.pid = p;
+                }
+            }
+            shared.rewrite_lock();
+        }
+        EditorEvent::DiffResolved { id, decision } => {
+            if !lock(&shared.diffs).resolve(id, decision) {
+                tracing::debug!(%id, "verdict for a diff that is already settled");
+            }
+        }
+    }
+}

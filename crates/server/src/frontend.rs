@@ -1,0 +1,215 @@
+//! The boundary between the engine and an editor.
+//!
+//! The engine needs the editor's UI for a few things — show a diff and learn
+//! the user's decision, open files, close tabs, save, reformat, run code —
+//! and it learns about the editor's state from one stream of
+//! [`EditorEvent`]s. A Rust editor embeds the engine and implements
+//! [`Frontend`]; the stdio sidecar (`ccbridge-sidecar`) implements it by
+//! forwarding to an editor plugin; the browser UI will be a third.
+//!
+//! Decisions on diffs arrive as events ([`EditorEvent::DiffResolved`]) rather
+//! than as the return value of [`Frontend::show_diff`], so that a view can
+//! be closed, replaced or settled by the engine (the client's `close_tab`,
+//! `closeAllDiffTabs`, a disconnect) without cancelling a future inside the
+//! editor.
+
+use async_trait::async_trait;
+use ccbridge_protocol::editor::{Diagnostic, EditorTab, Selection};
+use ccbridge_protocol::mcp::Content;
+use ccbridge_protocol::notifications::AtMentioned;
+use ccbridge_protocol::tools::OpenFileArgs;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Identifies one diff view for its whole life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DiffId(pub u64);
+
+impl fmt::Display for DiffId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "diff-{}", self.0)
+    }
+}
+
+/// A diff the user is asked to review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffView {
+    pub id: DiffId,
+    pub tab_name: String,
+    pub old_file_path: String,
+    pub new_file_path: String,
+    /// The file's current contents as read by the engine, or `None` when the
+    /// file does not exist yet (a new file) or could not be read as UTF-8.
+    pub original_contents: Option<String>,
+    /// The whole proposed file.
+    pub proposed_contents: String,
+}
+
+/// The user's verdict on a diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "camelCase")]
+pub enum DiffDecision {
+    /// Accept. `contents` is the final text including the user's own edits;
+    /// `None` means the proposal unchanged.
+    Accepted {
+        #[serde(default)]
+        contents: Option<String>,
+    },
+    /// Reject, or the view was closed without a decision.
+    Rejected,
+}
+
+/// What the editor can do; decides which tools are offered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Capabilities {
+    /// The editor can show diffs for review (`openDiff`).
+    pub diff: bool,
+    /// `openFile`, `open_files`.
+    pub open_file: bool,
+    /// `saveDocument`.
+    pub save_document: bool,
+    /// `close_tab` for tabs that are not ccbridge's diffs.
+    pub close_tab: bool,
+    /// `reformat_file`.
+    pub reformat: bool,
+    /// `executeCode`: listed only when true, and every run is confirmed by
+    /// the user first.
+    pub execute_code: bool,
+}
+
+impl Capabilities {
+    pub fn all() -> Self {
+        Capabilities {
+            diff: true,
+            open_file: true,
+            save_document: true,
+            close_tab: true,
+            reformat: true,
+            execute_code: true,
+        }
+    }
+}
+
+/// An editor-side failure, shown to the client as an `isError` result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrontendError {
+    #[error("the editor does not support {0}")]
+    Unsupported(&'static str),
+    #[error("the editor did not answer in time")]
+    Timeout,
+    #[error("the editor is gone")]
+    Disconnected,
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Which client a request came from; lets frontends tell sessions apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClientId(pub u64);
+
+/// A connected Claude Code session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientInfo {
+    pub id: ClientId,
+    pub name: String,
+    pub version: String,
+    /// The CLI's pid from `ide_connected`, once known.
+    pub pid: Option<u32>,
+}
+
+/// What the engine asks of the editor. Every method may be called
+/// concurrently; the engine serializes nothing on the frontend's behalf.
+#[async_trait]
+pub trait Frontend: Send + Sync + 'static {
+    fn capabilities(&self) -> Capabilities;
+
+    /// Show `diff` for review and return once it is shown. The decision
+    /// comes later as [`EditorEvent::DiffResolved`].
+    async fn show_diff(&self, diff: DiffView) -> Result<(), FrontendError>;
+
+    /// Close a diff view the engine opened. Called once per view, whether or
+    /// not the user already decided.
+    async fn close_diff(&self, id: DiffId) -> Result<(), FrontendError>;
+
+    async fn open_file(&self, _args: OpenFileArgs) -> Result<OpenedFile, FrontendError> {
+        Err(FrontendError::Unsupported("openFile"))
+    }
+
+    /// Opens each path; returns the ones opened.
+    async fn open_files(&self, _paths: Vec<String>) -> Result<Vec<String>, FrontendError> {
+        Err(FrontendError::Unsupported("open_files"))
+    }
+
+    /// Closes a tab that is not a ccbridge diff; `Ok(false)` when none matched.
+    async fn close_tab(&self, _tab_name: String) -> Result<bool, FrontendError> {
+        Err(FrontendError::Unsupported("close_tab"))
+    }
+
+    async fn save_document(&self, _path: String) -> Result<(), FrontendError> {
+        Err(FrontendError::Unsupported("saveDocument"))
+    }
+
+    async fn reformat_file(&self, _path: String) -> Result<(), FrontendError> {
+        Err(FrontendError::Unsupported("reformat_file"))
+    }
+
+    /// Asks the user whether to run `code`. The engine calls this before
+    /// every [`Frontend::execute_code`] and runs nothing without a yes.
+    async fn confirm_execute(&self, _code: String) -> Result<bool, FrontendError> {
+        Ok(false)
+    }
+
+    async fn execute_code(&self, _code: String) -> Result<Vec<Content>, FrontendError> {
+        Err(FrontendError::Unsupported("executeCode"))
+    }
+
+    /// A Claude Code session finished its handshake.
+    fn client_connected(&self, _client: &ClientInfo) {}
+
+    /// A session went away (closed, evicted or dropped by keepalive).
+    fn client_disconnected(&self, _client: ClientId) {}
+}
+
+/// What `openFile` reports back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedFile {
+    pub file_path: String,
+    #[serde(default)]
+    pub language_id: Option<String>,
+    #[serde(default)]
+    pub line_count: Option<u32>,
+}
+
+/// Editor state changes and user actions, in the order they happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditorEvent {
+    /// The selection or cursor moved; `None` when no editor is active.
+    Selection(Option<Selection>),
+    /// The full list of open tabs (replaces the previous one).
+    OpenEditors(Vec<EditorTab>),
+    /// The diagnostics of one file (replaces that file's; empty clears).
+    Diagnostics {
+        path: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// Forget every file's diagnostics.
+    ClearDiagnostics,
+    /// A document's unsaved-changes flag.
+    Dirty { path: String, is_dirty: bool },
+    /// The user sent a file or range to Claude.
+    AtMention(AtMentioned),
+    /// The workspace changed; rewrites the lock file. `None` keeps a value.
+    Workspace {
+        folders: Option<Vec<String>>,
+        ide_name: Option<String>,
+        pid: Option<u32>,
+    },
+    /// The user decided on a diff.
+    DiffResolved { id: DiffId, decision: DiffDecision },
+}

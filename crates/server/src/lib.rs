@@ -1,0 +1,41 @@
+//! The IDE-side Claude Code server engine.
+//!
+//! An editor (through a [`Frontend`]) and any number of Claude Code CLI
+//! sessions (through WebSocket connections) meet here:
+//!
+//! ```text
+//!  editor ──EditorEvent──▶ engine state ──selection_changed / at_mentioned──▶ CLI
+//!  editor ◀──Frontend calls (show_diff, open_file, …)── tools ◀──tools/call── CLI
+//! ```
+//!
+//! Usage: build a [`Config`], [`Server::bind`] it with a frontend, take an
+//! [`EngineHandle`] for editor events, then [`Server::run`] until shutdown.
+//! The lock file is written when `run` starts and removed when it returns.
+//!
+//! Layout: `handshake` (HTTP upgrade and auth), `connection` (one socket),
+//! `router` (JSON-RPC methods), `tools/` (one file per IDE tool), `state`
+//! (editor state), `diffs` (diff views), `sessions` (connected clients and
+//! queued notifications), `keepalive`, `lockfile`, `token`, `engine` (the
+//! server and the editor-event loop).
+
+pub mod config;
+mod connection;
+mod diffs;
+mod engine;
+pub mod frontend;
+pub mod handshake;
+pub mod keepalive;
+pub mod lockfile;
+mod router;
+mod sessions;
+mod state;
+pub mod token;
+mod tools;
+
+pub use config::Config;
+pub use engine::{EngineGone, EngineHandle, Server, ServerError};
+pub use frontend::{
+    Capabilities, ClientId, ClientInfo, DiffDecision, DiffId, DiffView, EditorEvent, Frontend,
+    FrontendError, OpenedFile,
+};
+pub use sessions::{SUPERSEDED_CODE, SUPERSEDED_REASON};

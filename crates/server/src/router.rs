@@ -1,0 +1,138 @@
+//! JSON-RPC dispatch for the IDE connection: a table from method name to
+//! handler, with exact error semantics.
+//!
+//! | input | answer |
+//! |---|---|
+//! | not JSON | `-32700`, id null, connection stays up |
+//! | JSON but not a request/notification | `-32600` |
+//! | unknown request method | `-32601` with the method in `data` |
+//! | request (other than `initialize`/`ping`) before `initialize` | `-32002` |
+//! | bad `initialize`/`tools/call` params, unknown tool | `-32602` |
+//! | bad tool arguments | an `isError` tool result |
+//! | unknown notification, responses | ignored |
+
+use crate::connection::Conn;
+use crate::engine::lock;
+use crate::frontend::ClientInfo;
+use crate::tools;
+use ccbridge_protocol::jsonrpc::{code, ErrorObject, Message, Notification, Request, Response};
+use ccbridge_protocol::mcp::{self, CallToolParams, Implementation, InitializeParams};
+use ccbridge_protocol::notifications as n;
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a client that never lists tools waits for its context replay.
+const READY_FALLBACK: Duration = Duration::from_millis(1500);
+
+pub(crate) async fn handle(conn: &Arc<Conn>, text: &str) {
+    match Message::parse(text) {
+        Err(rejected) => {
+            tracing::debug!(conn = conn.id, "unparseable message");
+            conn.send(rejected.response.to_json()).await;
+        }
+        Ok(Message::Request(r)) => {
+            if let Some(resp) = request(conn, r).await {
+                conn.send(resp.to_json()).await;
+            }
+        }
+        Ok(Message::Notification(nf)) => notification(conn, nf),
+        Ok(Message::Response(_)) => {}
+    }
+}
+
+/// Answers a request; `None` when the answer is sent later by a task.
+async fn request(conn: &Arc<Conn>, r: Request) -> Option<Response> {
+    let initialized = conn.initialized.load(Ordering::SeqCst);
+    let id = r.id.clone();
+    let outcome = match r.method.as_str() {
+        "ping" => Ok(json!({})),
+        "initialize" if initialized => Err(ErrorObject::new(
+            code::INVALID_REQUEST,
+            "initialize may only be sent once",
+        )),
+        "initialize" => {
+            initialize(conn, r).await;
+            return None;
+        }
+        _ if !initialized => Err(ErrorObject::new(
+            code::SERVER_NOT_INITIALIZED,
+            "Server not initialized: send initialize first",
+        )),
+        "tools/list" => {
+            conn.ready_after(conn.shared.config.notify_delay);
+            Ok(json!({ "tools": tools::list(&conn.shared) }))
+        }
+        "tools/call" => return call(conn, r),
+        other => Err(ErrorObject::method_not_found(other)),
+    };
+    Some(Response { id: Some(id), outcome })
+}
+
+async fn initialize(conn: &Arc<Conn>, r: Request) {
+    let params: InitializeParams = match r.params() {
+        Ok(p) => p,
+        Err(e) => {
+            conn.send(Response::error(Some(r.id), e).to_json()).await;
+            return;
+        }
+    };
+    let version = mcp::negotiate_version(params.protocol_version.as_deref());
+    let cfg = &conn.shared.config;
+    let server = Implementation {
+        name: cfg.server_name.clone(),
+        version: cfg.server_version.clone(),
+        title: None,
+    };
+    let client = params.client_info.unwrap_or_default();
+    // Answer first, then register: evicting an older session must not race
+    // ahead of this session's own initialize result.
+    let resp = Response::ok(r.id, mcp::initialize_result(version, &server));
+    conn.send(resp.to_json()).await;
+    conn.initialized(ClientInfo {
+        id: conn.client_id(),
+        name: client.name,
+        version: client.version,
+        pid: None,
+    });
+    // A client that never sends tools/list still gets its context.
+    conn.ready_after(cfg.notify_delay + READY_FALLBACK);
+}
+
+fn call(conn: &Arc<Conn>, r: Request) -> Option<Response> {
+    let params: CallToolParams = match r.params() {
+        Ok(p) => p,
+        Err(e) => return Some(Response::error(Some(r.id), e)),
+    };
+    let Some(tool) = tools::find(&conn.shared, &params.name) else {
+        return Some(Response::error(
+            Some(r.id),
+            ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)),
+        ));
+    };
+    let conn = conn.clone();
+    tokio::spawn(async move {
+        let args = params.arguments.unwrap_or_else(|| json!({}));
+        let result = tools::call(tool, &conn, args).await;
+        conn.send(Response::ok(r.id, result.to_value()).to_json()).await;
+    });
+    None
+}
+
+fn notification(conn: &Arc<Conn>, nf: Notification) {
+    match nf.method.as_str() {
+        n::IDE_CONNECTED => {
+            let pid = nf.params::<n::IdeConnected>().ok().and_then(|p| p.pid);
+            tracing::debug!(conn = conn.id, ?pid, "ide_connected");
+            lock(&conn.shared.sessions).set_pid(conn.id, pid);
+        }
+        n::LOG_EVENT => {
+            if let Ok(e) = nf.params::<n::LogEvent>() {
+                tracing::debug!(conn = conn.id, event = %e.event_name, "log_event");
+            }
+        }
+        n::INITIALIZED | n::CANCELLED | "notifications/roots/list_changed" => {}
+        other => tracing::debug!(conn = conn.id, method = other, "ignored notification"),
+    }
+}

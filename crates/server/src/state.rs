@@ -1,0 +1,166 @@
+//! The editor's state as the engine keeps it, so read-only tools answer at
+//! once without a round trip to the editor (the client gives
+//! `getDiagnostics` 500 ms before an edit and 2 s after).
+
+use ccbridge_protocol::editor::{Diagnostic, EditorTab, FileDiagnostics, Selection};
+use ccbridge_protocol::uri::{file_uri, normalize, path_from_uri, percent_decode};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Debug, Default)]
+pub struct EditorState {
+    /// The selection or cursor in the active editor; `None` without one.
+    pub current: Option<Selection>,
+    /// The most recent selection, even if its editor is no longer active.
+    pub latest: Option<Selection>,
+    pub tabs: Vec<EditorTab>,
+    /// Dirty flags reported for documents, keyed by normalized path.
+    dirty: HashMap<String, bool>,
+    /// Diagnostics per normalized path; files without any are absent.
+    diagnostics: BTreeMap<String, Vec<Diagnostic>>,
+    pub workspace_folders: Vec<String>,
+    pub ide_name: String,
+    pub pid: u32,
+}
+
+impl EditorState {
+    pub fn set_selection(&mut self, s: Option<Selection>) {
+        if let Some(s) = &s {
+            self.latest = Some(s.clone());
+        }
+        self.current = s;
+    }
+
+    pub fn set_tabs(&mut self, tabs: Vec<EditorTab>) {
+        for t in &tabs {
+            self.dirty.insert(normalize(&t.path), t.is_dirty);
+        }
+        let open: std::collections::HashSet<String> =
+            tabs.iter().map(|t| normalize(&t.path)).collect();
+        self.dirty.retain(|p, _| open.contains(p));
+        self.tabs = tabs;
+    }
+
+    pub fn set_dirty(&mut self, path: &str, is_dirty: bool) {
+        let key = normalize(path);
+        for t in &mut self.tabs {
+            if normalize(&t.path) == key {
+                t.is_dirty = is_dirty;
+            }
+        }
+        self.dirty.insert(key, is_dirty);
+    }
+
+    /// The open tab for `path`, if any.
+    pub fn tab(&self, path: &str) -> Option<&EditorTab> {
+        let key = normalize(path);
+        self.tabs.iter().find(|t| normalize(&t.path) == key)
+    }
+
+    /// `Some(dirty)` when the document is open.
+    pub fn dirty(&self, path: &str) -> Option<bool> {
+        let key = normalize(path);
+        self.tab(path)
+            .map(|t| t.is_dirty)
+            .or_else(|| self.dirty.get(&key).copied())
+    }
+
+    pub fn set_diagnostics(&mut self, path: &str, diagnostics: Vec<Diagnostic>) {
+        let key = normalize(path);
+        if diagnostics.is_empty() {
+            self.diagnostics.remove(&key);
+        } else {
+            self.diagnostics.insert(key, diagnostics);
+        }
+    }
+
+    pub fn clear_diagnostics(&mut self) {
+        self.diagnostics.clear();
+    }
+
+    /// Every file with diagnostics, in path order.
+    pub fn all_diagnostics(&self) -> Vec<FileDiagnostics> {
+        self.diagnostics
+            .iter()
+            .map(|(p, d)| FileDiagnostics {
+                uri: file_uri(p),
+                diagnostics: d.clone(),
+            })
+            .collect()
+    }
+
+    /// The diagnostics of the file `uri` names. An unknown file answers that
+    /// uri with an empty list: the client takes that as "no problems".
+    pub fn diagnostics_for(&self, uri: &str) -> FileDiagnostics {
+        let path = path_from_uri(uri);
+        let found = self.diagnostics.get(&path).or_else(|| {
+            percent_decode(&path).and_then(|p| self.diagnostics.get(&normalize(&p)))
+        });
+        FileDiagnostics {
+            uri: uri.to_owned(),
+            diagnostics: found.cloned().unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccbridge_protocol::editor::{Position, Range, Severity};
+
+    fn diag(msg: &str) -> Diagnostic {
+        Diagnostic {
+            message: msg.into(),
+            severity: Severity::Error,
+            range: Range::new(Position::new(0, 0), Position::new(0, 1)),
+            source: None,
+            code: None,
+        }
+    }
+
+    #[test]
+    fn diagnostics_by_raw_and_encoded_uri() {
+        let mut s = EditorState::default();
+        s.set_diagnostics("/w/my file.ts", vec![diag("a")]);
+        assert_eq!(s.diagnostics_for("file:///w/my file.ts").diagnostics.len(), 1);
+        assert_eq!(s.diagnostics_for("file:///w/my%20file.ts").diagnostics.len(), 1);
+        assert_eq!(s.diagnostics_for("file:///w/./my file.ts").diagnostics.len(), 1);
+        let unknown = s.diagnostics_for("file:///w/other.ts");
+        assert_eq!(unknown.uri, "file:///w/other.ts");
+        assert!(unknown.diagnostics.is_empty());
+        s.set_diagnostics("/w/my file.ts", vec![]);
+        assert!(s.all_diagnostics().is_empty());
+    }
+
+    #[test]
+    fn latest_selection_survives_losing_the_editor() {
+        let mut s = EditorState::default();
+        let sel = Selection {
+            file_path: "/w/a".into(),
+            text: "x".into(),
+            range: Range::default(),
+        };
+        s.set_selection(Some(sel.clone()));
+        s.set_selection(None);
+        assert_eq!(s.current, None);
+        assert_eq!(s.latest, Some(sel));
+    }
+
+    #[test]
+    fn dirty_flags_follow_tabs() {
+        let mut s = EditorState::default();
+        s.set_tabs(vec![EditorTab {
+            path: "/w/a.rs".into(),
+            is_active: true,
+            is_dirty: false,
+            language_id: None,
+            label: None,
+            is_untitled: false,
+        }]);
+        assert_eq!(s.dirty("/w/a.rs"), Some(false));
+        s.set_dirty("/w/a.rs", true);
+        assert_eq!(s.dirty("/w/a.rs"), Some(true));
+        assert_eq!(s.dirty("/w/b.rs"), None);
+        s.set_tabs(vec![]);
+        assert_eq!(s.dirty("/w/a.rs"), None);
+    }
+}

@@ -1,0 +1,16 @@
+//! `getLatestSelection`: the most recent selection, even if its editor is no
+//! longer active.
+
+use crate::connection::Conn;
+use crate::engine::lock;
+use ccbridge_protocol::mcp::CallToolResult;
+use ccbridge_protocol::tools::{failure, selection_result};
+use serde_json::Value;
+use std::sync::Arc;
+
+pub(crate) async fn call(conn: &Arc<Conn>, _args: Value) -> CallToolResult {
+    match &lock(&conn.shared.state).latest {
+        Some(s) => selection_result(s),
+        None => failure("No selection available"),
+    }
+}

@@ -1,0 +1,82 @@
+//! The IDE tools, one file each, and the table that dispatches to them.
+//!
+//! Each tool is `async fn call(conn: &Arc<Conn>, args: Value) -> CallToolResult`.
+//! Tools that only read editor state answer from the engine's copy at once;
+//! the others ask the editor through the [`Frontend`](crate::Frontend).
+//! Bad arguments are an `isError` result, never a JSON-RPC error, so the
+//! client shows the reason.
+
+mod check_document_dirty;
+mod close_all_diff_tabs;
+mod close_tab;
+mod execute_code;
+mod get_all_opened_file_paths;
+mod get_current_selection;
+mod get_diagnostics;
+mod get_latest_selection;
+mod get_open_editors;
+mod get_workspace_folders;
+mod open_diff;
+mod open_file;
+mod open_files;
+mod reformat_file;
+mod save_document;
+
+use crate::connection::Conn;
+use crate::engine::Shared;
+use crate::frontend::FrontendError;
+use ccbridge_protocol::mcp::{CallToolResult, ToolDescriptor};
+use ccbridge_protocol::tools::Tool;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Tools offered to this editor: all of them, except `executeCode` when the
+/// editor cannot run code.
+fn offered(shared: &Shared, tool: Tool) -> bool {
+    tool != Tool::ExecuteCode || shared.frontend.capabilities().execute_code
+}
+
+pub(crate) fn list(shared: &Shared) -> Vec<ToolDescriptor> {
+    Tool::ALL
+        .into_iter()
+        .filter(|t| offered(shared, *t))
+        .map(Tool::descriptor)
+        .collect()
+}
+
+pub(crate) fn find(shared: &Shared, name: &str) -> Option<Tool> {
+    Tool::from_name(name).filter(|t| offered(shared, *t))
+}
+
+pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> CallToolResult {
+    match tool {
+        Tool::OpenFile => open_file::call(conn, args).await,
+        Tool::OpenDiff => open_diff::call(conn, args).await,
+        Tool::GetCurrentSelection => get_current_selection::call(conn, args).await,
+        Tool::GetLatestSelection => get_latest_selection::call(conn, args).await,
+        Tool::GetOpenEditors => get_open_editors::call(conn, args).await,
+        Tool::GetWorkspaceFolders => get_workspace_folders::call(conn, args).await,
+        Tool::GetDiagnostics => get_diagnostics::call(conn, args).await,
+        Tool::CheckDocumentDirty => check_document_dirty::call(conn, args).await,
+        Tool::SaveDocument => save_document::call(conn, args).await,
+        Tool::CloseTab => close_tab::call(conn, args).await,
+        Tool::CloseAllDiffTabs => close_all_diff_tabs::call(conn, args).await,
+        Tool::ExecuteCode => execute_code::call(conn, args).await,
+        Tool::OpenFiles => open_files::call(conn, args).await,
+        Tool::GetAllOpenedFilePaths => get_all_opened_file_paths::call(conn, args).await,
+        Tool::ReformatFile => reformat_file::call(conn, args).await,
+    }
+}
+
+/// Typed arguments, or the `isError` result explaining what is wrong.
+pub(crate) fn args<A: DeserializeOwned>(tool: Tool, args: Value) -> Result<A, CallToolResult> {
+    serde_json::from_value(args).map_err(|e| {
+        CallToolResult::error(format!("Invalid arguments for {}: {e}", tool.name()))
+    })
+}
+
+/// An editor failure as a tool error.
+pub(crate) fn editor_error(what: &str, e: FrontendError) -> CallToolResult {
+    CallToolResult::error(format!("{what}: {e}"))
+}

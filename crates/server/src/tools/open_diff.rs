@@ -1,0 +1,61 @@
+//! `openDiff`: shows the proposed file in the editor and waits for the user.
+//!
+//! Accept → `FILE_SAVED` + the final text (with the user's own edits; the
+//! client writes the file, ccbridge never does). Reject, or the view closed
+//! by `close_tab`/`closeAllDiffTabs`/a replacement/a disconnect →
+//! `DIFF_REJECTED` + tab name. An editor that cannot show the diff gets an
+//! `isError` result, and the client falls back to its terminal prompt.
+
+use super::{args, editor_error};
+use crate::connection::Conn;
+use crate::diffs::Settled;
+use crate::engine::lock;
+use crate::frontend::{DiffDecision, DiffView};
+use ccbridge_protocol::mcp::CallToolResult;
+use ccbridge_protocol::tools::{diff_rejected, file_saved, OpenDiffArgs, Tool};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Files larger than this are shown as new files rather than read.
+const MAX_ORIGINAL: u64 = 16 << 20;
+
+pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+    let a: OpenDiffArgs = match args(Tool::OpenDiff, a) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let shared = &conn.shared;
+    let original = read_original(&a.old_file_path).await;
+    let (id, decision, replaced) = lock(&shared.diffs).open(&a.tab_name, conn.id);
+    if let Some(old) = replaced {
+        shared.close_views(vec![old]);
+    }
+    let view = DiffView {
+        id,
+        tab_name: a.tab_name.clone(),
+        old_file_path: a.old_file_path,
+        new_file_path: a.new_file_path,
+        original_contents: original,
+        proposed_contents: a.new_file_contents.clone(),
+    };
+    if let Err(e) = shared.editor(shared.frontend.show_diff(view)).await {
+        lock(&shared.diffs).close(id);
+        return editor_error("The editor could not show the diff", e);
+    }
+    match decision.await {
+        Ok(Settled::Decided(DiffDecision::Accepted { contents })) => {
+            file_saved(contents.unwrap_or(a.new_file_contents))
+        }
+        Ok(Settled::Decided(DiffDecision::Rejected)) | Ok(Settled::Closed) | Err(_) => {
+            diff_rejected(a.tab_name)
+        }
+    }
+}
+
+async fn read_original(path: &str) -> Option<String> {
+    let meta = tokio::fs::metadata(path).await.ok()?;
+    if !meta.is_file() || meta.len() > MAX_ORIGINAL {
+        return None;
+    }
+    String::from_utf8(tokio::fs::read(path).await.ok()?).ok()
+}

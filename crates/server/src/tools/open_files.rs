@@ -1,0 +1,20 @@
+//! `open_files` (JetBrains): opens several files; answers the ones opened.
+
+use super::{args, editor_error};
+use crate::connection::Conn;
+use ccbridge_protocol::mcp::CallToolResult;
+use ccbridge_protocol::tools::{OpenFilesArgs, Tool};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+    let a: OpenFilesArgs = match args(Tool::OpenFiles, a) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let shared = &conn.shared;
+    match shared.editor(shared.frontend.open_files(a.file_paths)).await {
+        Ok(opened) => CallToolResult::json(&json!({ "opened_files": opened })),
+        Err(e) => editor_error("Failed to open files", e),
+    }
+}

@@ -1,0 +1,20 @@
+//! `reformat_file` (JetBrains): runs the editor's formatter on a file.
+
+use super::{args, editor_error};
+use crate::connection::Conn;
+use ccbridge_protocol::mcp::CallToolResult;
+use ccbridge_protocol::tools::{ReformatFileArgs, Tool};
+use serde_json::Value;
+use std::sync::Arc;
+
+pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+    let a: ReformatFileArgs = match args(Tool::ReformatFile, a) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let shared = &conn.shared;
+    match shared.editor(shared.frontend.reformat_file(a.file_path.clone())).await {
+        Ok(()) => CallToolResult::text("OK"),
+        Err(e) => editor_error(&format!("Failed to reformat {}", a.file_path), e),
+    }
+}

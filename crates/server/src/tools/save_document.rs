@@ -1,0 +1,27 @@
+//! `saveDocument`: asks the editor to save an open document.
+
+use super::args;
+use crate::connection::Conn;
+use crate::engine::lock;
+use ccbridge_protocol::mcp::CallToolResult;
+use ccbridge_protocol::tools::{document_not_open, failure, saved_result, FilePathArgs, Tool};
+use serde_json::Value;
+use std::sync::Arc;
+
+pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+    let a: FilePathArgs = match args(Tool::SaveDocument, a) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    if lock(&conn.shared.state).dirty(&a.file_path).is_none() {
+        return document_not_open(&a.file_path);
+    }
+    let shared = &conn.shared;
+    match shared.editor(shared.frontend.save_document(a.file_path.clone())).await {
+        Ok(()) => {
+            lock(&shared.state).set_dirty(&a.file_path, false);
+            saved_result(&a.file_path)
+        }
+        Err(e) => failure(format!("Failed to save {}: {e}", a.file_path)),
+    }
+}
