@@ -1,0 +1,153 @@
+//! `ccbridge serve --stdio`: the editor sidecar.
+//!
+//! Builds the engine [`Config`] from flags, routes logs to stderr (stdout
+//! belongs to the protocol), and runs until the editor closes stdin, sends
+//! `shutdown`, or a SIGINT/SIGTERM/SIGHUP arrives. Every one of those ends
+//! removes the lock file before the process exits.
+
+use anyhow::{bail, Context};
+use ccbridge_server::Config;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Speak the editor protocol (JSON-RPC, LSP framing) on stdin/stdout.
+    #[arg(long)]
+    stdio: bool,
+    /// A workspace folder; repeat for several. Defaults to the current directory.
+    #[arg(long = "workspace", value_name = "DIR")]
+    workspaces: Vec<PathBuf>,
+    /// The name Claude Code shows for this editor.
+    #[arg(long, default_value = "ccbridge")]
+    ide_name: String,
+    /// The editor's pid for the lock file. Defaults to ccbridge's parent process.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Listen on this port (10000-65535) instead of an OS-assigned one.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(10000..))]
+    port: Option<u16>,
+    /// Also accept this Host name (WSL, containers); repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
+    /// Serve several Claude Code sessions at once instead of "newest wins".
+    #[arg(long)]
+    multi_client: bool,
+    /// Quiet time before a selection is sent to Claude, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    selection_debounce_ms: u64,
+    /// Lock-file directory. Defaults to $CLAUDE_CONFIG_DIR/ide or ~/.claude/ide.
+    #[arg(long, value_name = "DIR")]
+    lock_dir: Option<PathBuf>,
+    /// Write logs to this file instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !args.stdio {
+        bail!(
+            "only the editor sidecar is available yet: run `ccbridge serve --stdio` from an editor plugin \
+             (see docs/editor-protocol.md)"
+        );
+    }
+    init_logging(args.log_file.as_deref())?;
+    let config = config_from(&args)?;
+    let reason = ccbridge_sidecar::run(
+        config,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        termination_signal(),
+    )
+    .await
+    .context("the sidecar stopped with an error")?;
+    tracing::info!(?reason, "exiting");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn config_from(args: &Args) -> anyhow::Result<Config> {
+    let mut folders = Vec::new();
+    let dirs = if args.workspaces.is_empty() {
+        vec![std::env::current_dir().context("cannot read the current directory")?]
+    } else {
+        args.workspaces.clone()
+    };
+    for d in dirs {
+        // The CLI compares its (resolved) cwd with these folders as strings.
+        let abs = std::fs::canonicalize(&d)
+            .or_else(|_| std::path::absolute(&d))
+            .with_context(|| format!("cannot resolve workspace {}", d.display()))?;
+        let Some(s) = abs.to_str() else {
+            bail!("workspace path {} is not valid UTF-8", abs.display());
+        };
+        let trimmed = s.trim_end_matches('/');
+        folders.push(if trimmed.is_empty() { "/".to_owned() } else { trimmed.to_owned() });
+    }
+    let mut config = Config::new(args.ide_name.clone(), folders);
+    // The editor that spawned us; the CLI checks this pid is alive.
+    config.pid = args.pid.unwrap_or_else(|| {
+        rustix::process::getppid()
+            .and_then(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
+            .unwrap_or_else(std::process::id)
+    });
+    config.port = args.port;
+    config.allowed_hosts = args.allow_hosts.clone();
+    config.multi_client = args.multi_client;
+    config.selection_debounce = Duration::from_millis(args.selection_debounce_ms);
+    config.lock_dir = match &args.lock_dir {
+        Some(d) => Some(d.clone()),
+        None => Some(Config::default_lock_dir().context(
+            "cannot find the home directory for ~/.claude/ide; set CLAUDE_CONFIG_DIR or pass --lock-dir",
+        )?),
+    };
+    Ok(config)
+}
+
+fn init_logging(file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("CCBRIDGE_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    match file {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open log file {}", path.display()))?;
+            builder.with_writer(std::sync::Mutex::new(f)).init();
+        }
+        None => builder.with_writer(std::io::stderr).init(),
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT, SIGTERM or SIGHUP.
+async fn termination_signal() {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    async fn recv(s: &mut Option<Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    let watch = |k| {
+        signal(k)
+            .map_err(|e| tracing::warn!("cannot watch a signal: {e}"))
+            .ok()
+    };
+    let (mut int, mut term, mut hup) = (
+        watch(SignalKind::interrupt()),
+        watch(SignalKind::terminate()),
+        watch(SignalKind::hangup()),
+    );
+    tokio::select! {
+        _ = recv(&mut int) => tracing::info!("SIGINT"),
+        _ = recv(&mut term) => tracing::info!("SIGTERM"),
+        _ = recv(&mut hup) => tracing::info!("SIGHUP"),
+    }
+}

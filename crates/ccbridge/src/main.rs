@@ -1,0 +1,71 @@
+//! `ccbridge`: a thin command line over the library crates.
+//!
+//! - `serve --stdio`: the editor sidecar (`ccbridge-sidecar`).
+//! - `list`, `call`, `clean`: discovery and a client for any running IDE
+//!   server (`ccbridge-client`).
+//!
+//! Errors are `anyhow` here and typed in the libraries. Exit codes: 0 success,
+//! 1 the operation failed, 2 bad usage (clap), 3 no IDE server found.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ccbridge",
+    version,
+    about = "Claude Code's IDE integration for every editor",
+    long_about = "ccbridge runs the editor side of Claude Code's IDE integration: a local \
+WebSocket MCP server advertised in ~/.claude/ide/<port>.lock that the Claude Code CLI \
+connects to for the editor's selection, diffs and diagnostics.\n\n\
+An editor plugin spawns `ccbridge serve --stdio` and talks JSON-RPC over stdio \
+(see docs/editor-protocol.md)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the IDE server for an editor (sidecar over stdio).
+    Serve(cmd::serve::Args),
+    /// List the IDE servers advertised in every lock-file directory the CLI scans.
+    List(cmd::list::Args),
+    /// Call a tool on a running IDE server (ccbridge, VS Code, claudecode.nvim, ...).
+    Call(cmd::call::Args),
+    /// Remove lock files whose process is gone.
+    Clean(cmd::clean::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ccbridge: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(a) => cmd::serve::run(a).await,
+            Command::List(a) => cmd::list::run(a).await,
+            Command::Call(a) => cmd::call::run(a).await,
+            Command::Clean(a) => cmd::clean::run(a).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ccbridge: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
