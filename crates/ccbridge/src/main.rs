@@ -61,6 +61,9 @@ fn main() -> ExitCode {
             Command::Clean(a) => cmd::clean::run(a).await,
         }
     });
+    // A blocking stdin read may still be parked on a runtime thread; all the
+    // cleanup (lock file, diffs) is done, so don't wait for it.
+    runtime.shutdown_background();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Position {
     pub line: u32,
     pub character: u32,
@@ -103,8 +105,7 @@ impl<'de> Deserialize<'de> for Severity {
             serde_json::Value::Number(n) => n.to_string(),
             _ => String::new(),
         };
-        Severity::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown severity {v}")))
+        Severity::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown severity {v}")))
     }
 }
 
@@ -161,7 +162,10 @@ mod tests {
         let d: Severity = serde_json::from_value(json!(2)).unwrap();
         assert_eq!(d, Severity::Warning);
         assert!(serde_json::from_value::<Severity>(json!("fatal")).is_err());
-        assert_eq!(serde_json::to_value(Severity::Information).unwrap(), "Information");
+        assert_eq!(
+            serde_json::to_value(Severity::Information).unwrap(),
+            "Information"
+        );
     }
 
     #[test]

@@ -192,7 +192,10 @@ impl Message {
         m.insert("jsonrpc".into(), Value::from("2.0"));
         match self {
             Message::Request(r) => {
-                m.insert("id".into(), serde_json::to_value(&r.id).unwrap_or(Value::Null));
+                m.insert(
+                    "id".into(),
+                    serde_json::to_value(&r.id).unwrap_or(Value::Null),
+                );
                 m.insert("method".into(), Value::from(r.method.clone()));
                 if let Some(p) = &r.params {
                     m.insert("params".into(), p.clone());

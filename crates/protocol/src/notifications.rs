@@ -166,16 +166,23 @@ mod tests {
             line_start: None,
             line_end: None,
         };
-        assert_eq!(serde_json::to_value(whole).unwrap(), json!({"filePath":"/w/x"}));
+        assert_eq!(
+            serde_json::to_value(whole).unwrap(),
+            json!({"filePath":"/w/x"})
+        );
     }
 
     #[test]
     fn ide_connected_and_log_event_parse() {
-        let m = Message::parse(r#"{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":4242}}"#)
-            .unwrap();
-        let Message::Notification(n) = m else { panic!() };
+        let m =
+            Message::parse(r#"{"jsonrpc":"2.0","method":"ide_connected","params":{"pid":4242}}"#)
+                .unwrap();
+        let Message::Notification(n) = m else {
+            panic!()
+        };
         assert_eq!(n.params::<IdeConnected>().unwrap().pid, Some(4242));
-        let l: LogEvent = serde_json::from_value(json!({"eventName":"x","eventData":{"k":1}})).unwrap();
+        let l: LogEvent =
+            serde_json::from_value(json!({"eventName":"x","eventData":{"k":1}})).unwrap();
         assert_eq!(l.event_data["k"], 1);
     }
 }

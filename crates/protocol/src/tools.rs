@@ -107,9 +107,7 @@ impl Tool {
 
     pub fn input_schema(self) -> Value {
         let empty = json!({"type":"object","properties":{},"additionalProperties":false});
-        let path_arg = |name: &str, what: &str| {
-            json!({"type":"object","properties":{name:{"type":"string","description":what}},"required":[name]})
-        };
+        let path_arg = |name: &str, what: &str| json!({"type":"object","properties":{name:{"type":"string","description":what}},"required":[name]});
         match self {
             Tool::OpenFile => json!({"type":"object","properties":{
                 "filePath":{"type":"string","description":"Path of the file to open"},
@@ -387,7 +385,10 @@ mod tests {
     fn failure_shapes() {
         let r = document_not_open("/w/a.rs");
         let v: Value = serde_json::from_str(r.first_text().unwrap()).unwrap();
-        assert_eq!(v, json!({"success":false,"message":"Document not open: /w/a.rs"}));
+        assert_eq!(
+            v,
+            json!({"success":false,"message":"Document not open: /w/a.rs"})
+        );
         assert!(!r.is_error);
     }
 

@@ -82,7 +82,11 @@ fn config_from(args: &Args) -> anyhow::Result<Config> {
             bail!("workspace path {} is not valid UTF-8", abs.display());
         };
         let trimmed = s.trim_end_matches('/');
-        folders.push(if trimmed.is_empty() { "/".to_owned() } else { trimmed.to_owned() });
+        folders.push(if trimmed.is_empty() {
+            "/".to_owned()
+        } else {
+            trimmed.to_owned()
+        });
     }
     let mut config = Config::new(args.ide_name.clone(), folders);
     // The editor that spawned us; the CLI checks this pid is alive.
@@ -109,7 +113,9 @@ fn init_logging(file: Option<&std::path::Path>) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_env("CCBRIDGE_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false);
     match file {
         Some(path) => {
             let f = std::fs::OpenOptions::new()

@@ -1,0 +1,251 @@
+//! The sidecar's lock file over the process's whole life, through the real
+//! binary: written at start (before the editor says anything), pointing at
+//! the parent process, and removed on every way out — stdin closing,
+//! `shutdown`, SIGINT, SIGTERM, SIGHUP.
+
+use ccbridge_protocol::lockfile::LockFile;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
+
+struct Sidecar {
+    child: Child,
+    cfg: tempfile::TempDir,
+    _ws: tempfile::TempDir,
+}
+
+impl Sidecar {
+    fn start(extra: &[&str]) -> Sidecar {
+        let cfg = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let child = Command::new(BIN)
+            .args([
+                "serve",
+                "--stdio",
+                "--ide-name",
+                "LifecycleTest",
+                "--workspace",
+            ])
+            .arg(ws.path())
+            .args(extra)
+            .env("CLAUDE_CONFIG_DIR", cfg.path())
+            .env("CCBRIDGE_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Sidecar {
+            child,
+            cfg,
+            _ws: ws,
+        }
+    }
+
+    fn ide_dir(&self) -> PathBuf {
+        self.cfg.path().join("ide")
+    }
+
+    fn wait_for_lock(&self) -> PathBuf {
+        wait_until(Duration::from_secs(10), || {
+            lock_files(&self.ide_dir()).into_iter().next()
+        })
+        .expect("the lock file appears at start")
+    }
+
+    fn signal(&self, sig: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, sig).unwrap();
+    }
+
+    /// Waits for exit; returns (success, stdout bytes, stderr text).
+    fn finish(mut self) -> (bool, Vec<u8>, String, tempfile::TempDir) {
+        let status = wait_until(Duration::from_secs(10), || self.child.try_wait().unwrap())
+            .expect("ccbridge exits");
+        let mut out = Vec::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        let mut err = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (status.success(), out, err, self.cfg)
+    }
+}
+
+fn lock_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "lock"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn frame(json: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{json}", json.len()).into_bytes()
+}
+
+#[test]
+fn lock_file_is_written_at_start_with_the_parent_pid() {
+    let s = Sidecar::start(&[]);
+    let path = s.wait_for_lock();
+    let lock = LockFile::parse(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(
+        lock.pid,
+        Some(std::process::id()),
+        "the pid is the spawning editor's"
+    );
+    assert_eq!(lock.ide_name, "LifecycleTest");
+    assert_eq!(lock.transport, "ws");
+    assert_eq!(lock.auth_token.as_ref().map(String::len), Some(64));
+    let port = LockFile::port_from_file_name(path.file_name().unwrap().to_str().unwrap()).unwrap();
+    assert!(
+        port >= 10000,
+        "OS-assigned ports are in the ephemeral range: {port}"
+    );
+    drop(s.child.stdin);
+}
+
+#[test]
+fn explicit_pid_wins() {
+    let s = Sidecar::start(&["--pid", "1"]);
+    let lock = LockFile::parse(&std::fs::read(s.wait_for_lock()).unwrap()).unwrap();
+    assert_eq!(lock.pid, Some(1));
+}
+
+#[test]
+fn stdin_closing_removes_the_lock_file() {
+    let mut s = Sidecar::start(&[]);
+    let path = s.wait_for_lock();
+    drop(s.child.stdin.take());
+    let (ok, out, err, _cfg) = s.finish();
+    assert!(ok, "{err}");
+    assert!(!path.exists());
+    assert!(
+        out.is_empty(),
+        "nothing but frames on stdout, and no frame was asked for"
+    );
+}
+
+#[test]
+fn shutdown_request_removes_the_lock_file_and_answers_first() {
+    let mut s = Sidecar::start(&[]);
+    let path = s.wait_for_lock();
+    let mut stdin = s.child.stdin.take().unwrap();
+    stdin
+        .write_all(&frame(r#"{"jsonrpc":"2.0","id":7,"method":"shutdown"}"#))
+        .unwrap();
+    let (ok, out, err, _cfg) = s.finish();
+    drop(stdin);
+    assert!(ok, "{err}");
+    assert!(!path.exists());
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.starts_with("Content-Length: "), "{out}");
+    assert!(
+        out.contains(r#""id":7"#) && out.contains(r#""result":null"#),
+        "{out}"
+    );
+}
+
+fn signal_removes_lock(sig: rustix::process::Signal) {
+    let s = Sidecar::start(&[]);
+    let path = s.wait_for_lock();
+    s.signal(sig);
+    let (ok, _out, err, _cfg) = s.finish();
+    assert!(ok, "exits cleanly on {sig:?}: {err}");
+    assert!(!path.exists(), "lock file removed on {sig:?}");
+}
+
+#[test]
+fn sigint_removes_the_lock_file() {
+    signal_removes_lock(rustix::process::Signal::INT);
+}
+
+#[test]
+fn sigterm_removes_the_lock_file() {
+    signal_removes_lock(rustix::process::Signal::TERM);
+}
+
+#[test]
+fn sighup_removes_the_lock_file() {
+    signal_removes_lock(rustix::process::Signal::HUP);
+}
+
+#[test]
+fn stale_locks_are_swept_at_start_and_live_ones_kept() {
+    let cfg = tempfile::tempdir().unwrap();
+    let ide = cfg.path().join("ide");
+    std::fs::create_dir_all(&ide).unwrap();
+    let dead_pid = {
+        let mut c = Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    };
+    let dead = ide.join("11111.lock");
+    let live = ide.join("22222.lock");
+    std::fs::write(
+        &dead,
+        LockFile::new(dead_pid, vec![], "Old".into(), "t".into()).to_json(),
+    )
+    .unwrap();
+    std::fs::write(
+        &live,
+        LockFile::new(std::process::id(), vec![], "Live".into(), "t".into()).to_json(),
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--stdio", "--lock-dir"])
+        .arg(&ide)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ours = wait_until(Duration::from_secs(10), || {
+        lock_files(&ide)
+            .into_iter()
+            .find(|p| p != &dead && p != &live)
+    })
+    .expect("our lock file appears");
+    assert!(!dead.exists(), "the dead editor's lock is swept");
+    assert!(live.exists(), "a live editor's lock is never touched");
+    drop(child.stdin.take());
+    wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("exits");
+    assert!(!ours.exists());
+    assert!(live.exists());
+}
+
+#[test]
+fn serve_without_stdio_says_what_to_do() {
+    let out = Command::new(BIN).args(["serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--stdio"), "{err}");
+}
