@@ -277,7 +277,10 @@ impl Server {
             let _ = shared.editor(shared.frontend.close_diff(id)).await;
         }
         let drain = async { while connections.join_next().await.is_some() {} };
-        if tokio::time::timeout(Duration::from_secs(2), drain).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(2), drain)
+            .await
+            .is_err()
+        {
             connections.abort_all();
         }
         lock(&shared.lock).take();
@@ -299,8 +302,13 @@ async fn accept_one(
     drop(permit);
     let upgraded = match upgraded {
         Ok(u) => u,
-        Err(e) => {
+        Err(e @ handshake::HandshakeError::Rejected(_)) => {
             tracing::info!("upgrade refused: {e}");
+            return;
+        }
+        Err(e) => {
+            // Port probes (`ccbridge list`, the CLI's liveness check) end here.
+            tracing::debug!("handshake abandoned: {e}");
             return;
         }
     };
@@ -333,7 +341,9 @@ impl EngineHandle {
     }
 
     pub fn lock_path(&self) -> Option<PathBuf> {
-        lock(&self.shared.lock).as_ref().map(|g| g.path().to_owned())
+        lock(&self.shared.lock)
+            .as_ref()
+            .map(|g| g.path().to_owned())
     }
 
     pub fn clients(&self) -> Vec<ClientInfo> {
@@ -419,11 +429,9 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) {
         }
         EditorEvent::ClearDiagnostics => lock(&shared.state).clear_diagnostics(),
         EditorEvent::Dirty { path, is_dirty } => lock(&shared.state).set_dirty(&path, is_dirty),
-        EditorEvent::AtMention(m) => lock(&shared.sessions).mention(
-            m,
-            Instant::now(),
-            shared.config.at_mention_queue_len,
-        ),
+        EditorEvent::AtMention(m) => {
+            lock(&shared.sessions).mention(m, Instant::now(), shared.config.at_mention_queue_len)
+        }
         EditorEvent::Workspace {
             folders,
             ide_name,

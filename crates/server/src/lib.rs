@@ -38,4 +38,4 @@ pub use frontend::{
     Capabilities, ClientId, ClientInfo, DiffDecision, DiffId, DiffView, EditorEvent, Frontend,
     FrontendError, OpenedFile,
 };
-pub use sessions::{SUPERSEDED_CODE, SUPERSEDED_REASON};
+pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};

@@ -26,6 +26,9 @@ pub enum Outbound {
 }
 
 pub const SUPERSEDED_CODE: u16 = 4001;
+/// `clientInfo.name` of one-shot tools (`ccbridge call`): they neither evict
+/// the user's Claude Code session nor are evicted by it.
+pub const AUXILIARY_CLIENT: &str = "ccbridge-call";
 pub const SUPERSEDED_REASON: &str = "Another Claude Code session connected to this IDE";
 
 struct Session {
@@ -42,7 +45,9 @@ pub struct Sessions {
 
 impl Sessions {
     /// Adds a session that finished `initialize`. Unless `multi`, every
-    /// older session is returned for eviction (and forgotten here).
+    /// older session is returned for eviction (and forgotten here) — except
+    /// that auxiliary clients ([`AUXILIARY_CLIENT`]) neither evict nor are
+    /// evicted.
     pub fn register(
         &mut self,
         conn: ConnId,
@@ -50,12 +55,17 @@ impl Sessions {
         tx: mpsc::Sender<Outbound>,
         multi: bool,
     ) -> Vec<(ConnId, mpsc::Sender<Outbound>)> {
-        let evicted = if multi {
+        let evicted = if multi || info.name == AUXILIARY_CLIENT {
             Vec::new()
         } else {
-            std::mem::take(&mut self.sessions)
-                .into_iter()
-                .map(|(c, s)| (c, s.tx))
+            let old: Vec<ConnId> = self
+                .sessions
+                .iter()
+                .filter(|(_, s)| s.info.name != AUXILIARY_CLIENT)
+                .map(|(c, _)| *c)
+                .collect();
+            old.into_iter()
+                .filter_map(|c| self.sessions.remove(&c).map(|s| (c, s.tx)))
                 .collect()
         };
         self.sessions.insert(
@@ -178,6 +188,22 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn auxiliary_clients_neither_evict_nor_are_evicted() {
+        let mut s = Sessions::default();
+        let aux = |n| ClientInfo {
+            name: AUXILIARY_CLIENT.into(),
+            ..info(n)
+        };
+        let (a, _ra) = mpsc::channel(4);
+        assert!(s.register(1, info(1), a.clone(), false).is_empty());
+        assert!(s.register(2, aux(2), a.clone(), false).is_empty());
+        assert_eq!(s.len(), 2);
+        let ev = s.register(3, info(3), a, false);
+        assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(s.len(), 2, "the auxiliary client stays");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn mentions_queue_until_ready_and_expire() {
         let mut s = Sessions::default();
         let t0 = Instant::now();
@@ -185,18 +211,30 @@ mod tests {
         s.mention(mention("/new"), t0 + Duration::from_secs(100), 8);
         let (tx, mut rx) = mpsc::channel(8);
         s.register(1, info(1), tx, false);
-        s.mention(mention("/while-not-ready"), t0 + Duration::from_secs(101), 8);
-        assert!(rx.try_recv().is_err(), "nothing reaches a session before it is ready");
+        s.mention(
+            mention("/while-not-ready"),
+            t0 + Duration::from_secs(101),
+            8,
+        );
+        assert!(
+            rx.try_recv().is_err(),
+            "nothing reaches a session before it is ready"
+        );
         let (_, queued) = s
             .make_ready(1, t0 + Duration::from_secs(110), Duration::from_secs(60))
             .unwrap();
         assert_eq!(
-            queued.iter().map(|m| m.file_path.as_str()).collect::<Vec<_>>(),
+            queued
+                .iter()
+                .map(|m| m.file_path.as_str())
+                .collect::<Vec<_>>(),
             vec!["/new", "/while-not-ready"]
         );
         assert!(s.make_ready(1, t0, Duration::ZERO).is_none(), "only once");
         s.mention(mention("/live"), t0 + Duration::from_secs(111), 8);
-        let Outbound::Text(t) = rx.try_recv().unwrap() else { panic!() };
+        let Outbound::Text(t) = rx.try_recv().unwrap() else {
+            panic!()
+        };
         assert!(t.contains("/live"));
     }
 
@@ -208,7 +246,9 @@ mod tests {
         }
         let (tx, _rx) = mpsc::channel(8);
         s.register(1, info(1), tx, false);
-        let (_, q) = s.make_ready(1, Instant::now(), Duration::from_secs(60)).unwrap();
+        let (_, q) = s
+            .make_ready(1, Instant::now(), Duration::from_secs(60))
+            .unwrap();
         assert_eq!(q.len(), 3);
         assert_eq!(q[2].file_path, "/99");
     }

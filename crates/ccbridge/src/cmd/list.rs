@@ -1,0 +1,191 @@
+//! `ccbridge list`: every IDE server advertised where Claude Code looks.
+//!
+//! Shows each lock file of every directory the CLI scans, newest first, with
+//! whether its process runs and its port answers, so a user can see what
+//! Claude Code would connect to and why it does not. Never prints tokens.
+
+use ccbridge_client::discovery::{self, Env, LockEntry};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::UNIX_EPOCH;
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Directories, in the order Claude Code scans them: $CLAUDE_CONFIG_DIR/ide (or \
+~/.claude/ide), ~/.claude/ide when CLAUDE_CONFIG_DIR is set, and under WSL the \
+Windows profiles' .claude/ide. Lock files are listed newest first; the `CWD` \
+column marks servers whose workspace contains the current directory (Claude Code \
+started here auto-connects only when exactly one server matches).
+
+Exit status is 0 even when nothing is found. Stale entries can be removed with \
+`ccbridge clean`.")]
+pub struct Args {
+    /// Print a JSON array of objects instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let env = Env::from_process();
+    let scan = discovery::scan_env(&env);
+    for e in &scan.errors {
+        eprintln!("ccbridge: warning: {e}");
+    }
+    let answering = discovery::ports_answering(scan.entries.iter().filter_map(|e| e.port)).await;
+    let cwd = std::env::current_dir().ok();
+    let rows: Vec<Row> = scan
+        .entries
+        .iter()
+        .map(|e| Row::new(e, &answering, cwd.as_deref(), env.wsl_distro.as_deref()))
+        .collect();
+
+    if args.json {
+        let out: Vec<Value> = rows.iter().map(Row::to_json).collect();
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else if !rows.is_empty() {
+        print_table(&rows);
+    }
+    if rows.is_empty() {
+        let dirs: Vec<String> = scan.dirs.iter().map(|d| d.display().to_string()).collect();
+        eprintln!("no IDE servers found (looked in {})", dirs.join(", "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+struct Row<'a> {
+    entry: &'a LockEntry,
+    port_answers: Option<bool>,
+    contains_cwd: bool,
+}
+
+impl<'a> Row<'a> {
+    fn new(
+        entry: &'a LockEntry,
+        answering: &HashMap<u16, bool>,
+        cwd: Option<&Path>,
+        distro: Option<&str>,
+    ) -> Self {
+        Row {
+            entry,
+            port_answers: entry.port.and_then(|p| answering.get(&p).copied()),
+            contains_cwd: match (entry.lock(), cwd) {
+                (Some(l), Some(cwd)) => discovery::workspace_contains(l, cwd, distro),
+                _ => false,
+            },
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let e = self.entry;
+        let l = e.lock();
+        json!({
+            "port": e.port,
+            "ideName": l.map(|l| l.ide_name.as_str()),
+            "workspaceFolders": l.map(|l| &l.workspace_folders),
+            "pid": l.and_then(|l| l.pid),
+            "pidAlive": e.pid_alive,
+            "portAnswers": self.port_answers,
+            "transport": l.map(|l| l.transport.as_str()),
+            "runningInWindows": l.map(|l| l.running_in_windows),
+            "hasAuthToken": l.map(|l| l.auth_token.is_some()),
+            "containsCwd": self.contains_cwd,
+            "lockFile": e.path.display().to_string(),
+            "modified": e.mtime.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs()),
+            "error": e.lock.as_ref().err().map(|err| err.to_string()),
+        })
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let e = self.entry;
+        let dash = || "-".to_string();
+        let port = e.port.map_or_else(dash, |p| p.to_string());
+        let answers = match self.port_answers {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "-",
+        }
+        .to_string();
+        let file = e.path.display().to_string();
+        let Some(l) = e.lock() else {
+            let err = e
+                .lock
+                .as_ref()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            return vec![
+                port,
+                "?".into(),
+                dash(),
+                answers,
+                dash(),
+                String::new(),
+                format!("(unusable: {err})"),
+                file,
+            ];
+        };
+        let pid = match (l.pid, e.pid_alive) {
+            (None, _) => dash(),
+            (Some(p), Some(true)) => format!("{p} (alive)"),
+            (Some(p), Some(false)) => format!("{p} (dead)"),
+            (Some(p), None) if l.running_in_windows => format!("{p} (windows)"),
+            (Some(p), None) => format!("{p} (?)"),
+        };
+        let name = if l.ide_name.is_empty() {
+            dash()
+        } else {
+            l.ide_name.clone()
+        };
+        let transport = if l.transport.is_empty() {
+            "(none: sse)".to_string()
+        } else {
+            l.transport.clone()
+        };
+        let folders = if l.workspace_folders.is_empty() {
+            dash()
+        } else {
+            l.workspace_folders.join(", ")
+        };
+        let cwd = if self.contains_cwd { "*" } else { "" }.to_string();
+        vec![port, name, pid, answers, transport, cwd, folders, file]
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    const HEADERS: [&str; 8] = [
+        "PORT",
+        "IDE",
+        "PID",
+        "ANSWERS",
+        "TRANSPORT",
+        "CWD",
+        "WORKSPACE",
+        "LOCK FILE",
+    ];
+    let cells: Vec<Vec<String>> = rows.iter().map(Row::cells).collect();
+    let mut widths: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |row: &[String]| {
+        let mut out = String::new();
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            if i + 1 == row.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(c);
+                out.push_str(&" ".repeat(w - c.chars().count() + 2));
+            }
+        }
+        out
+    };
+    let headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
+    println!("{}", line(&headers));
+    for row in &cells {
+        println!("{}", line(row));
+    }
+}
