@@ -53,11 +53,18 @@ impl Conn {
             self.shared.config.multi_client,
         );
         for (old, tx) in evicted {
-            tracing::info!(old, new = self.id, "newer session connected; evicting the older one");
+            tracing::info!(
+                old,
+                new = self.id,
+                "newer session connected; evicting the older one"
+            );
             let _ = tx.try_send(Outbound::Close(
                 crate::sessions::SUPERSEDED_CODE,
                 crate::sessions::SUPERSEDED_REASON.into(),
             ));
+            // The session is forgotten here, so its connection's teardown
+            // will not find it: tell the editor now.
+            self.shared.frontend.client_disconnected(ClientId(old));
         }
         tracing::info!(client = self.id, name = %info.name, version = %info.version, "Claude Code session connected");
         self.shared.frontend.client_connected(&info);

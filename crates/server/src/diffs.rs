@@ -45,7 +45,11 @@ const RECENT: usize = 64;
 impl DiffRegistry {
     /// Registers a new diff view. A pending diff with the same tab name is
     /// settled as closed and returned, for its view to be closed.
-    pub fn open(&mut self, tab_name: &str, conn: ConnId) -> (DiffId, oneshot::Receiver<Settled>, Option<DiffId>) {
+    pub fn open(
+        &mut self,
+        tab_name: &str,
+        conn: ConnId,
+    ) -> (DiffId, oneshot::Receiver<Settled>, Option<DiffId>) {
         let replaced = self.find_tab(tab_name);
         if let Some(old) = replaced {
             self.close(old);
@@ -151,7 +155,10 @@ mod tests {
         assert_eq!(replaced, None);
         assert!(r.resolve(id, DiffDecision::Rejected));
         assert!(!r.resolve(id, DiffDecision::Accepted { contents: None }));
-        assert_eq!(rx.try_recv().unwrap(), Settled::Decided(DiffDecision::Rejected));
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            Settled::Decided(DiffDecision::Rejected)
+        );
         assert!(r.contains(id));
         assert_eq!(r.close_tab("t"), Some(id));
         assert_eq!(r.close_tab("t"), None, "second close_tab finds nothing");

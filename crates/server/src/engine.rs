@@ -64,6 +64,9 @@ pub(crate) struct Shared {
     pub sessions: Mutex<Sessions>,
     pub lock: Mutex<Option<LockGuard>>,
     pub shutdown: watch::Sender<bool>,
+    /// `tools/call` tasks that have not yet sent their answer.
+    pub calls_in_flight: std::sync::atomic::AtomicUsize,
+    pub calls_done: tokio::sync::Notify,
     next_conn: AtomicU64,
 }
 
@@ -206,6 +209,8 @@ impl Server {
             sessions: Mutex::new(Sessions::default()),
             lock: Mutex::new(None),
             shutdown: watch::channel(false).0,
+            calls_in_flight: Default::default(),
+            calls_done: Default::default(),
             next_conn: AtomicU64::new(0),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
@@ -233,18 +238,33 @@ impl Server {
         }
     }
 
-    /// Serves until `shutdown` resolves, then closes every connection with
-    /// 1001, settles every pending diff and removes the lock file.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
-        let shared = self.shared;
-        if let Some(dir) = &shared.config.lock_dir {
-            lockfile::sweep_stale(dir);
-            let guard = LockGuard::create(dir, shared.port, &shared.lock_contents())?;
-            tracing::info!(port = shared.port, lock = %guard.path().display(), "listening");
-            *lock(&shared.lock) = Some(guard);
-        } else {
-            tracing::info!(port = shared.port, "listening (no lock file)");
+    /// Sweeps stale lock files and writes this server's own, so Claude can
+    /// find it. Idempotent; [`Server::run`] calls it if nobody did. Returns
+    /// the lock file's path (`None` without a lock directory).
+    pub fn publish(&self) -> Result<Option<PathBuf>, ServerError> {
+        let shared = &self.shared;
+        let Some(dir) = &shared.config.lock_dir else {
+            return Ok(None);
+        };
+        let mut slot = lock(&shared.lock);
+        if let Some(g) = slot.as_ref() {
+            return Ok(Some(g.path().to_owned()));
         }
+        lockfile::sweep_stale(dir);
+        let guard = LockGuard::create(dir, shared.port, &shared.lock_contents())?;
+        tracing::info!(port = shared.port, lock = %guard.path().display(), "lock file written");
+        let path = guard.path().to_owned();
+        *slot = Some(guard);
+        Ok(Some(path))
+    }
+
+    /// Serves until `shutdown` resolves, then settles every pending diff
+    /// (so waiting `openDiff` calls are answered `DIFF_REJECTED`), closes
+    /// every connection with 1001 and removes the lock file.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
+        self.publish()?;
+        let shared = self.shared;
+        tracing::info!(port = shared.port, "listening");
         let handshakes = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
         let mut connections = tokio::task::JoinSet::new();
         tokio::pin!(shutdown);
@@ -271,8 +291,21 @@ impl Server {
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
         }
-        let _ = shared.shutdown.send(true);
         let ids = lock(&shared.diffs).close_all(None);
+        // Let the settled calls answer before their connections close.
+        let answered = async {
+            loop {
+                let notified = shared.calls_done.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if shared.calls_in_flight.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(500), answered).await;
+        let _ = shared.shutdown.send(true);
         for id in ids {
             let _ = shared.editor(shared.frontend.close_diff(id)).await;
         }

@@ -159,9 +159,8 @@ fn host_allowed(raw: &[u8], extra: &[String]) -> bool {
 }
 
 fn valid_port(p: &str) -> bool {
-    p.strip_prefix(':').is_some_and(|d| {
-        !d.is_empty() && d.len() <= 5 && d.bytes().all(|b| b.is_ascii_digit())
-    })
+    p.strip_prefix(':')
+        .is_some_and(|d| !d.is_empty() && d.len() <= 5 && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A successful upgrade: the bytes the client sent after its request.
@@ -214,7 +213,8 @@ where
             Err(HandshakeError::Rejected(r))
         }
         Verdict::Accept { key, protocol } => {
-            let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+            let accept =
+                tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
             let mut resp = format!(
                 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n"
             );
@@ -329,7 +329,9 @@ mod tests {
     }
 
     fn with_token(extra: &str) -> String {
-        request(&format!("X-Claude-Code-Ide-Authorization: {TOKEN}\r\n{extra}"))
+        request(&format!(
+            "X-Claude-Code-Ide-Authorization: {TOKEN}\r\n{extra}"
+        ))
     }
 
     fn status(v: Verdict) -> u16 {
@@ -374,7 +376,11 @@ mod tests {
         let spaced = request(&format!("X-Claude-Code-Ide-Authorization:   {TOKEN}  \r\n"));
         assert_eq!(status(judge(&spaced)), 101);
         let lower = request(&format!("x-claude-code-ide-authorization: {TOKEN}\r\n"));
-        assert_eq!(status(judge(&lower)), 101, "header names are case-insensitive");
+        assert_eq!(
+            status(judge(&lower)),
+            101,
+            "header names are case-insensitive"
+        );
     }
 
     #[test]
@@ -394,7 +400,12 @@ mod tests {
 
     #[test]
     fn any_origin_is_refused() {
-        for o in ["http://evil.example", "null", "http://127.0.0.1:5000", "vscode-webview://x"] {
+        for o in [
+            "http://evil.example",
+            "null",
+            "http://127.0.0.1:5000",
+            "vscode-webview://x",
+        ] {
             let raw = with_token(&format!("Origin: {o}\r\n"));
             assert_eq!(status(judge(&raw)), 403, "{o}");
         }
@@ -432,22 +443,49 @@ mod tests {
         }
         let missing = base.replace("Host: 127.0.0.1:5000\r\n", "");
         assert_eq!(status(judge(&missing)), 400);
-        let two = base.replace("Host: 127.0.0.1:5000\r\n", "Host: 127.0.0.1\r\nHost: evil.example\r\n");
+        let two = base.replace(
+            "Host: 127.0.0.1:5000\r\n",
+            "Host: 127.0.0.1\r\nHost: evil.example\r\n",
+        );
         assert_eq!(status(judge(&two)), 400);
     }
 
     #[test]
     fn subprotocol_is_mcp_or_nothing() {
-        let raw = with_token("").replace("Sec-WebSocket-Protocol: mcp", "Sec-WebSocket-Protocol: evil, mcp");
+        let raw = with_token("").replace(
+            "Sec-WebSocket-Protocol: mcp",
+            "Sec-WebSocket-Protocol: evil, mcp",
+        );
         assert_eq!(
             judge(&raw),
-            Verdict::Accept { key: KEY.into(), protocol: Some("mcp") }
+            Verdict::Accept {
+                key: KEY.into(),
+                protocol: Some("mcp")
+            }
         );
-        let raw = with_token("").replace("Sec-WebSocket-Protocol: mcp", "Sec-WebSocket-Protocol: evil");
-        assert_eq!(judge(&raw), Verdict::Accept { key: KEY.into(), protocol: None });
+        let raw = with_token("").replace(
+            "Sec-WebSocket-Protocol: mcp",
+            "Sec-WebSocket-Protocol: evil",
+        );
+        assert_eq!(
+            judge(&raw),
+            Verdict::Accept {
+                key: KEY.into(),
+                protocol: None
+            }
+        );
         let long = "x,".repeat(5000);
-        let raw = with_token("").replace("Sec-WebSocket-Protocol: mcp", &format!("Sec-WebSocket-Protocol: {long}"));
-        assert_eq!(judge(&raw), Verdict::Accept { key: KEY.into(), protocol: None });
+        let raw = with_token("").replace(
+            "Sec-WebSocket-Protocol: mcp",
+            &format!("Sec-WebSocket-Protocol: {long}"),
+        );
+        assert_eq!(
+            judge(&raw),
+            Verdict::Accept {
+                key: KEY.into(),
+                protocol: None
+            }
+        );
     }
 
     #[test]
@@ -468,7 +506,10 @@ mod tests {
         let token = AuthToken::from_value(TOKEN.into());
         let (mut client, mut server) = tokio::io::duplex(1 << 20);
         client.write_all(&input).await.unwrap();
-        let policy = Policy { token: &token, allowed_hosts: &[] };
+        let policy = Policy {
+            token: &token,
+            allowed_hosts: &[],
+        };
         let r = perform(&mut server, &policy, Duration::from_secs(2)).await;
         drop(server);
         let mut out = String::new();
@@ -483,7 +524,10 @@ mod tests {
         let (r, out) = over_duplex(raw).await;
         let up = r.unwrap();
         assert_eq!(up.leftover, b"\x81\x00");
-        assert!(out.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{out}");
+        assert!(
+            out.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+            "{out}"
+        );
         assert!(out.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
         assert!(out.contains("Sec-WebSocket-Protocol: mcp\r\n"));
         assert!(!out.to_ascii_lowercase().contains("extensions"));
@@ -491,8 +535,12 @@ mod tests {
 
     #[tokio::test]
     async fn rejection_is_an_http_answer_without_the_token() {
-        let (r, out) = over_duplex(request("X-Claude-Code-Ide-Authorization: nope\r\n").into_bytes()).await;
-        assert!(matches!(r, Err(HandshakeError::Rejected(Rejection { status: 401, .. }))));
+        let (r, out) =
+            over_duplex(request("X-Claude-Code-Ide-Authorization: nope\r\n").into_bytes()).await;
+        assert!(matches!(
+            r,
+            Err(HandshakeError::Rejected(Rejection { status: 401, .. }))
+        ));
         assert!(out.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{out}");
         assert!(!out.contains(TOKEN));
     }
@@ -501,14 +549,34 @@ mod tests {
     async fn oversized_and_garbage_requests() {
         let huge = with_token(&format!("X-Pad: {}\r\n", "a".repeat(70 * 1024)));
         let (r, out) = over_duplex(huge.into_bytes()).await;
-        assert!(matches!(r, Err(HandshakeError::Rejected(Rejection { status: 431, .. }))), "{r:?}");
+        assert!(
+            matches!(
+                r,
+                Err(HandshakeError::Rejected(Rejection { status: 431, .. }))
+            ),
+            "{r:?}"
+        );
         assert!(out.starts_with("HTTP/1.1 431"));
         let many: String = (0..200).map(|i| format!("X-H{i}: v\r\n")).collect();
         let (r, _) = over_duplex(with_token(&many).into_bytes()).await;
-        assert!(matches!(r, Err(HandshakeError::Rejected(Rejection { status: 431, .. }))), "{r:?}");
-        let tls_hello = vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+        assert!(
+            matches!(
+                r,
+                Err(HandshakeError::Rejected(Rejection { status: 431, .. }))
+            ),
+            "{r:?}"
+        );
+        let tls_hello = vec![
+            0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+        ];
         let (r, out) = over_duplex(tls_hello).await;
-        assert!(matches!(r, Err(HandshakeError::Rejected(Rejection { status: 400, .. }))), "{r:?}");
+        assert!(
+            matches!(
+                r,
+                Err(HandshakeError::Rejected(Rejection { status: 400, .. }))
+            ),
+            "{r:?}"
+        );
         assert!(out.starts_with("HTTP/1.1 400"));
         let bad_utf8 = with_token("X-Bin: \u{1}\r\n").into_bytes();
         let (r, _) = over_duplex(bad_utf8).await;
@@ -519,8 +587,14 @@ mod tests {
     async fn slow_client_times_out() {
         let token = AuthToken::from_value(TOKEN.into());
         let (mut client, mut server) = tokio::io::duplex(1024);
-        client.write_all(b"GET / HTTP/1.1\r\nHost: 127").await.unwrap();
-        let policy = Policy { token: &token, allowed_hosts: &[] };
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: 127")
+            .await
+            .unwrap();
+        let policy = Policy {
+            token: &token,
+            allowed_hosts: &[],
+        };
         let r = perform(&mut server, &policy, Duration::from_millis(100)).await;
         assert!(matches!(r, Err(HandshakeError::Timeout)));
     }

@@ -284,6 +284,9 @@ mod tests {
     fn pid_liveness() {
         assert!(!pid_is_dead(std::process::id()));
         assert!(pid_is_dead(dead_pid()));
-        assert!(!pid_is_dead(1), "init exists (EPERM or alive) and is never 'dead'");
+        assert!(
+            !pid_is_dead(1),
+            "init exists (EPERM or alive) and is never 'dead'"
+        );
     }
 }

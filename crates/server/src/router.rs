@@ -67,11 +67,23 @@ async fn request(conn: &Arc<Conn>, r: Request) -> Option<Response> {
         "tools/call" => return call(conn, r),
         other => Err(ErrorObject::method_not_found(other)),
     };
-    Some(Response { id: Some(id), outcome })
+    Some(Response {
+        id: Some(id),
+        outcome,
+    })
+}
+
+/// Params of a method whose params are an object. serde would also read a
+/// struct from a JSON array (by position), so arrays are refused first.
+fn object_params<P: serde::de::DeserializeOwned>(r: &Request) -> Result<P, ErrorObject> {
+    if r.params.as_ref().is_some_and(|p| p.is_array()) {
+        return Err(ErrorObject::invalid_params("params must be an object"));
+    }
+    r.params()
 }
 
 async fn initialize(conn: &Arc<Conn>, r: Request) {
-    let params: InitializeParams = match r.params() {
+    let params: InitializeParams = match object_params(&r) {
         Ok(p) => p,
         Err(e) => {
             conn.send(Response::error(Some(r.id), e).to_json()).await;
@@ -101,7 +113,7 @@ async fn initialize(conn: &Arc<Conn>, r: Request) {
 }
 
 fn call(conn: &Arc<Conn>, r: Request) -> Option<Response> {
-    let params: CallToolParams = match r.params() {
+    let params: CallToolParams = match object_params(&r) {
         Ok(p) => p,
         Err(e) => return Some(Response::error(Some(r.id), e)),
     };
@@ -112,10 +124,15 @@ fn call(conn: &Arc<Conn>, r: Request) -> Option<Response> {
         ));
     };
     let conn = conn.clone();
+    let shared = conn.shared.clone();
+    shared.calls_in_flight.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
         let args = params.arguments.unwrap_or_else(|| json!({}));
         let result = tools::call(tool, &conn, args).await;
-        conn.send(Response::ok(r.id, result.to_value()).to_json()).await;
+        conn.send(Response::ok(r.id, result.to_value()).to_json())
+            .await;
+        shared.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
+        shared.calls_done.notify_waiters();
     });
     None
 }

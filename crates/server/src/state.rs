@@ -92,9 +92,10 @@ impl EditorState {
     /// uri with an empty list: the client takes that as "no problems".
     pub fn diagnostics_for(&self, uri: &str) -> FileDiagnostics {
         let path = path_from_uri(uri);
-        let found = self.diagnostics.get(&path).or_else(|| {
-            percent_decode(&path).and_then(|p| self.diagnostics.get(&normalize(&p)))
-        });
+        let found = self
+            .diagnostics
+            .get(&path)
+            .or_else(|| percent_decode(&path).and_then(|p| self.diagnostics.get(&normalize(&p))));
         FileDiagnostics {
             uri: uri.to_owned(),
             diagnostics: found.cloned().unwrap_or_default(),
@@ -121,9 +122,22 @@ mod tests {
     fn diagnostics_by_raw_and_encoded_uri() {
         let mut s = EditorState::default();
         s.set_diagnostics("/w/my file.ts", vec![diag("a")]);
-        assert_eq!(s.diagnostics_for("file:///w/my file.ts").diagnostics.len(), 1);
-        assert_eq!(s.diagnostics_for("file:///w/my%20file.ts").diagnostics.len(), 1);
-        assert_eq!(s.diagnostics_for("file:///w/./my file.ts").diagnostics.len(), 1);
+        assert_eq!(
+            s.diagnostics_for("file:///w/my file.ts").diagnostics.len(),
+            1
+        );
+        assert_eq!(
+            s.diagnostics_for("file:///w/my%20file.ts")
+                .diagnostics
+                .len(),
+            1
+        );
+        assert_eq!(
+            s.diagnostics_for("file:///w/./my file.ts")
+                .diagnostics
+                .len(),
+            1
+        );
         let unknown = s.diagnostics_for("file:///w/other.ts");
         assert_eq!(unknown.uri, "file:///w/other.ts");
         assert!(unknown.diagnostics.is_empty());

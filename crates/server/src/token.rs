@@ -66,7 +66,10 @@ mod tests {
         for _ in 0..10_000 {
             let t = AuthToken::generate().unwrap();
             assert_eq!(t.expose().len(), 64);
-            assert!(t.expose().bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            assert!(t
+                .expose()
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
             assert!(seen.insert(t.expose().to_owned()));
         }
     }

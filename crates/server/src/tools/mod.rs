@@ -71,9 +71,15 @@ pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> CallToolR
 
 /// Typed arguments, or the `isError` result explaining what is wrong.
 pub(crate) fn args<A: DeserializeOwned>(tool: Tool, args: Value) -> Result<A, CallToolResult> {
-    serde_json::from_value(args).map_err(|e| {
-        CallToolResult::error(format!("Invalid arguments for {}: {e}", tool.name()))
-    })
+    // serde would also read a struct from an array, by position.
+    if !args.is_object() {
+        return Err(CallToolResult::error(format!(
+            "Invalid arguments for {}: arguments must be an object",
+            tool.name()
+        )));
+    }
+    serde_json::from_value(args)
+        .map_err(|e| CallToolResult::error(format!("Invalid arguments for {}: {e}", tool.name())))
 }
 
 /// An editor failure as a tool error.

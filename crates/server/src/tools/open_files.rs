@@ -13,7 +13,10 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
         Err(e) => return e,
     };
     let shared = &conn.shared;
-    match shared.editor(shared.frontend.open_files(a.file_paths)).await {
+    match shared
+        .editor(shared.frontend.open_files(a.file_paths))
+        .await
+    {
         Ok(opened) => CallToolResult::json(&json!({ "opened_files": opened })),
         Err(e) => editor_error("Failed to open files", e),
     }

@@ -13,7 +13,10 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
         Err(e) => return e,
     };
     let shared = &conn.shared;
-    match shared.editor(shared.frontend.reformat_file(a.file_path.clone())).await {
+    match shared
+        .editor(shared.frontend.reformat_file(a.file_path.clone()))
+        .await
+    {
         Ok(()) => CallToolResult::text("OK"),
         Err(e) => editor_error(&format!("Failed to reformat {}", a.file_path), e),
     }

@@ -17,7 +17,10 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
         return document_not_open(&a.file_path);
     }
     let shared = &conn.shared;
-    match shared.editor(shared.frontend.save_document(a.file_path.clone())).await {
+    match shared
+        .editor(shared.frontend.save_document(a.file_path.clone()))
+        .await
+    {
         Ok(()) => {
             lock(&shared.state).set_dirty(&a.file_path, false);
             saved_result(&a.file_path)

@@ -1,0 +1,591 @@
+//! [`StdioFrontend`]: the engine's [`Frontend`], answered by an editor plugin
+//! over the stdio protocol.
+//!
+//! Each engine call becomes one JSON-RPC request to the editor (see
+//! [`crate::messages::method`]) and waits for its answer, which the session
+//! loop delivers with [`StdioFrontend::complete`]. The rules:
+//!
+//! - Every request but `confirmExecute` is bounded by
+//!   `Config::frontend_timeout`: an editor that never answers costs Claude a
+//!   timeout error, not a hung tool call. `confirmExecute` waits for a human
+//!   and has no limit. `showDiff` only waits for the editor's "shown" (the
+//!   verdict arrives later as a `diffResolved` notification), so it is
+//!   bounded too.
+//! - An error answer becomes [`FrontendError::Failed`] with the editor's
+//!   message, which Claude sees as the tool's error; `-32601` becomes
+//!   [`FrontendError::Unsupported`].
+//! - When the input ends ([`StdioFrontend::disconnect`]) every waiting call
+//!   and every later one fails with [`FrontendError::Disconnected`].
+//! - Methods the editor did not declare in `initialize.capabilities` are
+//!   refused here, without a round trip.
+
+use crate::framing::FrameSink;
+use crate::messages::{self, method};
+use crate::pending::{Outcome, PendingRequests};
+use async_trait::async_trait;
+use ccbridge_protocol::jsonrpc::{code, Message, Notification, Request, RequestId};
+use ccbridge_protocol::mcp::Content;
+use ccbridge_protocol::tools::OpenFileArgs;
+use ccbridge_server::{
+    Capabilities, ClientId, ClientInfo, DiffId, DiffView, Frontend, FrontendError, OpenedFile,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::RwLock;
+use std::time::Duration;
+
+pub struct StdioFrontend {
+    sink: FrameSink,
+    pending: PendingRequests,
+    capabilities: RwLock<Capabilities>,
+    timeout: Duration,
+}
+
+/// What an editor is assumed to do before it says: show diffs.
+pub fn default_capabilities() -> Capabilities {
+    Capabilities {
+        diff: true,
+        ..Default::default()
+    }
+}
+
+impl StdioFrontend {
+    /// Sends its requests through `sink`; `timeout` bounds every request
+    /// but `confirmExecute`.
+    pub fn new(sink: FrameSink, timeout: Duration) -> Self {
+        StdioFrontend {
+            sink,
+            pending: PendingRequests::new(),
+            capabilities: RwLock::new(default_capabilities()),
+            timeout,
+        }
+    }
+
+    /// Records what the editor declared in `initialize`.
+    pub fn set_capabilities(&self, capabilities: Capabilities) {
+        *self.capabilities.write().unwrap_or_else(|p| p.into_inner()) = capabilities;
+    }
+
+    /// Delivers the editor's answer to one of our requests. `false` when
+    /// nothing waits for that id (unknown, or its caller gave up).
+    pub fn complete(&self, id: &RequestId, outcome: Outcome) -> bool {
+        self.pending.complete(id, outcome)
+    }
+
+    /// The editor is gone: fail every waiting request and refuse new ones.
+    pub fn disconnect(&self) {
+        self.pending.close();
+    }
+
+    pub fn is_disconnected(&self) -> bool {
+        self.pending.is_closed()
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn pending_requests(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn caps(&self) -> Capabilities {
+        self.capabilities
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Sends `method` and returns the raw result.
+    async fn call(
+        &self,
+        method: &'static str,
+        params: &impl Serialize,
+        timeout: Option<Duration>,
+    ) -> Result<Value, FrontendError> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| FrontendError::Failed(format!("cannot encode {method}: {e}")))?;
+        let ticket = self
+            .pending
+            .register()
+            .map_err(|_| FrontendError::Disconnected)?;
+        let id = ticket.id();
+        let frame = Message::from(Request::new(id.clone(), method, Some(params))).to_json();
+        self.sink
+            .send(frame)
+            .map_err(|_| FrontendError::Disconnected)?;
+        tracing::debug!(%method, %id, "request sent to the editor");
+        let answer = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, ticket.wait()).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    tracing::warn!(%method, %id, ?limit, "the editor did not answer in time");
+                    return Err(FrontendError::Timeout);
+                }
+            },
+            None => ticket.wait().await,
+        };
+        match answer {
+            Err(_) => Err(FrontendError::Disconnected),
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) if e.code == code::METHOD_NOT_FOUND => {
+                Err(FrontendError::Unsupported(method))
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(%method, %id, code = e.code, "the editor answered an error");
+                Err(FrontendError::Failed(e.message))
+            }
+        }
+    }
+
+    /// Sends `method` and decodes its result as `T`.
+    async fn call_for<T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &impl Serialize,
+        timeout: Option<Duration>,
+    ) -> Result<T, FrontendError> {
+        let value = self.call(method, params, timeout).await?;
+        serde_json::from_value(value).map_err(|e| {
+            FrontendError::Failed(format!("the editor's answer to {method} is malformed: {e}"))
+        })
+    }
+
+    fn notify(&self, method: &'static str, params: &impl Serialize) {
+        let params = serde_json::to_value(params).ok();
+        let frame = Message::from(Notification::new(method, params)).to_json();
+        if self.sink.send(frame).is_err() {
+            tracing::debug!(%method, "notification dropped: the output is closed");
+        }
+    }
+
+    fn bounded(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+}
+
+#[async_trait]
+impl Frontend for StdioFrontend {
+    fn capabilities(&self) -> Capabilities {
+        self.caps()
+    }
+
+    async fn show_diff(&self, diff: DiffView) -> Result<(), FrontendError> {
+        if !self.caps().diff {
+            return Err(FrontendError::Unsupported("openDiff"));
+        }
+        // Any result means "shown"; the verdict comes as `diffResolved`.
+        self.call(method::SHOW_DIFF, &diff, self.bounded())
+            .await
+            .map(drop)
+    }
+
+    async fn close_diff(&self, id: DiffId) -> Result<(), FrontendError> {
+        self.call(
+            method::CLOSE_DIFF,
+            &messages::CloseDiffParams { id },
+            self.bounded(),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn open_file(&self, args: OpenFileArgs) -> Result<OpenedFile, FrontendError> {
+        if !self.caps().open_file {
+            return Err(FrontendError::Unsupported("openFile"));
+        }
+        let value = self.call(method::OPEN_FILE, &args, self.bounded()).await?;
+        if value.is_null() {
+            return Ok(OpenedFile {
+                file_path: args.file_path,
+                ..Default::default()
+            });
+        }
+        serde_json::from_value(value).map_err(|e| {
+            FrontendError::Failed(format!("the editor's answer to openFile is malformed: {e}"))
+        })
+    }
+
+    async fn open_files(&self, paths: Vec<String>) -> Result<Vec<String>, FrontendError> {
+        if !self.caps().open_file {
+            return Err(FrontendError::Unsupported("open_files"));
+        }
+        let r: messages::OpenFilesResult = self
+            .call_for(
+                method::OPEN_FILES,
+                &messages::OpenFilesParams { paths },
+                self.bounded(),
+            )
+            .await?;
+        Ok(r.opened)
+    }
+
+    async fn close_tab(&self, tab_name: String) -> Result<bool, FrontendError> {
+        if !self.caps().close_tab {
+            return Err(FrontendError::Unsupported("close_tab"));
+        }
+        let r: messages::CloseTabResult = self
+            .call_for(
+                method::CLOSE_TAB,
+                &messages::CloseTabParams { tab_name },
+                self.bounded(),
+            )
+            .await?;
+        Ok(r.closed)
+    }
+
+    async fn save_document(&self, path: String) -> Result<(), FrontendError> {
+        if !self.caps().save_document {
+            return Err(FrontendError::Unsupported("saveDocument"));
+        }
+        self.call(
+            method::SAVE_DOCUMENT,
+            &messages::PathParams { path },
+            self.bounded(),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn reformat_file(&self, path: String) -> Result<(), FrontendError> {
+        if !self.caps().reformat {
+            return Err(FrontendError::Unsupported("reformat_file"));
+        }
+        self.call(
+            method::REFORMAT_FILE,
+            &messages::PathParams { path },
+            self.bounded(),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn confirm_execute(&self, code: String) -> Result<bool, FrontendError> {
+        if !self.caps().execute_code {
+            return Ok(false);
+        }
+        // A person decides; no time limit.
+        let r: messages::ConfirmExecuteResult = self
+            .call_for(
+                method::CONFIRM_EXECUTE,
+                &messages::CodeParams { code },
+                None,
+            )
+            .await?;
+        Ok(r.confirmed)
+    }
+
+    async fn execute_code(&self, code: String) -> Result<Vec<Content>, FrontendError> {
+        if !self.caps().execute_code {
+            return Err(FrontendError::Unsupported("executeCode"));
+        }
+        let r: messages::ExecuteCodeResult = self
+            .call_for(
+                method::EXECUTE_CODE,
+                &messages::CodeParams { code },
+                self.bounded(),
+            )
+            .await?;
+        Ok(r.content)
+    }
+
+    fn client_connected(&self, client: &ClientInfo) {
+        self.notify(method::CLIENT_CONNECTED, client);
+    }
+
+    fn client_disconnected(&self, client: ClientId) {
+        self.notify(
+            method::CLIENT_DISCONNECTED,
+            &messages::ClientDisconnectedParams { id: client },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framing::{spawn_writer, Frame, FrameReader};
+    use ccbridge_protocol::jsonrpc::ErrorObject;
+    use serde_json::json;
+    use std::sync::Arc;
+    use tokio::io::DuplexStream;
+
+    const LIMIT: Duration = Duration::from_secs(5);
+
+    /// A frontend whose output is read back by the test (the fake editor).
+    fn setup(timeout: Duration) -> (Arc<StdioFrontend>, FrameReader<DuplexStream>) {
+        let (ours, editor) = tokio::io::duplex(1 << 16);
+        let (sink, _task) = spawn_writer(ours);
+        (
+            Arc::new(StdioFrontend::new(sink, timeout)),
+            FrameReader::new(editor),
+        )
+    }
+
+    async fn next_message(r: &mut FrameReader<DuplexStream>) -> Message {
+        let frame = tokio::time::timeout(LIMIT, r.read_frame())
+            .await
+            .expect("a frame in time")
+            .expect("no framing error")
+            .expect("not the end");
+        let Frame::Body(b) = frame else {
+            panic!("oversized frame")
+        };
+        Message::parse(std::str::from_utf8(&b).expect("utf-8")).expect("valid message")
+    }
+
+    async fn next_request(r: &mut FrameReader<DuplexStream>) -> Request {
+        match next_message(r).await {
+            Message::Request(req) => req,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    fn diff() -> DiffView {
+        DiffView {
+            id: DiffId(7),
+            tab_name: "✻ [Claude Code] a.rs ⧉".into(),
+            old_file_path: "/w/a.rs".into(),
+            new_file_path: "/w/a.rs".into(),
+            original_contents: Some("old\n".into()),
+            proposed_contents: "new\n".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn show_diff_sends_the_view_and_returns_on_ack() {
+        let (fe, mut editor) = setup(LIMIT);
+        let call = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.show_diff(diff()).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.method, "showDiff");
+        assert_eq!(req.params, Some(serde_json::to_value(diff()).unwrap()));
+        assert_eq!(
+            req.params.as_ref().unwrap()["tabName"],
+            "✻ [Claude Code] a.rs ⧉"
+        );
+        assert!(fe.complete(&req.id, Ok(Value::Null)));
+        assert_eq!(call.await.unwrap(), Ok(()));
+        assert_eq!(fe.pending_requests(), 0);
+    }
+
+    #[tokio::test]
+    async fn concurrent_calls_get_distinct_ids_and_their_own_answers() {
+        let (fe, mut editor) = setup(LIMIT);
+        fe.set_capabilities(Capabilities::all());
+        let a = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.close_tab("a".into()).await }
+        });
+        let b = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.open_files(vec!["/w/x".into(), "/w/y".into()]).await }
+        });
+        let r1 = next_request(&mut editor).await;
+        let r2 = next_request(&mut editor).await;
+        assert_ne!(r1.id, r2.id);
+        // Answer in reverse order.
+        for r in [&r2, &r1] {
+            let answer = match r.method.as_str() {
+                "closeTab" => {
+                    assert_eq!(r.params, Some(json!({"tabName": "a"})));
+                    json!({"closed": true})
+                }
+                "openFiles" => {
+                    assert_eq!(r.params, Some(json!({"paths": ["/w/x", "/w/y"]})));
+                    json!({"opened": ["/w/x"]})
+                }
+                m => panic!("unexpected {m}"),
+            };
+            assert!(fe.complete(&r.id, Ok(answer)));
+        }
+        assert_eq!(a.await.unwrap(), Ok(true));
+        assert_eq!(b.await.unwrap(), Ok(vec!["/w/x".to_owned()]));
+    }
+
+    #[tokio::test]
+    async fn editor_errors_become_frontend_errors() {
+        let (fe, mut editor) = setup(LIMIT);
+        fe.set_capabilities(Capabilities::all());
+        let save = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.save_document("/w/a".into()).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.params, Some(json!({"path": "/w/a"})));
+        fe.complete(&req.id, Err(ErrorObject::new(1, "read-only buffer")));
+        assert_eq!(
+            save.await.unwrap(),
+            Err(FrontendError::Failed("read-only buffer".into()))
+        );
+
+        let fmt = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.reformat_file("/w/a".into()).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.method, "reformatFile");
+        fe.complete(&req.id, Err(ErrorObject::method_not_found("reformatFile")));
+        assert_eq!(
+            fmt.await.unwrap(),
+            Err(FrontendError::Unsupported("reformatFile"))
+        );
+
+        let tab = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.close_tab("x".into()).await }
+        });
+        let req = next_request(&mut editor).await;
+        fe.complete(&req.id, Ok(json!({"closed": "yes"})));
+        assert!(
+            matches!(tab.await.unwrap(), Err(FrontendError::Failed(m)) if m.contains("malformed"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unanswered_requests_time_out_but_confirm_execute_waits() {
+        let (fe, mut editor) = setup(Duration::from_secs(30));
+        fe.set_capabilities(Capabilities::all());
+        let open = tokio::spawn({
+            let fe = fe.clone();
+            async move {
+                fe.open_file(serde_json::from_value(json!({"filePath": "/w/a"})).unwrap())
+                    .await
+            }
+        });
+        let confirm = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.confirm_execute("print(1)".into()).await }
+        });
+        let r1 = next_request(&mut editor).await;
+        let r2 = next_request(&mut editor).await;
+        let (open_req, confirm_req) = if r1.method == "openFile" {
+            (r1, r2)
+        } else {
+            (r2, r1)
+        };
+        assert_eq!(confirm_req.method, "confirmExecute");
+        assert_eq!(open.await.unwrap(), Err(FrontendError::Timeout));
+        assert!(
+            !fe.complete(&open_req.id, Ok(Value::Null)),
+            "late answer dropped"
+        );
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert!(!confirm.is_finished());
+        assert!(fe.complete(&confirm_req.id, Ok(json!({"confirmed": true}))));
+        assert_eq!(confirm.await.unwrap(), Ok(true));
+    }
+
+    #[tokio::test]
+    async fn disconnect_fails_waiting_and_later_calls() {
+        let (fe, mut editor) = setup(LIMIT);
+        let call = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.close_diff(DiffId(1)).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.params, Some(json!({"id": 1})));
+        fe.disconnect();
+        assert_eq!(call.await.unwrap(), Err(FrontendError::Disconnected));
+        assert_eq!(fe.show_diff(diff()).await, Err(FrontendError::Disconnected));
+        assert!(fe.is_disconnected());
+    }
+
+    #[tokio::test]
+    async fn capabilities_gate_requests_without_a_round_trip() {
+        let (fe, mut editor) = setup(LIMIT);
+        assert_eq!(fe.capabilities(), default_capabilities());
+        assert_eq!(
+            fe.open_file(serde_json::from_value(json!({"filePath": "/w/a"})).unwrap())
+                .await,
+            Err(FrontendError::Unsupported("openFile"))
+        );
+        assert_eq!(fe.confirm_execute("x".into()).await, Ok(false));
+        assert_eq!(
+            fe.execute_code("x".into()).await,
+            Err(FrontendError::Unsupported("executeCode"))
+        );
+        assert_eq!(
+            fe.save_document("/a".into()).await,
+            Err(FrontendError::Unsupported("saveDocument"))
+        );
+        fe.set_capabilities(Capabilities::default());
+        assert_eq!(
+            fe.show_diff(diff()).await,
+            Err(FrontendError::Unsupported("openDiff"))
+        );
+        // Nothing reached the editor: the next frame is this notification.
+        fe.client_disconnected(ClientId(3));
+        match next_message(&mut editor).await {
+            Message::Notification(n) => {
+                assert_eq!(n.method, "clientDisconnected");
+                assert_eq!(n.params, Some(json!({"id": 3})));
+            }
+            other => panic!("expected the notification, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn open_file_and_execute_code_results() {
+        let (fe, mut editor) = setup(LIMIT);
+        fe.set_capabilities(Capabilities::all());
+        let open = tokio::spawn({
+            let fe = fe.clone();
+            async move {
+                fe.open_file(
+                    serde_json::from_value(json!({"filePath": "/w/a", "startLine": 3})).unwrap(),
+                )
+                .await
+            }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(
+            req.params,
+            Some(
+                json!({"filePath": "/w/a", "preview": false, "selectToEndOfLine": false,
+                        "makeFrontmost": true, "startLine": 3})
+            )
+        );
+        fe.complete(&req.id, Ok(Value::Null));
+        assert_eq!(
+            open.await.unwrap(),
+            Ok(OpenedFile {
+                file_path: "/w/a".into(),
+                language_id: None,
+                line_count: None
+            })
+        );
+        let run = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.execute_code("1+1".into()).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.params, Some(json!({"code": "1+1"})));
+        fe.complete(
+            &req.id,
+            Ok(json!({"content": [{"type": "text", "text": "2"}]})),
+        );
+        assert_eq!(run.await.unwrap(), Ok(vec![Content::text("2")]));
+    }
+
+    #[tokio::test]
+    async fn client_connected_is_a_notification() {
+        let (fe, mut editor) = setup(LIMIT);
+        fe.client_connected(&ClientInfo {
+            id: ClientId(1),
+            name: "claude-code".into(),
+            version: "2.1.328".into(),
+            pid: Some(99),
+        });
+        match next_message(&mut editor).await {
+            Message::Notification(n) => {
+                assert_eq!(n.method, "clientConnected");
+                assert_eq!(
+                    n.params,
+                    Some(json!({"id": 1, "name": "claude-code", "version": "2.1.328", "pid": 99}))
+                );
+            }
+            other => panic!("expected the notification, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! The sidecar's life: start the engine, serve the editor's input until it
+//! ends, stop the engine cleanly.
+//!
+//! One loop reads the editor's frames and handles each before reading the
+//! next, so editor state reaches the engine in exactly the order the editor
+//! sent it (a selection after the tab list it refers to, a verdict after
+//! the diff it decides). Nothing is spawned per message: notifications are
+//! awaited into the engine's queue, the three requests (`initialize`,
+//! `status`, `shutdown`) are answered inline, and answers to our own
+//! requests are handed to the [`StdioFrontend`]'s pending table.
+//!
+//! Ending is the same for every cause (end of input, `shutdown`, a signal,
+//! a dead output, a failed engine): fail every request still waiting on
+//! the editor, stop the engine (which closes the CLI connections, settles
+//! open diffs and removes the lock file), flush what is queued for the
+//! editor, close the output.
+
+use crate::error::SidecarError;
+use crate::framing::{spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
+use crate::frontend::StdioFrontend;
+use crate::messages::{
+    self, claude_env, method, InitializeParams, InitializeResult, ServerInfo, StatusResult,
+    PROTOCOL_VERSION,
+};
+use async_trait::async_trait;
+use ccbridge_protocol::jsonrpc::{
+    code, ErrorObject, Message, Notification, Request, RequestId, Response,
+};
+use ccbridge_server::{ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+
+/// Why the sidecar stopped, when it stopped cleanly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// The editor closed our input between two frames.
+    InputClosed,
+    /// The editor sent `shutdown`.
+    ShutdownRequested,
+    /// The caller's `shutdown` future resolved (a signal).
+    Stopped,
+    /// Writing to the editor failed: nobody reads our output any more.
+    OutputClosed,
+    /// The engine stopped by itself.
+    EngineStopped,
+}
+
+/// Runs the sidecar: binds the engine, serves `input`/`output` until one of
+/// the ends listed in [`ExitReason`], then stops the engine (the lock file
+/// is removed and open diffs are settled before this returns).
+///
+/// Only protocol frames are ever written to `output`.
+pub async fn run<R, W>(
+    config: Config,
+    input: R,
+    output: W,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ExitReason, SidecarError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (sink, writer) = spawn_writer(output);
+    let frontend = Arc::new(StdioFrontend::new(sink.clone(), config.frontend_timeout));
+    let server_info = ServerInfo {
+        name: config.server_name.clone(),
+        version: config.server_version.clone(),
+    };
+    let finish_output = |sink: FrameSink, writer: tokio::task::JoinHandle<_>| async move {
+        sink.close().await;
+        if let Ok(Err(e)) = writer.await {
+            tracing::debug!("the output ended with an error: {e}");
+        }
+    };
+
+    let server = match Server::bind(config, frontend.clone()).await {
+        Ok(server) => server,
+        Err(e) => {
+            finish_output(sink, writer).await;
+            return Err(SidecarError::Start(e));
+        }
+    };
+    // The lock file exists before the editor's first message is read:
+    // `initialize` always reports it, and Claude can connect at once.
+    if let Err(e) = server.publish() {
+        frontend.disconnect();
+        finish_output(sink, writer).await;
+        return Err(SidecarError::Start(e));
+    }
+    let handle = server.handle();
+    let (stop_engine, engine_stop) = oneshot::channel::<()>();
+    let mut engine_task = tokio::spawn(server.run(async move {
+        let _ = engine_stop.await;
+    }));
+    tracing::info!(port = handle.port(), lock = ?handle.lock_path(), "sidecar serving");
+
+    let session = Session::new(
+        Arc::new(handle),
+        frontend.clone(),
+        sink.clone(),
+        server_info,
+    );
+    let mut reader = FrameReader::new(input);
+    let mut engine_result = None;
+    let outcome = {
+        let stop = async {
+            tokio::select! {
+                () = shutdown => ExitReason::Stopped,
+                r = &mut engine_task => {
+                    engine_result = Some(r);
+                    ExitReason::EngineStopped
+                }
+            }
+        };
+        session.serve(&mut reader, stop).await
+    };
+    match &outcome {
+        Ok(reason) => tracing::info!(?reason, "sidecar stopping"),
+        Err(e) => tracing::error!("sidecar stopping: {e}"),
+    }
+
+    // The editor will answer nothing more: fail what waits on it, so the
+    // engine's shutdown (which closes diff views) does not wait for it.
+    frontend.disconnect();
+    let _ = stop_engine.send(());
+    let engine_result = match engine_result {
+        Some(r) => r,
+        None => (&mut engine_task).await,
+    };
+    finish_output(sink, writer).await;
+
+    let reason = outcome?;
+    match engine_result {
+        Ok(Ok(())) => Ok(reason),
+        Ok(Err(e)) => Err(SidecarError::Engine(e)),
+        Err(join) => Err(SidecarError::EngineTask(join.to_string())),
+    }
+}
+
+/// What the session needs from the engine. A trait so that the dispatch
+/// can be tested against a fake.
+#[async_trait]
+pub(crate) trait Engine: Send + Sync {
+    async fn send(&self, event: EditorEvent) -> Result<(), EngineGone>;
+    fn port(&self) -> u16;
+    fn lock_path(&self) -> Option<PathBuf>;
+    fn clients(&self) -> Vec<ClientInfo>;
+}
+
+#[async_trait]
+impl Engine for EngineHandle {
+    async fn send(&self, event: EditorEvent) -> Result<(), EngineGone> {
+        EngineHandle::send(self, event).await
+    }
+    fn port(&self) -> u16 {
+        EngineHandle::port(self)
+    }
+    fn lock_path(&self) -> Option<PathBuf> {
+        EngineHandle::lock_path(self)
+    }
+    fn clients(&self) -> Vec<ClientInfo> {
+        EngineHandle::clients(self)
+    }
+}
+
+/// What handling one frame led to.
+enum Step {
+    Continue,
+    Exit(ExitReason),
+    Fail(SidecarError),
+}
+
+pub(crate) struct Session {
+    engine: Arc<dyn Engine>,
+    frontend: Arc<StdioFrontend>,
+    sink: FrameSink,
+    server_info: ServerInfo,
+}
+
+impl Session {
+    pub(crate) fn new(
+        engine: Arc<dyn Engine>,
+        frontend: Arc<StdioFrontend>,
+        sink: FrameSink,
+        server_info: ServerInfo,
+    ) -> Self {
+        Session {
+            engine,
+            frontend,
+            sink,
+            server_info,
+        }
+    }
+
+    /// Serves frames from `reader` until the input ends, the editor asks to
+    /// shut down, the output dies, or `stop` resolves (with the reason).
+    pub(crate) async fn serve<R: AsyncRead + Unpin>(
+        &self,
+        reader: &mut FrameReader<R>,
+        stop: impl Future<Output = ExitReason>,
+    ) -> Result<ExitReason, SidecarError> {
+        let mut stop = pin!(stop);
+        loop {
+            let step = tokio::select! {
+                biased;
+                reason = &mut stop => Step::Exit(reason),
+                () = self.sink.closed() => Step::Exit(ExitReason::OutputClosed),
+                step = self.next(reader) => step,
+            };
+            match step {
+                Step::Continue => {}
+                Step::Exit(reason) => return Ok(reason),
+                Step::Fail(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads one frame and handles it completely.
+    async fn next<R: AsyncRead + Unpin>(&self, reader: &mut FrameReader<R>) -> Step {
+        match reader.read_frame().await {
+            Ok(None) => Step::Exit(ExitReason::InputClosed),
+            Ok(Some(Frame::Body(body))) => self.body(&body).await,
+            Ok(Some(Frame::TooLarge { length, sniffed })) => {
+                tracing::warn!(length, "dropped a message over the size limit");
+                let error = ErrorObject::invalid_request(format!(
+                    "a message of {length} bytes exceeds the limit of {MAX_BODY_BYTES} bytes"
+                ));
+                match (sniffed.has_method, sniffed.id) {
+                    (true, Some(id)) => self.reply(Response::error(Some(id), error)),
+                    (false, Some(id)) => {
+                        // An answer to one of our requests: fail that request
+                        // rather than let it wait for its timeout. Answers
+                        // are never answered.
+                        self.frontend.complete(
+                            &id,
+                            Err(ErrorObject::new(
+                                code::INTERNAL_ERROR,
+                                "the editor's answer exceeds the size limit",
+                            )),
+                        );
+                    }
+                    (_, None) => self.reply(Response::error(None, error)),
+                }
+                Step::Continue
+            }
+            Err(e) if e.is_recoverable() => {
+                tracing::warn!("bad frame from the editor: {e}");
+                self.reply(Response::error(None, ErrorObject::parse_error(&e)));
+                Step::Continue
+            }
+            Err(e) => Step::Fail(SidecarError::Input(e)),
+        }
+    }
+
+    async fn body(&self, body: &[u8]) -> Step {
+        let Ok(text) = std::str::from_utf8(body) else {
+            tracing::warn!("a message from the editor is not UTF-8");
+            self.reply(Response::error(
+                None,
+                ErrorObject::parse_error("the message is not UTF-8"),
+            ));
+            return Step::Continue;
+        };
+        let mut value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("a message from the editor is not JSON: {e}");
+                self.reply(Response::error(None, ErrorObject::parse_error(e)));
+                return Step::Continue;
+            }
+        };
+        // LSP clients send `"params": null` for methods without params
+        // (`shutdown`); JSON-RPC says omit it. Accept both.
+        if let Some(obj) = value.as_object_mut() {
+            if obj.get("params").is_some_and(Value::is_null) {
+                obj.remove("params");
+            }
+        }
+        // Never answer an answer: JSON-RPC forbids it, and two peers that
+        // both answered malformed answers with errors would loop forever.
+        let answer_like = value.get("method").is_none()
+            && (value.get("result").is_some() || value.get("error").is_some());
+        let editor_error = value
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match Message::from_value(value) {
+            Ok(Message::Request(r)) => self.request(r).await,
+            Ok(Message::Notification(n)) => self.notification(n).await,
+            Ok(Message::Response(r)) => {
+                self.response(r);
+                Step::Continue
+            }
+            Err(rejected) if answer_like => {
+                let detail = rejected
+                    .response
+                    .outcome
+                    .err()
+                    .map_or_else(String::new, |e| e.message);
+                match rejected.response.id {
+                    // A malformed answer to our request: fail that request.
+                    Some(id) => {
+                        self.frontend.complete(
+                            &id,
+                            Err(ErrorObject::new(
+                                code::INTERNAL_ERROR,
+                                format!("the editor's answer is malformed: {detail}"),
+                            )),
+                        );
+                        tracing::warn!(%id, "malformed answer from the editor: {detail}");
+                    }
+                    // Typically `"id": null`: the editor could not read
+                    // something we sent.
+                    None => tracing::warn!(
+                        "the editor reported an error: {}",
+                        editor_error.as_deref().unwrap_or(&detail)
+                    ),
+                }
+                Step::Continue
+            }
+            Err(rejected) => {
+                tracing::warn!(id = ?rejected.response.id, "invalid message from the editor");
+                self.reply(rejected.response);
+                Step::Continue
+            }
+        }
+    }
+
+    async fn request(&self, req: Request) -> Step {
+        tracing::debug!(method = %req.method, id = %req.id, "request from the editor");
+        match req.method.as_str() {
+            method::INITIALIZE => self.initialize(req).await,
+            method::STATUS => {
+                let result = StatusResult {
+                    port: self.engine.port(),
+                    lock_file: self.lock_file(),
+                    clients: self.engine.clients(),
+                };
+                self.reply_ok(req.id, &result);
+                Step::Continue
+            }
+            method::SHUTDOWN => {
+                self.reply(Response::ok(req.id, Value::Null));
+                Step::Exit(ExitReason::ShutdownRequested)
+            }
+            other => {
+                self.reply(Response::error(
+                    Some(req.id),
+                    ErrorObject::method_not_found(other),
+                ));
+                Step::Continue
+            }
+        }
+    }
+
+    async fn initialize(&self, req: Request) -> Step {
+        let params: InitializeParams = match req.params() {
+            Ok(p) => p,
+            Err(e) => {
+                self.reply(Response::error(Some(req.id), e));
+                return Step::Continue;
+            }
+        };
+        if let Some(v) = params.protocol_version.filter(|v| *v != PROTOCOL_VERSION) {
+            let mut e = ErrorObject::invalid_params(format!(
+                "protocolVersion {v} is not supported; this ccbridge speaks {PROTOCOL_VERSION}"
+            ));
+            e.data = Some(json!({ "supported": [PROTOCOL_VERSION] }));
+            self.reply(Response::error(Some(req.id), e));
+            return Step::Continue;
+        }
+        if let Some(folders) = &params.workspace_folders {
+            if let Err(e) = check_folders(folders) {
+                self.reply(Response::error(
+                    Some(req.id),
+                    ErrorObject::invalid_params(e),
+                ));
+                return Step::Continue;
+            }
+        }
+        if let Some(caps) = params.capabilities.clone() {
+            self.frontend.set_capabilities(caps);
+        }
+        if let Some(event) = params.workspace_event() {
+            if self.engine.send(event).await.is_err() {
+                self.reply(Response::error(
+                    Some(req.id),
+                    ErrorObject::new(code::INTERNAL_ERROR, "the engine has stopped"),
+                ));
+                return Step::Exit(ExitReason::EngineStopped);
+            }
+        }
+        let port = self.engine.port();
+        let result = InitializeResult {
+            protocol_version: PROTOCOL_VERSION,
+            server_info: self.server_info.clone(),
+            port,
+            lock_file: self.lock_file(),
+            env: claude_env(port),
+        };
+        self.reply_ok(req.id, &result);
+        Step::Continue
+    }
+
+    async fn notification(&self, n: Notification) -> Step {
+        let event =
+            match n.method.as_str() {
+                method::SELECTION_CHANGED => {
+                    params::<messages::SelectionChangedParams>(&n).and_then(|p| p.into_event())
+                }
+                method::OPEN_EDITORS_CHANGED => params::<messages::OpenEditorsChangedParams>(&n)
+                    .map(|p| EditorEvent::OpenEditors(p.tabs)),
+                method::DIAGNOSTICS_CHANGED => {
+                    params::<messages::DiagnosticsChangedParams>(&n).and_then(|p| p.into_event())
+                }
+                method::DIAGNOSTICS_CLEARED => Ok(EditorEvent::ClearDiagnostics),
+                method::DOCUMENT_DIRTY_CHANGED => {
+                    params::<messages::DocumentDirtyChangedParams>(&n).map(|p| EditorEvent::Dirty {
+                        path: p.path,
+                        is_dirty: p.is_dirty,
+                    })
+                }
+                method::AT_MENTIONED => {
+                    params::<messages::AtMentionedParams>(&n).map(EditorEvent::AtMention)
+                }
+                method::WORKSPACE_CHANGED => params::<messages::WorkspaceChangedParams>(&n)
+                    .and_then(|p| match &p.workspace_folders {
+                        Some(f) => check_folders(f).map(|()| p.into_event()),
+                        None => Ok(p.into_event()),
+                    }),
+                method::DIFF_RESOLVED => {
+                    params::<messages::DiffResolvedParams>(&n).map(|p| p.into_event())
+                }
+                other => {
+                    tracing::debug!(method = other, "ignoring an unknown notification");
+                    return Step::Continue;
+                }
+            };
+        match event {
+            Ok(event) => {
+                tracing::trace!(method = %n.method, "notification from the editor");
+                if self.engine.send(event).await.is_err() {
+                    return Step::Exit(ExitReason::EngineStopped);
+                }
+            }
+            Err(e) => tracing::warn!(method = %n.method, "ignoring a notification: {e}"),
+        }
+        Step::Continue
+    }
+
+    fn response(&self, r: Response) {
+        let Some(id) = r.id else {
+            return;
+        };
+        if let Err(e) = &r.outcome {
+            if !is_ours(&id) {
+                // An error about something we sent, e.g. the editor could
+                // not parse a frame; its id (if any) is not one of ours.
+                tracing::warn!(code = e.code, "the editor reported an error: {}", e.message);
+                return;
+            }
+        }
+        if !self.frontend.complete(&id, r.outcome) {
+            tracing::debug!(%id, "an answer nobody waits for (late or unknown id)");
+        }
+    }
+
+    fn lock_file(&self) -> Option<String> {
+        self.engine
+            .lock_path()
+            .map(|p| p.to_string_lossy().into_owned())
+    }
+
+    fn reply_ok(&self, id: RequestId, result: &impl Serialize) {
+        match serde_json::to_value(result) {
+            Ok(v) => self.reply(Response::ok(id, v)),
+            Err(e) => self.reply(Response::error(
+                Some(id),
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!("cannot encode the result: {e}"),
+                ),
+            )),
+        }
+    }
+
+    fn reply(&self, response: Response) {
+        if self.sink.send(response.to_json()).is_err() {
+            tracing::debug!("cannot answer the editor: the output is closed");
+        }
+    }
+}
+
+/// Our requests use integer ids; anything else cannot be an answer to one.
+fn is_ours(id: &RequestId) -> bool {
+    matches!(id, RequestId::Number(n) if *n > 0)
+}
+
+fn params<P: DeserializeOwned>(n: &Notification) -> Result<P, String> {
+    n.params().map_err(|e| e.message)
+}
+
+/// Workspace folders go into the lock file, where the CLI matches its cwd
+/// against them: they must be absolute.
+fn check_folders(folders: &[String]) -> Result<(), String> {
+    match folders.iter().find(|f| !f.starts_with('/')) {
+        Some(f) => Err(format!(
+            "workspace folders must be absolute paths (got {f:?})"
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
