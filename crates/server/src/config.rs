@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Everything the engine can be told. Build with [`Config::new`] and adjust
-/// the public fields.
-#[derive(Clone)]
+/// the public fields. It holds no secret (the engine generates the token),
+/// so its `Debug` output is safe to log.
+#[derive(Clone, Debug)]
 pub struct Config {
     /// Shown by the CLI (`/ide`, `/status`, "Opened changes in <ideName>").
     pub ide_name: String,

@@ -25,13 +25,60 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
-/// Upgrade requests being read at once; more wait in the kernel's backlog.
+/// Upgrade requests being read at once. A newcomer beyond this abandons
+/// the oldest pending one (see [`PendingHandshakes`]).
 const MAX_PENDING_HANDSHAKES: usize = 64;
+
+/// The handshakes in progress, oldest first. When every slot is taken, the
+/// oldest is abandoned for the newcomer rather than the newcomer refused:
+/// otherwise a few dozen idle sockets (any local user can open them) would
+/// lock the real client out for as long as they are renewed. A client that
+/// sends its request at once, as the CLI does, always gets through.
+#[derive(Default)]
+struct PendingHandshakes {
+    next: u64,
+    queue: std::collections::VecDeque<(u64, oneshot::Sender<()>)>,
+}
+
+/// One pending handshake's place in [`PendingHandshakes`]; freed on drop.
+struct HandshakeSlot {
+    pending: Arc<Mutex<PendingHandshakes>>,
+    id: u64,
+}
+
+impl HandshakeSlot {
+    /// Takes a slot, abandoning the oldest handshake if all are taken. The
+    /// receiver fires when this one is abandoned in turn.
+    fn take(pending: &Arc<Mutex<PendingHandshakes>>) -> (HandshakeSlot, oneshot::Receiver<()>) {
+        let mut p = lock(pending);
+        if p.queue.len() >= MAX_PENDING_HANDSHAKES {
+            if let Some((_, abandon)) = p.queue.pop_front() {
+                tracing::warn!("too many pending handshakes; abandoning the oldest");
+                let _ = abandon.send(());
+            }
+        }
+        p.next += 1;
+        let id = p.next;
+        let (tx, rx) = oneshot::channel();
+        p.queue.push_back((id, tx));
+        let slot = HandshakeSlot {
+            pending: pending.clone(),
+            id,
+        };
+        (slot, rx)
+    }
+}
+
+impl Drop for HandshakeSlot {
+    fn drop(&mut self) {
+        lock(&self.pending).queue.retain(|(id, _)| *id != self.id);
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -265,7 +312,7 @@ impl Server {
         self.publish()?;
         let shared = self.shared;
         tracing::info!(port = shared.port, "listening");
-        let handshakes = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
+        let handshakes = Arc::new(Mutex::new(PendingHandshakes::default()));
         let mut connections = tokio::task::JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -281,12 +328,10 @@ impl Server {
                             continue;
                         }
                     };
-                    let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-                        tracing::warn!(%peer, "too many pending handshakes; connection dropped");
-                        continue;
-                    };
+                    tracing::trace!(%peer, "connection accepted");
+                    let (slot, abandoned) = HandshakeSlot::take(&handshakes);
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(accept_one(shared.clone(), stream, permit));
+                    connections.spawn(accept_one(shared.clone(), stream, slot, abandoned));
                 }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
@@ -325,14 +370,21 @@ impl Server {
 async fn accept_one(
     shared: Arc<Shared>,
     mut stream: tokio::net::TcpStream,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    slot: HandshakeSlot,
+    abandoned: oneshot::Receiver<()>,
 ) {
     let policy = Policy {
         token: &shared.token,
         allowed_hosts: &shared.config.allowed_hosts,
     };
-    let upgraded = handshake::perform(&mut stream, &policy, shared.config.handshake_timeout).await;
-    drop(permit);
+    let upgraded = tokio::select! {
+        u = handshake::perform(&mut stream, &policy, shared.config.handshake_timeout) => u,
+        _ = abandoned => {
+            tracing::debug!("handshake abandoned for a newer connection");
+            return;
+        }
+    };
+    drop(slot);
     let upgraded = match upgraded {
         Ok(u) => u,
         Err(e @ handshake::HandshakeError::Rejected(_)) => {
