@@ -31,7 +31,8 @@ pub struct Config {
     /// Largest message accepted from a client; larger ones close with 1009.
     pub max_message_size: usize,
     /// Wait after the client's `tools/list` before sending it anything: the
-    /// client drops notifications that arrive within ~100 ms of it.
+    /// client drops notifications that arrive within ~100 ms of it, later
+    /// under load (claudecode.nvim waits 600 ms too).
     pub notify_delay: Duration,
     /// At-mentions kept while no client is connected: how many, how long.
     pub at_mention_queue_len: usize,
@@ -57,7 +58,7 @@ impl Config {
             keepalive_interval: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(5),
             max_message_size: 16 << 20,
-            notify_delay: Duration::from_millis(400),
+            notify_delay: Duration::from_millis(600),
             at_mention_queue_len: 32,
             at_mention_max_age: Duration::from_secs(120),
             frontend_timeout: Duration::from_secs(30),

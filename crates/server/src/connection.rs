@@ -67,7 +67,6 @@ impl Conn {
             self.shared.frontend.client_disconnected(ClientId(old));
         }
         tracing::info!(client = self.id, name = %info.name, version = %info.version, "Claude Code session connected");
-        self.shared.frontend.client_connected(&info);
     }
 
     /// Schedules the replay of context `delay` from now.

@@ -184,11 +184,16 @@ impl Shared {
             .into_iter()
             .chain(mentions.into_iter().map(|m| m.into_notification()));
         for n in notes {
+            tracing::debug!(conn, method = %n.method, "notification replayed");
             let text = ccbridge_protocol::jsonrpc::Message::Notification(n).to_json();
             let _ = tx.try_send(crate::sessions::Outbound::Text(text));
         }
+        let announce = sessions.announce(conn);
         drop(sessions);
         tracing::debug!(conn, "client ready for notifications");
+        if let Some(info) = announce {
+            self.frontend.client_connected(&info);
+        }
     }
 
     /// A connection ended: forget it and settle its diffs.

@@ -128,7 +128,15 @@ fn call(conn: &Arc<Conn>, r: Request) -> Option<Response> {
     shared.calls_in_flight.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
         let args = params.arguments.unwrap_or_else(|| json!({}));
+        let started = std::time::Instant::now();
         let result = tools::call(tool, &conn, args).await;
+        tracing::debug!(
+            conn = conn.id,
+            tool = tool.name(),
+            is_error = result.is_error,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "tools/call answered"
+        );
         conn.send(Response::ok(r.id, result.to_value()).to_json())
             .await;
         shared.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -142,7 +150,14 @@ fn notification(conn: &Arc<Conn>, nf: Notification) {
         n::IDE_CONNECTED => {
             let pid = nf.params::<n::IdeConnected>().ok().and_then(|p| p.pid);
             tracing::debug!(conn = conn.id, ?pid, "ide_connected");
-            lock(&conn.shared.sessions).set_pid(conn.id, pid);
+            let announce = {
+                let mut sessions = lock(&conn.shared.sessions);
+                sessions.set_pid(conn.id, pid);
+                sessions.announce(conn.id)
+            };
+            if let Some(info) = announce {
+                conn.shared.frontend.client_connected(&info);
+            }
         }
         n::LOG_EVENT => {
             if let Ok(e) = nf.params::<n::LogEvent>() {

@@ -35,6 +35,8 @@ struct Session {
     info: ClientInfo,
     tx: mpsc::Sender<Outbound>,
     ready: bool,
+    /// The editor was told about this session (`client_connected`).
+    announced: bool,
 }
 
 #[derive(Default)]
@@ -74,6 +76,7 @@ impl Sessions {
                 info,
                 tx,
                 ready: false,
+                announced: false,
             },
         );
         evicted
@@ -87,6 +90,19 @@ impl Sessions {
         if let Some(s) = self.sessions.get_mut(&conn) {
             s.info.pid = pid;
         }
+    }
+
+    /// The session's info the first time it is asked for, `None` after (or
+    /// when the session is gone): the editor hears of each session once,
+    /// when its pid is known (`ide_connected`) or at the latest when it is
+    /// ready.
+    pub fn announce(&mut self, conn: ConnId) -> Option<ClientInfo> {
+        let s = self.sessions.get_mut(&conn)?;
+        if s.announced {
+            return None;
+        }
+        s.announced = true;
+        Some(s.info.clone())
     }
 
     pub fn infos(&self) -> Vec<ClientInfo> {
@@ -107,6 +123,7 @@ impl Sessions {
                 Err(e) => tracing::warn!("a client is not reading; notification dropped: {e}"),
             }
         }
+        tracing::debug!(method = %n.method, reached, "notification broadcast");
         reached
     }
 

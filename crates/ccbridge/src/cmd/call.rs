@@ -136,10 +136,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     let env = Env::from_process();
-    let scan = discovery::scan_env(&env);
-    for e in &scan.errors {
-        eprintln!("ccbridge: warning: {e}");
-    }
+    let scan = super::scan_lock_files(&env);
     let looked_in = || {
         let dirs: Vec<String> = scan.dirs.iter().map(|d| d.display().to_string()).collect();
         if dirs.is_empty() {

@@ -5,7 +5,7 @@
 //! removed only when its process is not known to run and its port does not
 //! answer, so a live server's lock file is never touched.
 
-use ccbridge_client::discovery::{self, Env};
+use ccbridge_client::discovery::Env;
 use ccbridge_client::stale;
 use serde_json::json;
 use std::process::ExitCode;
@@ -29,10 +29,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
-    let scan = discovery::scan_env(&env);
-    for e in &scan.errors {
-        eprintln!("ccbridge: warning: {e}");
-    }
+    let scan = super::scan_lock_files(&env);
     let report = stale::clean_entries(&scan.entries, args.dry_run).await;
 
     if args.json {

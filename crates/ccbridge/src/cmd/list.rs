@@ -29,10 +29,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
-    let scan = discovery::scan_env(&env);
-    for e in &scan.errors {
-        eprintln!("ccbridge: warning: {e}");
-    }
+    let scan = super::scan_lock_files(&env);
     let answering = discovery::ports_answering(scan.entries.iter().filter_map(|e| e.port)).await;
     let cwd = std::env::current_dir().ok();
     let rows: Vec<Row> = scan

@@ -4,3 +4,15 @@ pub mod call;
 pub mod clean;
 pub mod list;
 pub mod serve;
+
+/// Scans every lock-file directory the CLI would, printing unreadable
+/// directories and files as warnings on stderr.
+pub(crate) fn scan_lock_files(
+    env: &ccbridge_client::discovery::Env,
+) -> ccbridge_client::discovery::Scan {
+    let scan = ccbridge_client::discovery::scan_env(env);
+    for e in &scan.errors {
+        eprintln!("ccbridge: warning: {e}");
+    }
+    scan
+}

@@ -1,0 +1,187 @@
+//! Security checklist item 8: a web page cannot reach the IDE server.
+//!
+//! A real browser (Debian Chromium driven by playwright-core) loads a page
+//! from `http://evil.example` (mapped to 127.0.0.1) that tries to open
+//! WebSockets to the real `ccbridge serve --stdio` port — plainly, with the
+//! token in the query string, and with the token as a subprotocol (as if
+//! the page had stolen it) — and to 20 neighbouring ports. Every attempt on
+//! our port must fail, the server must say it refused a browser origin, and
+//! a legitimate client must still get in afterwards.
+
+use ccbridge_protocol::lockfile::LockFile;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn e2e_modules() -> PathBuf {
+    let dir = workspace_root().join(".cache/e2e/node_modules");
+    assert!(
+        dir.join("playwright-core").is_dir(),
+        "playwright-core is missing from {}: run scripts/test, which installs it",
+        dir.display()
+    );
+    dir
+}
+
+fn chromium() -> PathBuf {
+    let p = PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
+    assert!(
+        p.exists(),
+        "Chromium is missing at {}: run scripts/test, which installs Debian's chromium",
+        p.display()
+    );
+    p
+}
+
+/// Serves `page` to every request until the listener is dropped.
+fn serve_page(page: String) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut r = BufReader::new(&s);
+            let mut line = String::new();
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let mut s = &s;
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    port
+}
+
+const ATTACK: &str = r#"<!doctype html><meta charset="utf-8"><body><script>
+const target = __TARGET__, token = __TOKEN__, ports = __PORTS__;
+const attempts = [
+  ["plain", `ws://127.0.0.1:${target}/`, ["mcp"]],
+  ["query", `ws://127.0.0.1:${target}/?token=${token}&authToken=${token}`, ["mcp"]],
+  ["subprotocol", `ws://127.0.0.1:${target}/`, ["mcp", token]],
+  ["localhost", `ws://localhost:${target}/`, ["mcp"]],
+];
+for (const p of ports) attempts.push([`port${p}`, `ws://127.0.0.1:${p}/`, ["mcp"]]);
+const results = {};
+let left = attempts.length;
+const finish = () => { if (--left === 0) {
+  const d = document.createElement("pre"); d.id = "done";
+  d.textContent = JSON.stringify(results); document.body.appendChild(d); } };
+for (const [name, url, protocols] of attempts) {
+  let settled = false;
+  const settle = (v) => { if (!settled) { settled = true; results[name] = v; finish(); } };
+  let ws;
+  try { ws = new WebSocket(url, protocols); } catch (e) { settle("throw"); continue; }
+  const timer = setTimeout(() => { settle("timeout"); try { ws.close(); } catch (e) {} }, 8000);
+  ws.onopen = () => { clearTimeout(timer); settle("open"); ws.close(); };
+  ws.onerror = () => { clearTimeout(timer); settle("error"); };
+  ws.onclose = (e) => { clearTimeout(timer); settle("close:" + e.code); };
+}
+</script>"#;
+
+#[test]
+fn a_web_page_cannot_open_the_ide_websocket() {
+    let modules = e2e_modules();
+    let chromium = chromium();
+    let cfg = tempfile::tempdir().unwrap();
+    let log = cfg.path().join("ccbridge.log");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--stdio", "--ide-name", "CswshTest", "--log-file"])
+        .arg(&log)
+        .env("CLAUDE_CONFIG_DIR", cfg.path())
+        .env("CCBRIDGE_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ide = cfg.path().join("ide");
+    let end = Instant::now() + Duration::from_secs(10);
+    let lock_path = loop {
+        let found = std::fs::read_dir(&ide).ok().and_then(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|e| e == "lock"))
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(Instant::now() < end, "no lock file");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
+    let port =
+        LockFile::port_from_file_name(lock_path.file_name().unwrap().to_str().unwrap()).unwrap();
+    let token = lock.auth_token.clone().unwrap();
+
+    let neighbours: Vec<u16> = (1..=10)
+        .flat_map(|d| [port.saturating_sub(d), port.saturating_add(d)])
+        .collect();
+    let page = ATTACK
+        .replace("__TARGET__", &port.to_string())
+        .replace("__TOKEN__", &format!("{token:?}"))
+        .replace("__PORTS__", &format!("{neighbours:?}"));
+    let http = serve_page(page);
+    let out = Command::new("node")
+        .arg(workspace_root().join("tests/e2e/cswsh.mjs"))
+        .arg(format!("http://evil.example:{http}/attack.html"))
+        .env("CCBRIDGE_E2E_MODULES", &modules)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the browser run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for attempt in ["plain", "query", "subprotocol", "localhost"] {
+        let r = results[attempt].as_str().unwrap_or("missing");
+        assert!(
+            r != "open" && r != "missing",
+            "{attempt}: the page reached the IDE server ({r}); all results: {results}"
+        );
+    }
+    assert_eq!(
+        results.as_object().unwrap().len(),
+        4 + neighbours.len(),
+        "{results}"
+    );
+
+    // The server says why, and still serves a real client.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.matches("browser origins are refused").count() >= 3,
+        "refusals not logged as browser origins:\n{logged}"
+    );
+    assert!(!logged.contains(&token), "the token leaked into the log");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut client = ccbridge_client::ws_client::IdeClient::connect(
+            port,
+            Some(&token),
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("a real client still connects after the attack");
+        client.list_tools().await.expect("and is served");
+    });
+    assert!(child.try_wait().unwrap().is_none(), "the server survived");
+    drop(child.stdin.take());
+    let end = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "ccbridge did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!lock_path.exists());
+}

@@ -1,0 +1,444 @@
+//! Runs the real Claude Code CLI in a sandbox, in tmux.
+//!
+//! Why: the CLI keeps state in `$CLAUDE_CONFIG_DIR` (and `$HOME`), shows
+//! first-run screens (onboarding, API-key approval, folder trust) and looks for
+//! IDE lock files there. A fresh temporary `HOME` + `CLAUDE_CONFIG_DIR` with a
+//! pre-written `.claude.json` makes every run start straight at the prompt,
+//! isolated from the developer's own setup and from other tests, and is where
+//! ccbridge's lock file must land for the CLI to find it.
+//!
+//! The CLI binary is the pinned npm package `@anthropic-ai/claude-code`,
+//! found through `CCBRIDGE_CLAUDE_BIN` or `<workspace>/.cache/e2e/`; a missing
+//! binary is a hard failure that says how to install it, never a skip.
+
+use crate::tmux::{StartOptions, Timeout, Tmux};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The CLI version these tests are written against.
+pub const CLAUDE_CODE_VERSION: &str = "2.1.328";
+
+/// A made-up API key; the mock accepts anything. Its last 20 characters are
+/// pre-approved in `.claude.json`.
+pub const API_KEY: &str = "sk-ant-api03-ccbridge-e2e-0000-offline-test-key-AAAA";
+
+/// The prompt line of the input box: `❯` then U+00A0 (not a plain space, which
+/// is what the permission menu's `❯ 1. Yes` uses).
+pub const PROMPT_MARK: &str = "❯\u{a0}";
+
+/// How to install the pinned CLI where the harness looks for it.
+pub fn install_hint() -> String {
+    format!(
+        "install the pinned Claude Code CLI: `scripts/test` does it, or\n    npm install --prefix {}/.cache/e2e @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}\n\
+         or point CCBRIDGE_CLAUDE_BIN at an existing `claude` {CLAUDE_CODE_VERSION} binary",
+        workspace_root().display()
+    )
+}
+
+/// The cargo workspace root (two levels above this crate).
+pub fn workspace_root() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    p.canonicalize().unwrap_or(p)
+}
+
+/// `CCBRIDGE_CLAUDE_BIN`, else `<workspace>/.cache/e2e/node_modules/.bin/claude`.
+pub fn try_claude_bin() -> Result<PathBuf, String> {
+    let (path, source) = match std::env::var_os("CCBRIDGE_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+        Some(p) => (PathBuf::from(p), "CCBRIDGE_CLAUDE_BIN"),
+        None => (
+            workspace_root().join(".cache/e2e/node_modules/.bin/claude"),
+            "the default location",
+        ),
+    };
+    if path.is_file() {
+        check_version(&path)?;
+        Ok(path)
+    } else {
+        Err(format!(
+            "the Claude Code CLI was not found at {} ({source}); {}",
+            path.display(),
+            install_hint()
+        ))
+    }
+}
+
+/// The scenarios encode the behaviour of one CLI version; another one is a
+/// setup error, reported as such rather than as confusing scenario failures.
+/// Checked once per binary path and process.
+fn check_version(path: &Path) -> Result<(), String> {
+    static CHECKED: std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut checked = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = checked.iter().find(|(p, _)| p == path) {
+        return r.clone();
+    }
+    let result = match std::process::Command::new(path).arg("--version").output() {
+        Ok(out) => {
+            let v = String::from_utf8_lossy(&out.stdout);
+            if v.split_whitespace().next() == Some(CLAUDE_CODE_VERSION) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} reports version {:?}, the tests need {CLAUDE_CODE_VERSION}; {}",
+                    path.display(),
+                    v.trim(),
+                    install_hint()
+                ))
+            }
+        }
+        Err(e) => Err(format!(
+            "cannot run {} --version: {e}; {}",
+            path.display(),
+            install_hint()
+        )),
+    };
+    checked.push((path.to_path_buf(), result.clone()));
+    result
+}
+
+/// Like [`try_claude_bin`], panicking with the install instructions.
+pub fn claude_bin() -> PathBuf {
+    try_claude_bin().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A temporary `HOME`, `CLAUDE_CONFIG_DIR` and workspace directory.
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    config_dir: PathBuf,
+    workspace: PathBuf,
+}
+
+impl Sandbox {
+    /// Creates the directories and writes `.claude.json` (onboarding done,
+    /// workspace trusted, [`API_KEY`] approved) and `settings.json`
+    /// (`mcp__ide__getDiagnostics` allowed).
+    pub fn new() -> std::io::Result<Sandbox> {
+        let dir = crate::temp_dir("ccbridge-e2e-")?;
+        // Canonical: the CLI compares its (real) cwd with these paths.
+        let root = dir.path().canonicalize()?;
+        let home = root.join("home");
+        let config_dir = root.join("config");
+        let workspace = root.join("work");
+        for d in [&home, &config_dir, &workspace] {
+            std::fs::create_dir_all(d)?;
+        }
+        let sandbox = Sandbox {
+            _dir: dir,
+            root,
+            home,
+            config_dir,
+            workspace,
+        };
+        sandbox.write_config()?;
+        Ok(sandbox)
+    }
+
+    fn write_config(&self) -> std::io::Result<()> {
+        let key_suffix = &API_KEY[API_KEY.len() - 20..];
+        let claude_json = json!({
+            "hasCompletedOnboarding": true,
+            "lastOnboardingVersion": CLAUDE_CODE_VERSION,
+            "projects": {
+                self.workspace.display().to_string(): {
+                    "hasTrustDialogAccepted": true,
+                    "allowedTools": [],
+                }
+            },
+            "customApiKeyResponses": {"approved": [key_suffix], "rejected": []},
+        });
+        std::fs::write(
+            self.config_dir.join(".claude.json"),
+            serde_json::to_string_pretty(&claude_json)?,
+        )?;
+        let settings = json!({"permissions": {"allow": ["mcp__ide__getDiagnostics"]}});
+        std::fs::write(
+            self.config_dir.join("settings.json"),
+            serde_json::to_string_pretty(&settings)?,
+        )
+    }
+
+    /// The sandbox's root directory (holds logs too).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// `CLAUDE_CONFIG_DIR`.
+    pub fn config_dir(&self) -> &Path {
+        &self.config_dir
+    }
+
+    /// `$CLAUDE_CONFIG_DIR/ide`, where the CLI looks for lock files.
+    pub fn lock_dir(&self) -> PathBuf {
+        self.config_dir.join("ide")
+    }
+
+    /// The trusted project directory the CLI runs in.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// Writes `rel` under the workspace; returns its absolute path.
+    pub fn write_file(&self, rel: &str, contents: &str) -> std::io::Result<PathBuf> {
+        let p = self.workspace.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, contents)?;
+        Ok(p)
+    }
+}
+
+impl Drop for Sandbox {
+    /// A failing test keeps its sandbox (logs, the CLI's debug log) for the
+    /// post-mortem and says where it is.
+    fn drop(&mut self) {
+        if std::thread::panicking() && !crate::keep_artifacts() {
+            self._dir.disable_cleanup(true);
+            eprintln!(
+                "[testkit] test failed; sandbox kept at {}",
+                self.root.display()
+            );
+        }
+    }
+}
+
+/// How to start the CLI.
+#[derive(Clone, Debug)]
+pub struct ClaudeOptions {
+    pub bin: PathBuf,
+    /// `ANTHROPIC_BASE_URL` (the mock's URL).
+    pub api_url: String,
+    /// `CLAUDE_CODE_SSE_PORT`: the IDE port to connect to at once.
+    pub ide_port: Option<u16>,
+    pub extra_env: Vec<(String, String)>,
+    pub extra_args: Vec<String>,
+    pub width: u16,
+    pub height: u16,
+}
+
+impl ClaudeOptions {
+    pub fn new(bin: impl Into<PathBuf>, api_url: impl Into<String>) -> Self {
+        ClaudeOptions {
+            bin: bin.into(),
+            api_url: api_url.into(),
+            ide_port: None,
+            extra_env: Vec::new(),
+            extra_args: Vec::new(),
+            width: 200,
+            height: 50,
+        }
+    }
+
+    pub fn ide_port(mut self, port: u16) -> Self {
+        self.ide_port = Some(port);
+        self
+    }
+}
+
+/// A running interactive `claude --permission-mode default` in tmux.
+pub struct Claude {
+    pub tmux: Tmux,
+    pid: u32,
+    debug_log: PathBuf,
+}
+
+static SESSION_COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl Claude {
+    /// Starts the CLI in the sandbox's workspace. The CLI's debug log goes to
+    /// `<sandbox>/claude-debug-<n>.log` (see [`Claude::debug_log`]).
+    pub fn start(sandbox: &Sandbox, opts: &ClaudeOptions) -> std::io::Result<Claude> {
+        let n = SESSION_COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let debug_log = sandbox.root().join(format!("claude-debug-{n}.log"));
+        let mut env: Vec<(String, String)> = vec![
+            ("HOME".into(), sandbox.home().display().to_string()),
+            (
+                "CLAUDE_CONFIG_DIR".into(),
+                sandbox.config_dir().display().to_string(),
+            ),
+            ("ANTHROPIC_BASE_URL".into(), opts.api_url.clone()),
+            ("ANTHROPIC_API_KEY".into(), API_KEY.into()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
+            ("DISABLE_AUTOUPDATER".into(), "1".into()),
+            ("CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL".into(), "1".into()),
+            // Otherwise every start runs `git clone` of the plugin
+            // marketplace (twice, failing offline): CPU the tests need.
+            (
+                "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL".into(),
+                "1".into(),
+            ),
+        ];
+        if let Some(port) = opts.ide_port {
+            env.push(("CLAUDE_CODE_SSE_PORT".into(), port.to_string()));
+        }
+        env.extend(opts.extra_env.iter().cloned());
+        let mut cmd = vec![
+            opts.bin.display().to_string(),
+            "--permission-mode".into(),
+            "default".into(),
+            "--debug-file".into(),
+            debug_log.display().to_string(),
+        ];
+        cmd.extend(opts.extra_args.iter().cloned());
+        let start = StartOptions {
+            cmd,
+            env,
+            cwd: sandbox.workspace().to_path_buf(),
+            width: opts.width,
+            height: opts.height,
+        };
+        let tmux = Tmux::start(&start)?;
+        let pid = tmux.pane_pid()?;
+        Ok(Claude {
+            tmux,
+            pid,
+            debug_log,
+        })
+    }
+
+    /// The CLI's pid (the pane's process; the CLI reports it in `ide_connected`).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The CLI's debug log so far (empty if not written yet).
+    pub fn debug_log(&self) -> String {
+        std::fs::read_to_string(&self.debug_log).unwrap_or_default()
+    }
+
+    /// The visible screen.
+    pub fn screen(&self) -> String {
+        self.tmux.capture()
+    }
+
+    /// The screen including scrollback.
+    pub fn transcript(&self) -> String {
+        self.tmux.capture_all()
+    }
+
+    /// Waits until the input box is shown on the visible screen.
+    pub fn wait_prompt(&self, timeout: Duration) -> Result<String, Timeout> {
+        self.tmux
+            .wait_for("the input prompt (❯ + NBSP)", timeout, |_| {
+                self.tmux
+                    .capture()
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(PROMPT_MARK))
+            })
+    }
+
+    /// The text after the prompt mark on the prompt line, if shown.
+    pub fn prompt_line(&self) -> Option<String> {
+        self.tmux.capture().lines().find_map(|l| {
+            l.trim_start()
+                .strip_prefix(PROMPT_MARK)
+                .map(|rest| rest.trim_end().to_string())
+        })
+    }
+
+    /// Waits until the prompt line satisfies `pred` (given the text after the mark).
+    pub fn wait_prompt_line(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> Result<String, Timeout> {
+        self.tmux.wait_for(what, timeout, |_| {
+            self.prompt_line().is_some_and(|l| pred(&l))
+        })?;
+        Ok(self.prompt_line().unwrap_or_default())
+    }
+
+    /// Types `text` into the prompt and waits until the prompt line shows it.
+    pub fn type_text(&self, text: &str, timeout: Duration) -> Result<(), Timeout> {
+        self.tmux.send_text(text).map_err(|e| Timeout {
+            what: format!("typing {text:?}: {e}"),
+            waited: Duration::ZERO,
+            last_screen: self.screen(),
+        })?;
+        self.wait_prompt_line(&format!("{text:?} in the prompt"), timeout, |l| {
+            l.contains(text)
+        })
+        .map(drop)
+    }
+
+    /// Types `text`, waits until it is shown, then presses Enter.
+    pub fn type_and_submit(&self, text: &str, timeout: Duration) -> Result<(), Timeout> {
+        self.type_text(text, timeout)?;
+        self.press(&["Enter"])
+    }
+
+    /// Sends key names to the terminal.
+    pub fn press(&self, keys: &[&str]) -> Result<(), Timeout> {
+        self.tmux.send_keys(keys).map_err(|e| Timeout {
+            what: format!("sending keys {keys:?}: {e}"),
+            waited: Duration::ZERO,
+            last_screen: self.screen(),
+        })
+    }
+
+    /// Answers the permission dialog on screen with `key` (`"1"` = Yes,
+    /// `"3"` = No) and waits until the dialog is gone.
+    ///
+    /// The CLI ignores keys that arrive within a short grace period after a
+    /// dialog is drawn (so a keystroke meant for the prompt cannot answer
+    /// it), and a test sees the dialog at once. So the key is re-sent, at
+    /// most every 700 ms, until the dialog closes; once it has closed nothing
+    /// more is sent.
+    pub fn answer_permission(&self, key: &str, timeout: Duration) -> Result<(), Timeout> {
+        const DIALOG: &str = "Esc to cancel";
+        let open = || self.tmux.capture().contains(DIALOG);
+        let start = std::time::Instant::now();
+        self.tmux
+            .wait_for("a permission dialog", timeout, |_| open())?;
+        while start.elapsed() < timeout {
+            self.press(&[key])?;
+            let closed = crate::poll_until(
+                Duration::from_millis(700),
+                crate::tmux::POLL_INTERVAL,
+                || (!open()).then_some(()),
+            );
+            if closed.is_some() {
+                return Ok(());
+            }
+        }
+        Err(Timeout {
+            what: format!("the permission dialog to close after pressing {key:?}"),
+            waited: start.elapsed(),
+            last_screen: self.transcript(),
+        })
+    }
+
+    /// Runs `/status`, returns its `IDE:` line, and closes the panel.
+    pub fn ide_status(&self, timeout: Duration) -> Result<String, Timeout> {
+        self.wait_prompt(timeout)?;
+        self.type_text("/status", timeout)?;
+        self.press(&["Enter"])?;
+        let screen = self
+            .tmux
+            .wait_for("the /status panel's IDE line", timeout, |_| {
+                self.tmux.capture().lines().any(|l| l.contains("IDE:"))
+            })?;
+        let _ = screen;
+        let line = self
+            .tmux
+            .capture()
+            .lines()
+            .find(|l| l.contains("IDE:"))
+            .map(|l| l.trim().to_string())
+            .unwrap_or_default();
+        self.press(&["Escape"])?;
+        self.wait_prompt(timeout)?;
+        Ok(line)
+    }
+}

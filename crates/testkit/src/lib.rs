@@ -1,0 +1,69 @@
+//! Harness for end-to-end tests against the **real** Claude Code CLI.
+//!
+//! ccbridge exists to be driven by a program we do not control: the Claude Code
+//! CLI. Unit tests against our own reading of its protocol can only confirm
+//! that reading, so the tests in `crates/ccbridge/tests/real_client.rs` run the
+//! pinned CLI itself, interactively, fully offline:
+//!
+//! ```text
+//!  mock_anthropic ◀─HTTP/SSE─ claude (in tmux) ─WebSocket─▶ ccbridge serve --stdio ◀─stdio─ editor
+//!       (scripted model)        (real CLI)                     (under test)          (scripted editor)
+//! ```
+//!
+//! - [`mock_anthropic`]: scripted Messages API, records what the model was sent;
+//! - [`tmux`]: runs the CLI in a real terminal, types into it and reads the screen;
+//! - [`claude`]: a sandboxed `HOME`/`CLAUDE_CONFIG_DIR` so no first-run screen appears;
+//! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge.
+//!
+//! Everything waits on conditions with bounded timeouts ([`poll_until`]); nothing
+//! sleeps for a fixed time hoping something happened.
+
+pub mod claude;
+pub mod editor;
+pub mod mock_anthropic;
+pub mod tmux;
+
+use std::time::{Duration, Instant};
+
+/// Polls `f` every `interval` until it returns `Some`, or `timeout` has passed
+/// (then one last try). Returns `None` on timeout.
+pub fn poll_until<T>(
+    timeout: Duration,
+    interval: Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::sleep(interval.min(deadline - now));
+    }
+}
+
+/// Keep sandboxes, logs and the tmux socket after the test when
+/// `CCBRIDGE_E2E_KEEP=1` (their paths are printed), for post-mortems.
+pub fn keep_artifacts() -> bool {
+    std::env::var_os("CCBRIDGE_E2E_KEEP").is_some_and(|v| v != "0" && !v.is_empty())
+}
+
+/// Creates a temporary directory, kept (and announced on stderr) when
+/// [`keep_artifacts`] is set.
+pub fn temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let mut dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    if keep_artifacts() {
+        dir.disable_cleanup(true);
+        eprintln!("[testkit] keeping {}", dir.path().display());
+    }
+    Ok(dir)
+}
+
+/// Last `n` lines of `text`, for failure messages.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
