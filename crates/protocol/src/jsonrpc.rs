@@ -266,27 +266,58 @@ impl Response {
         }
     }
     pub fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("jsonrpc".into(), Value::from("2.0"));
-        m.insert(
-            "id".into(),
-            match &self.id {
-                Some(id) => serde_json::to_value(id).unwrap_or(Value::Null),
-                None => Value::Null,
-            },
-        );
-        match &self.outcome {
-            Ok(r) => m.insert("result".into(), r.clone()),
-            Err(e) => m.insert(
-                "error".into(),
-                serde_json::to_value(e).unwrap_or(Value::Null),
-            ),
-        };
-        Value::Object(m)
+        serde_json::to_value(self.wire()).unwrap_or(Value::Null)
     }
+
+    /// Serializes without building an intermediate `Value` (answers can be
+    /// hundreds of kilobytes of diagnostics).
     pub fn to_json(&self) -> String {
-        self.to_value().to_string()
+        serde_json::to_string(&self.wire()).unwrap_or_else(|_| {
+            Response::error(
+                self.id.clone(),
+                ErrorObject::new(code::INTERNAL_ERROR, "unserializable result"),
+            )
+            .to_json()
+        })
     }
+
+    /// A success response around an already serialized `result`, so a
+    /// cached answer is sent without parsing or re-escaping it.
+    pub fn ok_json_with_raw_result(id: &RequestId, result_json: &str) -> String {
+        let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+        let mut out = String::with_capacity(result_json.len() + id.len() + 32);
+        out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+        out.push_str(&id);
+        out.push_str(r#","result":"#);
+        out.push_str(result_json);
+        out.push('}');
+        out
+    }
+
+    fn wire(&self) -> WireResponse<'_> {
+        let (result, error) = match &self.outcome {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e)),
+        };
+        WireResponse {
+            jsonrpc: "2.0",
+            id: self.id.as_ref(),
+            result,
+            error,
+        }
+    }
+}
+
+/// The wire form of a response, borrowing its parts.
+#[derive(Serialize)]
+struct WireResponse<'a> {
+    jsonrpc: &'static str,
+    /// Serialized as `null` when absent, as JSON-RPC requires.
+    id: Option<&'a RequestId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
 }
 
 impl From<Request> for Message {
@@ -383,7 +414,16 @@ mod tests {
     #[test]
     fn responses_round_trip() {
         let r = Response::ok(RequestId::Number(3), json!({}));
-        assert_eq!(r.to_json(), r#"{"id":3,"jsonrpc":"2.0","result":{}}"#);
+        assert_eq!(r.to_json(), r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        assert_eq!(
+            Response::ok_json_with_raw_result(&RequestId::Number(3), "{}"),
+            r.to_json()
+        );
+        let s = Response::ok(RequestId::String("a\"b".into()), json!([1]));
+        assert_eq!(
+            Response::ok_json_with_raw_result(&RequestId::String("a\"b".into()), "[1]"),
+            s.to_json()
+        );
         let back = Message::parse(&r.to_json()).unwrap();
         assert_eq!(back, Message::Response(r));
         let e = Response::error(None, ErrorObject::parse_error("x"));

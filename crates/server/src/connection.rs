@@ -1,11 +1,15 @@
 //! One Claude Code connection: frames in, JSON-RPC dispatch, frames out,
 //! keepalive.
 //!
-//! The reader handles notifications inline, in arrival order, and spawns a
-//! task per `tools/call`, so a blocking `openDiff` never delays other calls.
-//! One writer task owns the socket's sending half; everything else sends
-//! through its channel. A message over the size limit closes with 1009,
-//! a malformed one gets `-32700` and the connection stays up.
+//! One task owns the socket. It handles notifications inline, in arrival
+//! order, answers read-only tools inline and writes those answers directly
+//! (no hop through another task: that hop was most of the round-trip cost,
+//! see docs/benchmarks.md), and spawns a task per tool call that waits for
+//! the editor or the user, so a blocking `openDiff` never delays other
+//! calls. Those tasks, the notification broadcaster and an eviction reach
+//! the socket through the connection's channel. A message over the size
+//! limit closes with 1009, a malformed one gets `-32700` and the connection
+//! stays up.
 
 use crate::engine::{lock, Shared};
 use crate::frontend::{ClientId, ClientInfo};
@@ -80,37 +84,16 @@ impl Conn {
     }
 }
 
-pub(crate) async fn serve<S>(shared: Arc<Shared>, ws: WebSocketStream<S>)
+pub(crate) async fn serve<S>(shared: Arc<Shared>, mut ws: WebSocketStream<S>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let id = shared.next_conn();
-    let (mut sink, mut stream) = ws.split();
     let (tx, mut rx) = mpsc::channel::<Outbound>(256);
-    let mut writer = tokio::spawn(async move {
-        while let Some(out) = rx.recv().await {
-            let result = match out {
-                Outbound::Text(t) => sink.send(Message::text(t)).await,
-                Outbound::Ping => sink.send(Message::Ping(Default::default())).await,
-                Outbound::Close(code, reason) => {
-                    let frame = CloseFrame {
-                        code: CloseCode::from(code),
-                        reason: reason.into(),
-                    };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                    let _ = sink.close().await;
-                    break;
-                }
-            };
-            if result.is_err() {
-                break;
-            }
-        }
-    });
     let conn = Arc::new(Conn {
         id,
         shared: shared.clone(),
-        tx: tx.clone(),
+        tx,
         initialized: AtomicBool::new(false),
     });
     let interval = shared.config.keepalive_interval;
@@ -120,56 +103,92 @@ where
     let mut shutdown = shared.shutdown.subscribe();
     tracing::debug!(conn = id, "websocket open");
 
-    let close = |code: u16, reason: &str| {
-        let _ = tx.try_send(Outbound::Close(code, reason.to_owned()));
-    };
+    // One task owns the socket: it reads, writes the answers of inline
+    // requests directly, and writes what other tasks queue on `rx`
+    // (answers of spawned tool calls, notifications, an eviction).
+    let mut ending: Option<(u16, &'static str)> = None;
     loop {
-        tokio::select! {
-            frame = stream.next() => {
+        let sent = tokio::select! {
+            frame = ws.next() => {
                 keepalive.seen(Instant::now());
-                match frame {
-                    None => break,
+                let text = match frame {
+                    None | Some(Ok(Message::Close(_))) => break,
                     Some(Ok(Message::Text(t))) => router::handle(&conn, t.as_str()).await,
                     Some(Ok(Message::Binary(b))) => match std::str::from_utf8(&b) {
                         Ok(t) => router::handle(&conn, t).await,
                         Err(_) => router::handle(&conn, "\u{0}not utf-8").await,
                     },
-                    Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(_)) => {}
+                    Some(Ok(_)) => None,
                     Some(Err(WsError::Capacity(e))) => {
                         tracing::warn!(conn = id, "closing: {e}");
-                        close(1009, "message too big");
+                        ending = Some((1009, "message too big"));
                         break;
                     }
                     Some(Err(e)) => {
                         tracing::debug!(conn = id, "websocket error: {e}");
-                        close(1002, "protocol error");
+                        ending = Some((1002, "protocol error"));
                         break;
                     }
+                };
+                match text {
+                    Some(t) => ws.send(Message::text(t)).await,
+                    None => Ok(()),
                 }
             }
+            out = rx.recv() => match out {
+                Some(Outbound::Text(t)) => ws.send(Message::text(t)).await,
+                Some(Outbound::Close(code, reason)) => {
+                    send_close(&mut ws, code, reason).await;
+                    break;
+                }
+                None => break,
+            },
             _ = ticker.tick() => match keepalive.tick(Instant::now()) {
-                Action::Ping => { let _ = tx.try_send(Outbound::Ping); }
+                Action::Ping => ws.send(Message::Ping(Default::default())).await,
                 Action::Drop => {
                     tracing::info!(conn = id, "client silent for two keepalive intervals; dropping it");
-                    close(1001, "keepalive timeout");
+                    ending = Some((1001, "keepalive timeout"));
                     break;
                 }
             },
-            _ = &mut writer => break,
             _ = shutdown.changed() => {
-                close(1001, "IDE server shutting down");
+                ending = Some((1001, "IDE server shutting down"));
+                break;
+            }
+        };
+        if let Err(e) = sent {
+            tracing::debug!(conn = id, "cannot write to the client: {e}");
+            break;
+        }
+    }
+    if let Some((code, reason)) = ending {
+        // Answers already queued (e.g. diffs settled at shutdown) go first.
+        while let Ok(Outbound::Text(t)) = rx.try_recv() {
+            if tokio::time::timeout(Duration::from_secs(1), ws.send(Message::text(t)))
+                .await
+                .map_or(true, |r| r.is_err())
+            {
                 break;
             }
         }
+        send_close(&mut ws, code, reason.into()).await;
     }
     shared.disconnected(id);
-    drop(conn);
-    drop(tx);
-    // Let the writer flush a pending close frame; bounded.
-    if !writer.is_finished() {
-        let _ = tokio::time::timeout(Duration::from_secs(1), &mut writer).await;
-        writer.abort();
-    }
     tracing::debug!(conn = id, "websocket closed");
+}
+
+/// Sends a close frame and flushes it, bounded in time.
+async fn send_close<S>(ws: &mut WebSocketStream<S>, code: u16, reason: String)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let frame = CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.into(),
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = ws.send(Message::Close(Some(frame))).await;
+        let _ = ws.flush().await;
+    })
+    .await;
 }

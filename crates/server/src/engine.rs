@@ -114,6 +114,8 @@ pub(crate) struct Shared {
     /// `tools/call` tasks that have not yet sent their answer.
     pub calls_in_flight: std::sync::atomic::AtomicUsize,
     pub calls_done: tokio::sync::Notify,
+    /// `tools/list` results, serialized once: `[without, with]` executeCode.
+    pub tools_list_json: [std::sync::OnceLock<Arc<str>>; 2],
     next_conn: AtomicU64,
 }
 
@@ -263,6 +265,7 @@ impl Server {
             shutdown: watch::channel(false).0,
             calls_in_flight: Default::default(),
             calls_done: Default::default(),
+            tools_list_json: Default::default(),
             next_conn: AtomicU64::new(0),
         });
         tokio::spawn(event_loop(shared.clone(), rx));

@@ -18,6 +18,7 @@ use crate::tools;
 use ccbridge_protocol::jsonrpc::{code, ErrorObject, Message, Notification, Request, Response};
 use ccbridge_protocol::mcp::{self, CallToolParams, Implementation, InitializeParams};
 use ccbridge_protocol::notifications as n;
+use ccbridge_protocol::tools::Tool;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -26,24 +27,26 @@ use std::time::Duration;
 /// How long a client that never lists tools waits for its context replay.
 const READY_FALLBACK: Duration = Duration::from_millis(1500);
 
-pub(crate) async fn handle(conn: &Arc<Conn>, text: &str) {
+/// Handles one incoming message; returns the response to write at once,
+/// if any (answers that take time are queued on the connection later).
+pub(crate) async fn handle(conn: &Arc<Conn>, text: &str) -> Option<String> {
     match Message::parse(text) {
         Err(rejected) => {
             tracing::debug!(conn = conn.id, "unparseable message");
-            conn.send(rejected.response.to_json()).await;
+            Some(rejected.response.to_json())
         }
-        Ok(Message::Request(r)) => {
-            if let Some(resp) = request(conn, r).await {
-                conn.send(resp.to_json()).await;
-            }
+        Ok(Message::Request(r)) => request(conn, r).await,
+        Ok(Message::Notification(nf)) => {
+            notification(conn, nf);
+            None
         }
-        Ok(Message::Notification(nf)) => notification(conn, nf),
-        Ok(Message::Response(_)) => {}
+        Ok(Message::Response(_)) => None,
     }
 }
 
-/// Answers a request; `None` when the answer is sent later by a task.
-async fn request(conn: &Arc<Conn>, r: Request) -> Option<Response> {
+/// Answers a request with the serialized response; `None` when a tool's
+/// task will answer later.
+async fn request(conn: &Arc<Conn>, r: Request) -> Option<String> {
     let initialized = conn.initialized.load(Ordering::SeqCst);
     let id = r.id.clone();
     let outcome = match r.method.as_str() {
@@ -52,25 +55,26 @@ async fn request(conn: &Arc<Conn>, r: Request) -> Option<Response> {
             code::INVALID_REQUEST,
             "initialize may only be sent once",
         )),
-        "initialize" => {
-            initialize(conn, r).await;
-            return None;
-        }
+        "initialize" => return Some(initialize(conn, r)),
         _ if !initialized => Err(ErrorObject::new(
             code::SERVER_NOT_INITIALIZED,
             "Server not initialized: send initialize first",
         )),
         "tools/list" => {
             conn.ready_after(conn.shared.config.notify_delay);
-            Ok(json!({ "tools": tools::list(&conn.shared) }))
+            let list = tools::list_json(&conn.shared);
+            return Some(Response::ok_json_with_raw_result(&id, &list));
         }
-        "tools/call" => return call(conn, r),
+        "tools/call" => return call(conn, r).await,
         other => Err(ErrorObject::method_not_found(other)),
     };
-    Some(Response {
-        id: Some(id),
-        outcome,
-    })
+    Some(
+        Response {
+            id: Some(id),
+            outcome,
+        }
+        .to_json(),
+    )
 }
 
 /// Params of a method whose params are an object. serde would also read a
@@ -82,13 +86,12 @@ fn object_params<P: serde::de::DeserializeOwned>(r: &Request) -> Result<P, Error
     r.params()
 }
 
-async fn initialize(conn: &Arc<Conn>, r: Request) {
+/// Answers `initialize` and registers the session (which may evict an
+/// older one).
+fn initialize(conn: &Arc<Conn>, r: Request) -> String {
     let params: InitializeParams = match object_params(&r) {
         Ok(p) => p,
-        Err(e) => {
-            conn.send(Response::error(Some(r.id), e).to_json()).await;
-            return;
-        }
+        Err(e) => return Response::error(Some(r.id), e).to_json(),
     };
     let version = mcp::negotiate_version(params.protocol_version.as_deref());
     let cfg = &conn.shared.config;
@@ -98,10 +101,7 @@ async fn initialize(conn: &Arc<Conn>, r: Request) {
         title: None,
     };
     let client = params.client_info.unwrap_or_default();
-    // Answer first, then register: evicting an older session must not race
-    // ahead of this session's own initialize result.
-    let resp = Response::ok(r.id, mcp::initialize_result(version, &server));
-    conn.send(resp.to_json()).await;
+    let resp = Response::ok(r.id, mcp::initialize_result(version, &server)).to_json();
     conn.initialized(ClientInfo {
         id: conn.client_id(),
         name: client.name,
@@ -110,39 +110,47 @@ async fn initialize(conn: &Arc<Conn>, r: Request) {
     });
     // A client that never sends tools/list still gets its context.
     conn.ready_after(cfg.notify_delay + READY_FALLBACK);
+    resp
 }
 
-fn call(conn: &Arc<Conn>, r: Request) -> Option<Response> {
+async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
     let params: CallToolParams = match object_params(&r) {
         Ok(p) => p,
-        Err(e) => return Some(Response::error(Some(r.id), e)),
+        Err(e) => return Some(Response::error(Some(r.id), e).to_json()),
     };
     let Some(tool) = tools::find(&conn.shared, &params.name) else {
-        return Some(Response::error(
-            Some(r.id),
-            ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)),
-        ));
+        let e = ErrorObject::invalid_params(format!("Unknown tool: {}", params.name));
+        return Some(Response::error(Some(r.id), e).to_json());
     };
+    let args = params.arguments.unwrap_or_else(|| json!({}));
+    if tools::answers_at_once(tool) {
+        return Some(run_tool(conn, tool, args).await.into_response(&r.id));
+    }
+    // Tools that wait for the editor or the user run in their own task, so
+    // a pending openDiff never delays anything else on this connection.
     let conn = conn.clone();
     let shared = conn.shared.clone();
     shared.calls_in_flight.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
-        let args = params.arguments.unwrap_or_else(|| json!({}));
-        let started = std::time::Instant::now();
-        let result = tools::call(tool, &conn, args).await;
-        tracing::debug!(
-            conn = conn.id,
-            tool = tool.name(),
-            is_error = result.is_error,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "tools/call answered"
-        );
-        conn.send(Response::ok(r.id, result.to_value()).to_json())
-            .await;
+        let reply = run_tool(&conn, tool, args).await;
+        conn.send(reply.into_response(&r.id)).await;
         shared.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
         shared.calls_done.notify_waiters();
     });
     None
+}
+
+async fn run_tool(conn: &Arc<Conn>, tool: Tool, args: serde_json::Value) -> tools::Reply {
+    let started = std::time::Instant::now();
+    let reply = tools::call(tool, conn, args).await;
+    tracing::debug!(
+        conn = conn.id,
+        tool = tool.name(),
+        is_error = reply.is_error(),
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "tools/call answered"
+    );
+    reply
 }
 
 fn notification(conn: &Arc<Conn>, nf: Notification) {

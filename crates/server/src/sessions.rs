@@ -21,7 +21,6 @@ use tokio::time::Instant;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outbound {
     Text(String),
-    Ping,
     Close(u16, String),
 }
 

@@ -17,6 +17,10 @@ pub struct EditorState {
     dirty: HashMap<String, bool>,
     /// Diagnostics per normalized path; files without any are absent.
     diagnostics: BTreeMap<String, Vec<Diagnostic>>,
+    /// Bumped on every change of `diagnostics`.
+    diagnostics_generation: u64,
+    /// The serialized whole-workspace `getDiagnostics` result, if current.
+    all_diagnostics_json: Option<std::sync::Arc<str>>,
     pub workspace_folders: Vec<String>,
     pub ide_name: String,
     pub pid: u32,
@@ -64,7 +68,29 @@ impl EditorState {
             .or_else(|| self.dirty.get(&key).copied())
     }
 
+    fn diagnostics_changed(&mut self) {
+        self.diagnostics_generation += 1;
+        self.all_diagnostics_json = None;
+    }
+
+    pub fn diagnostics_generation(&self) -> u64 {
+        self.diagnostics_generation
+    }
+
+    pub fn all_diagnostics_json(&self) -> Option<std::sync::Arc<str>> {
+        self.all_diagnostics_json.clone()
+    }
+
+    /// Keeps a serialized result made from generation `generation`, unless
+    /// the diagnostics changed since.
+    pub fn cache_all_diagnostics_json(&mut self, generation: u64, json: std::sync::Arc<str>) {
+        if generation == self.diagnostics_generation {
+            self.all_diagnostics_json = Some(json);
+        }
+    }
+
     pub fn set_diagnostics(&mut self, path: &str, diagnostics: Vec<Diagnostic>) {
+        self.diagnostics_changed();
         let key = normalize(path);
         if diagnostics.is_empty() {
             self.diagnostics.remove(&key);
@@ -74,6 +100,7 @@ impl EditorState {
     }
 
     pub fn clear_diagnostics(&mut self) {
+        self.diagnostics_changed();
         self.diagnostics.clear();
     }
 
@@ -143,6 +170,21 @@ mod tests {
         assert!(unknown.diagnostics.is_empty());
         s.set_diagnostics("/w/my file.ts", vec![]);
         assert!(s.all_diagnostics().is_empty());
+    }
+
+    #[test]
+    fn serialized_cache_is_dropped_on_change_and_never_stored_stale() {
+        let mut s = EditorState::default();
+        let g = s.diagnostics_generation();
+        s.cache_all_diagnostics_json(g, "[]".into());
+        assert_eq!(s.all_diagnostics_json().as_deref(), Some("[]"));
+        s.set_diagnostics("/w/a", vec![diag("x")]);
+        assert_eq!(s.all_diagnostics_json(), None);
+        s.cache_all_diagnostics_json(g, "stale".into());
+        assert_eq!(s.all_diagnostics_json(), None, "made before the change");
+        s.cache_all_diagnostics_json(s.diagnostics_generation(), "fresh".into());
+        s.clear_diagnostics();
+        assert_eq!(s.all_diagnostics_json(), None);
     }
 
     #[test]

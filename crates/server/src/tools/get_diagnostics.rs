@@ -2,8 +2,12 @@
 //! item. With `{uri}` it is that one file — an unknown file is that uri
 //! with an empty list, which the client reads as "no problems", never an
 //! error. URIs are `file://` + the raw path, as the client compares them.
+//!
+//! The whole-workspace answer is serialized once per change of the
+//! diagnostics and then served from that cache; serializing happens outside
+//! the state lock, so editor events never wait behind it.
 
-use super::args;
+use super::{args, Reply};
 use crate::connection::Conn;
 use crate::engine::lock;
 use ccbridge_protocol::mcp::CallToolResult;
@@ -11,14 +15,28 @@ use ccbridge_protocol::tools::{diagnostics_result, GetDiagnosticsArgs, Tool};
 use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> Reply {
     let a: GetDiagnosticsArgs = match args(Tool::GetDiagnostics, a) {
         Ok(a) => a,
-        Err(e) => return e,
+        Err(e) => return e.into(),
     };
-    let state = lock(&conn.shared.state);
-    match a.uri.filter(|u| !u.is_empty()) {
-        Some(uri) => diagnostics_result(&[state.diagnostics_for(&uri)]),
-        None => diagnostics_result(&state.all_diagnostics()),
+    if let Some(uri) = a.uri.filter(|u| !u.is_empty()) {
+        let file = lock(&conn.shared.state).diagnostics_for(&uri);
+        return diagnostics_result(&[file]).into();
     }
+    let (files, generation) = {
+        let state = lock(&conn.shared.state);
+        if let Some(json) = state.all_diagnostics_json() {
+            return Reply::Serialized(json);
+        }
+        (state.all_diagnostics(), state.diagnostics_generation())
+    };
+    let json: Arc<str> = match serde_json::to_string(&diagnostics_result(&files)) {
+        Ok(j) => j.into(),
+        Err(e) => {
+            return CallToolResult::error(format!("cannot serialize diagnostics: {e}")).into()
+        }
+    };
+    lock(&conn.shared.state).cache_all_diagnostics_json(generation, json.clone());
+    Reply::Serialized(json)
 }

@@ -25,6 +25,7 @@ mod save_document;
 use crate::connection::Conn;
 use crate::engine::Shared;
 use crate::frontend::FrontendError;
+use ccbridge_protocol::jsonrpc::{RequestId, Response};
 use ccbridge_protocol::mcp::{CallToolResult, ToolDescriptor};
 use ccbridge_protocol::tools::Tool;
 use serde::de::DeserializeOwned;
@@ -37,27 +38,78 @@ fn offered(shared: &Shared, tool: Tool) -> bool {
     tool != Tool::ExecuteCode || shared.frontend.capabilities().execute_code
 }
 
-pub(crate) fn list(shared: &Shared) -> Vec<ToolDescriptor> {
-    Tool::ALL
-        .into_iter()
-        .filter(|t| offered(shared, *t))
-        .map(Tool::descriptor)
-        .collect()
+/// The serialized `tools/list` result, built once per engine for each of
+/// the two possible lists (with and without `executeCode`).
+pub(crate) fn list_json(shared: &Shared) -> Arc<str> {
+    let exec = shared.frontend.capabilities().execute_code;
+    shared.tools_list_json[usize::from(exec)]
+        .get_or_init(|| {
+            let tools: Vec<ToolDescriptor> = Tool::ALL
+                .into_iter()
+                .filter(|t| *t != Tool::ExecuteCode || exec)
+                .map(Tool::descriptor)
+                .collect();
+            serde_json::json!({ "tools": tools }).to_string().into()
+        })
+        .clone()
 }
 
 pub(crate) fn find(shared: &Shared, name: &str) -> Option<Tool> {
     Tool::from_name(name).filter(|t| offered(shared, *t))
 }
 
-pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> CallToolResult {
-    match tool {
+/// A tool's answer: a result to serialize, or one already serialized (the
+/// whole-workspace `getDiagnostics`, cached until the diagnostics change).
+pub(crate) enum Reply {
+    Result(CallToolResult),
+    Serialized(Arc<str>),
+}
+
+impl From<CallToolResult> for Reply {
+    fn from(r: CallToolResult) -> Self {
+        Reply::Result(r)
+    }
+}
+
+impl Reply {
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Result(r) if r.is_error)
+    }
+
+    /// The JSON-RPC response carrying this answer.
+    pub fn into_response(self, id: &RequestId) -> String {
+        match self {
+            Reply::Result(r) => Response::ok(id.clone(), r.to_value()).to_json(),
+            Reply::Serialized(json) => Response::ok_json_with_raw_result(id, &json),
+        }
+    }
+}
+
+/// Tools that answer from the engine's state without waiting for anyone:
+/// they run inline on the connection's reader instead of in a task of
+/// their own.
+pub(crate) fn answers_at_once(tool: Tool) -> bool {
+    matches!(
+        tool,
+        Tool::GetCurrentSelection
+            | Tool::GetLatestSelection
+            | Tool::GetOpenEditors
+            | Tool::GetWorkspaceFolders
+            | Tool::GetDiagnostics
+            | Tool::CheckDocumentDirty
+            | Tool::GetAllOpenedFilePaths
+    )
+}
+
+pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> Reply {
+    let result = match tool {
+        Tool::GetDiagnostics => return get_diagnostics::call(conn, args).await,
         Tool::OpenFile => open_file::call(conn, args).await,
         Tool::OpenDiff => open_diff::call(conn, args).await,
         Tool::GetCurrentSelection => get_current_selection::call(conn, args).await,
         Tool::GetLatestSelection => get_latest_selection::call(conn, args).await,
         Tool::GetOpenEditors => get_open_editors::call(conn, args).await,
         Tool::GetWorkspaceFolders => get_workspace_folders::call(conn, args).await,
-        Tool::GetDiagnostics => get_diagnostics::call(conn, args).await,
         Tool::CheckDocumentDirty => check_document_dirty::call(conn, args).await,
         Tool::SaveDocument => save_document::call(conn, args).await,
         Tool::CloseTab => close_tab::call(conn, args).await,
@@ -66,7 +118,8 @@ pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> CallToolR
         Tool::OpenFiles => open_files::call(conn, args).await,
         Tool::GetAllOpenedFilePaths => get_all_opened_file_paths::call(conn, args).await,
         Tool::ReformatFile => reformat_file::call(conn, args).await,
-    }
+    };
+    result.into()
 }
 
 /// Typed arguments, or the `isError` result explaining what is wrong.
