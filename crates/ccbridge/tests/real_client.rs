@@ -507,7 +507,8 @@ fn closing_the_terminal_closes_the_open_diff() {
 // the real CLI no diff of ours is still open at that point (it always sends
 // close_tab after a verdict), so the editor sees nothing; what is observable is
 // that the CLI made the call at each prompt and ccbridge answered it without
-// error. The CLI's own debug log records both.
+// error: the CLI's debug log records the call and its success, ccbridge's log
+// the answer.
 
 #[test]
 fn close_all_diff_tabs_is_answered_at_each_prompt() {
@@ -517,6 +518,13 @@ fn close_all_diff_tabs_is_answered_at_each_prompt() {
     ]);
     rig.wait_ide_ready();
     let count = |needle: &str| rig.claude.debug_log().matches(needle).count();
+    let answered = || {
+        rig.editor
+            .log()
+            .lines()
+            .filter(|l| l.contains("tools/call answered") && l.contains("closeAllDiffTabs"))
+            .count()
+    };
     let calls = "Calling MCP tool: closeAllDiffTabs";
     let ok = "Tool 'closeAllDiffTabs' completed successfully";
     for (i, (prompt, answer)) in [("one", "first answer"), ("two", "second answer")]
@@ -526,21 +534,23 @@ fn close_all_diff_tabs_is_answered_at_each_prompt() {
         rig.claude.type_and_submit(prompt, STEP).unwrap();
         rig.claude.tmux.wait_for_text(answer, STEP).unwrap();
         let done = poll_until(STEP, Duration::from_millis(50), || {
-            (count(calls) > i && count(ok) > i).then_some(())
+            (count(calls) > i && count(ok) > i && answered() > i).then_some(())
         });
         assert!(
             done.is_some(),
             "prompt {prompt:?}: expected {} closeAllDiffTabs call(s) answered successfully, \
-             the CLI log has {} call(s), {} success(es)\n{}",
+             the CLI log has {} call(s), {} success(es), ccbridge answered {}\n{}",
             i + 1,
             count(calls),
             count(ok),
+            answered(),
             rig.context()
         );
     }
     // A local command does not reach the model and sends nothing.
     rig.claude.ide_status(STEP).unwrap();
     assert_eq!(count(calls), 2, "{}", rig.context());
+    assert_eq!(answered(), 2, "{}", rig.context());
     assert!(rig.editor.seen("closeDiff").is_empty(), "{}", rig.context());
 }
 
