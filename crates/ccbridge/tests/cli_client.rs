@@ -1,0 +1,228 @@
+//! `ccbridge list`, `call` and `clean` through the real binary, against a
+//! real `ccbridge serve --stdio` — the way a user inspects an IDE server.
+
+use ccbridge_protocol::lockfile::LockFile;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
+
+/// A sandbox (`HOME` and `CLAUDE_CONFIG_DIR`) with a running sidecar.
+struct Rig {
+    home: tempfile::TempDir,
+    ws: PathBuf,
+    server: Child,
+    port: u16,
+}
+
+impl Rig {
+    fn start() -> Rig {
+        let home = tempfile::tempdir().unwrap();
+        let ws = home.path().join("project");
+        std::fs::create_dir(&ws).unwrap();
+        let ws = std::fs::canonicalize(ws).unwrap();
+        let server = Command::new(BIN)
+            .args(["serve", "--stdio", "--ide-name", "CliTest", "--workspace"])
+            .arg(&ws)
+            .env("HOME", home.path())
+            .env("CLAUDE_CONFIG_DIR", home.path().join("cfg"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let ide = home.path().join("cfg/ide");
+        let end = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            let found = std::fs::read_dir(&ide).ok().and_then(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()
+                            .and_then(LockFile::port_from_file_name)
+                    })
+                    .next()
+            });
+            if let Some(p) = found {
+                break p;
+            }
+            assert!(Instant::now() < end, "no lock file");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Rig {
+            home,
+            ws,
+            server,
+            port,
+        }
+    }
+
+    fn ide_dir(&self) -> PathBuf {
+        self.home.path().join("cfg/ide")
+    }
+
+    fn ccbridge(&self, args: &[&str], cwd: &Path) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .current_dir(cwd)
+            .env("HOME", self.home.path())
+            .env("CLAUDE_CONFIG_DIR", self.home.path().join("cfg"))
+            .env_remove("CLAUDE_CODE_SSE_PORT")
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        drop(self.server.stdin.take());
+        let _ = self.server.wait();
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn list_shows_the_running_server_without_its_token() {
+    let rig = Rig::start();
+    let out = rig.ccbridge(&["list", "--json"], &rig.ws);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entry = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["port"] == rig.port)
+        .unwrap_or_else(|| panic!("port {} not listed: {v}", rig.port));
+    assert_eq!(entry["ideName"], "CliTest", "{entry}");
+    assert_eq!(
+        entry["workspaceFolders"][0],
+        rig.ws.to_str().unwrap(),
+        "{entry}"
+    );
+    assert_eq!(entry["pidAlive"], true, "{entry}");
+    assert_eq!(entry["portAnswers"], true, "{entry}");
+    assert_eq!(
+        entry["containsCwd"], true,
+        "listed from inside the workspace: {entry}"
+    );
+    assert_eq!(entry["hasAuthToken"], true, "{entry}");
+    let text = serde_json::to_string(&v).unwrap();
+    let token =
+        LockFile::parse(&std::fs::read(rig.ide_dir().join(format!("{}.lock", rig.port))).unwrap())
+            .unwrap()
+            .auth_token
+            .unwrap();
+    assert!(!text.contains(&token), "list must never print the token");
+    let table = rig.ccbridge(&["list"], &rig.ws);
+    assert!(stdout(&table).contains("CliTest"), "{table:?}");
+    assert!(!stdout(&table).contains(&token));
+}
+
+#[test]
+fn call_by_workspace_and_by_port() {
+    let rig = Rig::start();
+    let inside = rig.ws.join("src");
+    std::fs::create_dir(&inside).unwrap();
+    let out = rig.ccbridge(&["call", "getWorkspaceFolders"], &inside);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["rootPath"], rig.ws.to_str().unwrap(), "{v}");
+
+    let port = rig.port.to_string();
+    let out = rig.ccbridge(
+        &["call", "--port", &port, "getDiagnostics"],
+        rig.home.path(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out).trim(), "[]");
+
+    let uri = format!(r#"{{"uri":"file://{}/a.rs"}}"#, rig.ws.display());
+    let out = rig.ccbridge(
+        &["call", "--port", &port, "--raw", "getDiagnostics", &uri],
+        rig.home.path(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let raw: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        raw["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("/a.rs"),
+        "{raw}"
+    );
+
+    let list = rig.ccbridge(&["call", "--port", &port, "--list"], rig.home.path());
+    assert!(stdout(&list).contains("openDiff"), "{list:?}");
+    assert!(
+        !stdout(&list).contains("executeCode"),
+        "not offered without the capability"
+    );
+}
+
+#[test]
+fn call_exit_codes() {
+    let rig = Rig::start();
+    let port = rig.port.to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let none = rig.ccbridge(&["call", "getDiagnostics"], elsewhere.path());
+    assert_eq!(
+        none.status.code(),
+        Some(3),
+        "no server for this directory: {none:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("ccbridge list"),
+        "{none:?}"
+    );
+    let bad_json = rig.ccbridge(
+        &["call", "--port", &port, "getDiagnostics", "{nope"],
+        rig.home.path(),
+    );
+    assert_eq!(bad_json.status.code(), Some(2), "{bad_json:?}");
+    let tool_error = rig.ccbridge(
+        &["call", "--port", &port, "checkDocumentDirty", "{}"],
+        rig.home.path(),
+    );
+    assert_eq!(
+        tool_error.status.code(),
+        Some(1),
+        "isError result: {tool_error:?}"
+    );
+    assert!(!String::from_utf8_lossy(&tool_error.stderr).is_empty());
+}
+
+#[test]
+fn clean_removes_stale_locks_and_keeps_live_ones() {
+    let rig = Rig::start();
+    let dead_pid = {
+        let mut c = Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid
+    };
+    // A port nothing listens on: bind one and drop it.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let stale = rig.ide_dir().join(format!("{free}.lock"));
+    std::fs::write(
+        &stale,
+        LockFile::new(dead_pid, vec![], "Gone".into(), "t".into()).to_json(),
+    )
+    .unwrap();
+    let live = rig.ide_dir().join(format!("{}.lock", rig.port));
+
+    let dry = rig.ccbridge(&["clean", "--dry-run"], rig.home.path());
+    assert!(dry.status.success(), "{dry:?}");
+    assert!(stale.exists(), "--dry-run removes nothing");
+    let out = rig.ccbridge(&["clean", "--json"], rig.home.path());
+    assert!(out.status.success(), "{out:?}");
+    assert!(!stale.exists(), "{out:?}");
+    assert!(live.exists(), "a live server's lock is kept");
+}
