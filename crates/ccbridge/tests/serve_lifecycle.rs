@@ -132,6 +132,50 @@ fn lock_file_is_written_at_start_with_the_parent_pid() {
     drop(s.child.stdin);
 }
 
+/// Security items 42 and 43 on the real process: the token is in no argv or
+/// environment, and the port listens on 127.0.0.1 only.
+#[test]
+fn token_stays_out_of_argv_and_env_and_the_port_is_loopback_only() {
+    let s = Sidecar::start(&[]);
+    let path = s.wait_for_lock();
+    let lock = LockFile::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let token = lock.auth_token.unwrap();
+    let pid = s.child.id();
+    for f in ["cmdline", "environ"] {
+        let bytes = std::fs::read(format!("/proc/{pid}/{f}")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&token),
+            "the token is in /proc/{pid}/{f}"
+        );
+    }
+    let port = LockFile::port_from_file_name(path.file_name().unwrap().to_str().unwrap()).unwrap();
+    let want = format!(":{port:04X}");
+    let listeners: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            // local_address ends with our port; state 0A = LISTEN
+            cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+        })
+        .collect();
+    assert_eq!(
+        listeners.len(),
+        1,
+        "exactly one listener on {port}: {listeners:?}"
+    );
+    assert!(
+        listeners[0]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .starts_with("0100007F:"),
+        "bound to 127.0.0.1, never 0.0.0.0: {listeners:?}"
+    );
+    drop(s.child.stdin);
+}
+
 #[test]
 fn explicit_pid_wins() {
     let s = Sidecar::start(&["--pid", "1"]);
