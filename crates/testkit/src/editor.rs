@@ -291,33 +291,24 @@ impl Editor {
             *n
         };
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
+        let answer = crate::wait_on(&self.shared.state, &self.shared.changed, timeout, |st| {
             if let Some(resp) = st.responses.remove(&id) {
-                drop(st);
-                return match resp.get("error") {
-                    Some(err) => Err(self.error(format!("{method} failed: {err}"))),
-                    None => Ok(resp.get("result").cloned().unwrap_or(Value::Null)),
-                };
+                return Some(Some(resp));
             }
-            if st.closed {
-                drop(st);
-                return Err(self.error(format!(
-                    "ccbridge closed its stdout before answering {method}"
-                )));
+            st.closed.then_some(None)
+        });
+        match answer {
+            Ok(Some(resp)) => match resp.get("error") {
+                Some(err) => Err(self.error(format!("{method} failed: {err}"))),
+                None => Ok(resp.get("result").cloned().unwrap_or(Value::Null)),
+            },
+            Ok(None) => Err(self.error(format!(
+                "ccbridge closed its stdout before answering {method}"
+            ))),
+            Err(guard) => {
+                drop(guard);
+                Err(self.error(format!("no answer to {method} within {timeout:?}")))
             }
-            let now = Instant::now();
-            if now >= deadline {
-                drop(st);
-                return Err(self.error(format!("no answer to {method} within {timeout:?}")));
-            }
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap()
-                .0;
         }
     }
 
@@ -370,29 +361,22 @@ impl Editor {
         timeout: Duration,
         pred: impl Fn(&Incoming) -> bool,
     ) -> Result<Incoming, EditorError> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
+        let found = crate::wait_on(&self.shared.state, &self.shared.changed, timeout, |st| {
             if let Some(i) = st.queue.iter().position(|m| m.method == method && pred(m)) {
-                return Ok(st.queue.remove(i));
+                return Some(Ok(st.queue.remove(i)));
             }
-            let closed = st.closed;
-            let now = Instant::now();
-            if closed || now >= deadline {
-                drop(st);
-                let why = if closed {
-                    "ccbridge closed its stdout".to_string()
-                } else {
-                    format!("nothing within {timeout:?}")
-                };
-                return Err(self.error(format!("expected {method} from ccbridge: {why}")));
+            st.closed
+                .then_some(Err("ccbridge closed its stdout".to_string()))
+        });
+        match found {
+            Ok(Ok(m)) => Ok(m),
+            Ok(Err(why)) => Err(self.error(format!("expected {method} from ccbridge: {why}"))),
+            Err(guard) => {
+                drop(guard);
+                Err(self.error(format!(
+                    "expected {method} from ccbridge: nothing within {timeout:?}"
+                )))
             }
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap()
-                .0;
         }
     }
 
@@ -420,26 +404,20 @@ impl Editor {
         timeout: Duration,
         pred: impl Fn(&Incoming) -> bool,
     ) -> Result<Incoming, EditorError> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
-            if let Some(m) = st.history.iter().find(|m| m.method == method && pred(m)) {
-                return Ok(m.clone());
+        let found = crate::wait_on(&self.shared.state, &self.shared.changed, timeout, |st| {
+            let seen = st.history.iter().find(|m| m.method == method && pred(m));
+            match seen {
+                Some(m) => Some(Some(m.clone())),
+                None => st.closed.then_some(None),
             }
-            let now = Instant::now();
-            if st.closed || now >= deadline {
-                drop(st);
-                return Err(self.error(format!(
-                    "expected ccbridge to send {method} within {timeout:?}"
-                )));
-            }
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap()
-                .0;
-        }
+        });
+        // The guard (if any) must go before `self.error` locks the state.
+        let found = found.unwrap_or(None);
+        found.ok_or_else(|| {
+            self.error(format!(
+                "expected ccbridge to send {method} within {timeout:?}"
+            ))
+        })
     }
 
     /// Everything received so far named `method`.

@@ -15,7 +15,8 @@
 //! - [`claude`]: a sandboxed `HOME`/`CLAUDE_CONFIG_DIR` so no first-run screen appears;
 //! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge.
 //!
-//! Everything waits on conditions with bounded timeouts ([`poll_until`]); nothing
+//! Everything waits on conditions with bounded timeouts ([`poll_until`],
+//! [`wait_on`]); nothing
 //! sleeps for a fixed time hoping something happened.
 
 pub mod claude;
@@ -23,7 +24,34 @@ pub mod editor;
 pub mod mock_anthropic;
 pub mod tmux;
 
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Waits on `changed` until `check` (run at once and after every
+/// notification) returns `Some`, or `timeout` has passed; then returns the
+/// guard, for the caller's error message.
+pub fn wait_on<'a, T, R>(
+    lock: &'a Mutex<T>,
+    changed: &Condvar,
+    timeout: Duration,
+    mut check: impl FnMut(&mut T) -> Option<R>,
+) -> Result<R, MutexGuard<'a, T>> {
+    let deadline = Instant::now() + timeout;
+    let mut guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(v) = check(&mut guard) {
+            return Ok(v);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(guard);
+        }
+        guard = changed
+            .wait_timeout(guard, deadline - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
 
 /// Polls `f` every `interval` until it returns `Some`, or `timeout` has passed
 /// (then one last try). Returns `None` on timeout.

@@ -21,7 +21,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A tool call the scripted model makes.
 #[derive(Clone, Debug)]
@@ -234,26 +234,17 @@ impl MockAnthropic {
         timeout: Duration,
         pred: impl Fn(&RecordedRequest) -> bool,
     ) -> Result<RecordedRequest, RequestTimeout> {
-        let deadline = Instant::now() + timeout;
-        let mut inner = self.shared.inner.lock().unwrap();
-        loop {
-            if let Some(r) = inner.requests.iter().find(|r| r.is_messages() && pred(r)) {
-                return Ok(r.clone());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(RequestTimeout {
-                    what: what.to_string(),
-                    requests: inner.requests.clone(),
-                });
-            }
-            inner = self
-                .shared
-                .changed
-                .wait_timeout(inner, deadline - now)
-                .unwrap()
-                .0;
-        }
+        crate::wait_on(&self.shared.inner, &self.shared.changed, timeout, |inner| {
+            inner
+                .requests
+                .iter()
+                .find(|r| r.is_messages() && pred(r))
+                .cloned()
+        })
+        .map_err(|inner| RequestTimeout {
+            what: what.to_string(),
+            requests: inner.requests.clone(),
+        })
     }
 
     /// Waits for a messages request whose text (see [`request_text`]) contains `needle`.
@@ -273,33 +264,19 @@ impl MockAnthropic {
         n: usize,
         timeout: Duration,
     ) -> Result<Vec<RecordedRequest>, RequestTimeout> {
-        self.wait_for_request(&format!("{n} messages request(s)"), timeout, |_| true)?;
-        let deadline = Instant::now() + timeout;
-        let mut inner = self.shared.inner.lock().unwrap();
-        loop {
+        crate::wait_on(&self.shared.inner, &self.shared.changed, timeout, |inner| {
             let msgs: Vec<_> = inner
                 .requests
                 .iter()
                 .filter(|r| r.is_messages())
                 .cloned()
                 .collect();
-            if msgs.len() >= n {
-                return Ok(msgs);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(RequestTimeout {
-                    what: format!("{n} messages request(s)"),
-                    requests: inner.requests.clone(),
-                });
-            }
-            inner = self
-                .shared
-                .changed
-                .wait_timeout(inner, deadline - now)
-                .unwrap()
-                .0;
-        }
+            (msgs.len() >= n).then_some(msgs)
+        })
+        .map_err(|inner| RequestTimeout {
+            what: format!("{n} messages request(s)"),
+            requests: inner.requests.clone(),
+        })
     }
 }
 
