@@ -56,7 +56,7 @@ impl Conn {
             self.tx.clone(),
             self.shared.config.multi_client,
         );
-        for (old, tx) in evicted {
+        for (old, tx, announced) in evicted {
             tracing::info!(
                 old,
                 new = self.id,
@@ -67,8 +67,10 @@ impl Conn {
                 crate::sessions::SUPERSEDED_REASON.into(),
             ));
             // The session is forgotten here, so its connection's teardown
-            // will not find it: tell the editor now.
-            self.shared.frontend.client_disconnected(ClientId(old));
+            // will not find it: tell the editor now (if it was told of it).
+            if announced {
+                self.shared.frontend.client_disconnected(ClientId(old));
+            }
         }
         tracing::info!(client = self.id, name = %info.name, version = %info.version, "Claude Code session connected");
     }

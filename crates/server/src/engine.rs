@@ -176,23 +176,22 @@ impl Shared {
     pub fn make_ready(&self, conn: ConnId) {
         let selection = lock(&self.state).latest.clone();
         let mut sessions = lock(&self.sessions);
-        let Some((tx, mentions)) =
+        if let Some((tx, mentions)) =
             sessions.make_ready(conn, Instant::now(), self.config.at_mention_max_age)
-        else {
-            return;
-        };
-        let notes = selection
-            .map(|s| SelectionChanged::from(&s).into_notification())
-            .into_iter()
-            .chain(mentions.into_iter().map(|m| m.into_notification()));
-        for n in notes {
-            tracing::debug!(conn, method = %n.method, "notification replayed");
-            let text = ccbridge_protocol::jsonrpc::Message::Notification(n).to_json();
-            let _ = tx.try_send(crate::sessions::Outbound::Text(text));
+        {
+            let notes = selection
+                .map(|s| SelectionChanged::from(&s).into_notification())
+                .into_iter()
+                .chain(mentions.into_iter().map(|m| m.into_notification()));
+            for n in notes {
+                tracing::debug!(conn, method = %n.method, "notification replayed");
+                let text = ccbridge_protocol::jsonrpc::Message::Notification(n).to_json();
+                let _ = tx.try_send(crate::sessions::Outbound::Text(text));
+            }
+            tracing::debug!(conn, "client ready for notifications");
         }
         let announce = sessions.announce(conn);
         drop(sessions);
-        tracing::debug!(conn, "client ready for notifications");
         if let Some(info) = announce {
             self.frontend.client_connected(&info);
         }
@@ -200,12 +199,14 @@ impl Shared {
 
     /// A connection ended: forget it and settle its diffs.
     pub fn disconnected(self: &Arc<Self>, conn: ConnId) {
-        let info = lock(&self.sessions).remove(conn);
+        let gone = lock(&self.sessions).remove(conn);
         let ids = lock(&self.diffs).close_all(Some(conn));
         self.close_views(ids);
-        if let Some(info) = info {
+        if let Some((info, announced)) = gone {
             tracing::info!(client = info.id.0, "Claude Code session disconnected");
-            self.frontend.client_disconnected(info.id);
+            if announced {
+                self.frontend.client_disconnected(info.id);
+            }
         }
     }
 }

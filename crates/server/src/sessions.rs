@@ -55,7 +55,7 @@ impl Sessions {
         info: ClientInfo,
         tx: mpsc::Sender<Outbound>,
         multi: bool,
-    ) -> Vec<(ConnId, mpsc::Sender<Outbound>)> {
+    ) -> Vec<(ConnId, mpsc::Sender<Outbound>, bool)> {
         let evicted = if multi || info.name == AUXILIARY_CLIENT {
             Vec::new()
         } else {
@@ -66,7 +66,7 @@ impl Sessions {
                 .map(|(c, _)| *c)
                 .collect();
             old.into_iter()
-                .filter_map(|c| self.sessions.remove(&c).map(|s| (c, s.tx)))
+                .filter_map(|c| self.sessions.remove(&c).map(|s| (c, s.tx, s.announced)))
                 .collect()
         };
         self.sessions.insert(
@@ -81,8 +81,9 @@ impl Sessions {
         evicted
     }
 
-    pub fn remove(&mut self, conn: ConnId) -> Option<ClientInfo> {
-        self.sessions.remove(&conn).map(|s| s.info)
+    /// Forgets a session; returns it and whether the editor was told of it.
+    pub fn remove(&mut self, conn: ConnId) -> Option<(ClientInfo, bool)> {
+        self.sessions.remove(&conn).map(|s| (s.info, s.announced))
     }
 
     pub fn set_pid(&mut self, conn: ConnId, pid: Option<u32>) {
@@ -147,7 +148,8 @@ impl Sessions {
         max_age: Duration,
     ) -> Option<(mpsc::Sender<Outbound>, Vec<AtMentioned>)> {
         let s = self.sessions.get_mut(&conn)?;
-        if s.ready {
+        // One-shot tools are not Claude: they never take context meant for it.
+        if s.ready || s.info.name == AUXILIARY_CLIENT {
             return None;
         }
         s.ready = true;
@@ -217,6 +219,32 @@ mod tests {
         let ev = s.register(3, info(3), a, false);
         assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), vec![1]);
         assert_eq!(s.len(), 2, "the auxiliary client stays");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auxiliary_clients_never_take_queued_mentions() {
+        let mut s = Sessions::default();
+        let (tx, mut rx) = mpsc::channel(4);
+        s.register(
+            1,
+            ClientInfo {
+                name: AUXILIARY_CLIENT.into(),
+                ..info(1)
+            },
+            tx,
+            false,
+        );
+        assert!(s
+            .make_ready(1, Instant::now(), Duration::from_secs(60))
+            .is_none());
+        s.mention(mention("/for-claude"), Instant::now(), 8);
+        assert!(rx.try_recv().is_err());
+        let (tx2, _rx2) = mpsc::channel(4);
+        s.register(2, info(2), tx2, false);
+        let (_, q) = s
+            .make_ready(2, Instant::now(), Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(q.len(), 1, "kept for the Claude session");
     }
 
     #[tokio::test(start_paused = true)]
