@@ -103,6 +103,9 @@ where
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shutdown = shared.shutdown.subscribe();
+    // A client that stops reading (a suspended process) must not pin this
+    // task in a write forever: give up after the keepalive's own patience.
+    let write_limit = interval * 2;
     tracing::debug!(conn = id, "websocket open");
 
     // One task owns the socket: it reads, writes the answers of inline
@@ -133,12 +136,12 @@ where
                     }
                 };
                 match text {
-                    Some(t) => ws.send(Message::text(t)).await,
+                    Some(t) => write(&mut ws, Message::text(t), write_limit).await,
                     None => Ok(()),
                 }
             }
             out = rx.recv() => match out {
-                Some(Outbound::Text(t)) => ws.send(Message::text(t)).await,
+                Some(Outbound::Text(t)) => write(&mut ws, Message::text(t), write_limit).await,
                 Some(Outbound::Close(code, reason)) => {
                     send_close(&mut ws, code, reason).await;
                     break;
@@ -146,7 +149,7 @@ where
                 None => break,
             },
             _ = ticker.tick() => match keepalive.tick(Instant::now()) {
-                Action::Ping => ws.send(Message::Ping(Default::default())).await,
+                Action::Ping => write(&mut ws, Message::Ping(Default::default()), write_limit).await,
                 Action::Drop => {
                     tracing::info!(conn = id, "client silent for two keepalive intervals; dropping it");
                     ending = Some((1001, "keepalive timeout"));
@@ -177,6 +180,20 @@ where
     }
     shared.disconnected(id);
     tracing::debug!(conn = id, "websocket closed");
+}
+
+/// Writes one frame, failing when the client has not taken it within `limit`.
+async fn write<S>(ws: &mut WebSocketStream<S>, msg: Message, limit: Duration) -> Result<(), WsError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    match tokio::time::timeout(limit, ws.send(msg)).await {
+        Ok(r) => r,
+        Err(_) => Err(WsError::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the client stopped reading",
+        ))),
+    }
 }
 
 /// Sends a close frame and flushes it, bounded in time.

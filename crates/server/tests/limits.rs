@@ -331,3 +331,60 @@ async fn header_abuse_is_refused_and_the_server_stays_up() {
     assert!(s.is_running());
     s.assert_serving().await;
 }
+
+/// A client that stops reading (a suspended CLI) while answers pile up is
+/// dropped once a write has waited two keepalive intervals; it does not pin
+/// its connection task, and a new client is served.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_dropped() {
+    let s = TestServer::start_with(FakeFrontend::new(), |c| {
+        c.keepalive_interval = Duration::from_millis(300);
+        c.multi_client = true;
+    })
+    .await;
+    // Big answers: 2,000 diagnostics of 200 bytes each (~0.5 MB per answer).
+    for f in 0..20 {
+        let diagnostics = (0..100)
+            .map(|i| ccbridge_protocol::editor::Diagnostic {
+                message: format!("{f}-{i} {}", "x".repeat(200)),
+                severity: ccbridge_protocol::editor::Severity::Warning,
+                range: Default::default(),
+                source: None,
+                code: None,
+            })
+            .collect();
+        s.handle
+            .send(ccbridge_server::EditorEvent::Diagnostics {
+                path: format!("/w/f{f}.rs"),
+                diagnostics,
+            })
+            .await
+            .unwrap();
+    }
+    let mut c = s.client().await;
+    assert_eq!(s.handle.clients().len(), 1);
+    // Ask for many answers and never read them: the socket buffers fill up
+    // and the server's write blocks.
+    let request = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}"#;
+    let frame = client_frame(1, true, request.as_bytes());
+    let mut burst = Vec::new();
+    for _ in 0..200 {
+        burst.extend_from_slice(&frame);
+    }
+    let _ = bounded(
+        "sending the burst",
+        Duration::from_secs(10),
+        c.tcp().write_all(&burst),
+    )
+    .await;
+    let h = s.handle.clone();
+    eventually(
+        "the stalled client to be dropped",
+        Duration::from_secs(10),
+        || h.clients().is_empty(),
+    )
+    .await;
+    let mut fresh = s.client().await;
+    let pong = fresh.request("ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}));
+}
