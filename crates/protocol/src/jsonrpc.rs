@@ -243,10 +243,15 @@ impl Notification {
     }
 }
 
+/// Every method of this protocol takes named params. serde would also read
+/// a struct from a JSON array, by position, so arrays are refused here.
 fn params_as<P: serde::de::DeserializeOwned>(params: Option<&Value>) -> Result<P, ErrorObject> {
     let empty = Value::Object(Map::new());
     let v = match params {
         None | Some(Value::Null) => &empty,
+        Some(Value::Array(_)) => {
+            return Err(ErrorObject::invalid_params("params must be an object"))
+        }
         Some(v) => v,
     };
     P::deserialize(v).map_err(ErrorObject::invalid_params)
@@ -441,5 +446,16 @@ mod tests {
         assert!(r.params::<P>().unwrap().uri.is_none());
         let r = Request::new(1, "x", Some(Value::Null));
         assert!(r.params::<P>().unwrap().uri.is_none());
+    }
+
+    #[test]
+    fn positional_params_are_refused() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct P {
+            name: String,
+        }
+        let r = Request::new(1, "x", Some(json!(["getDiagnostics"])));
+        assert_eq!(r.params::<P>().unwrap_err().code, code::INVALID_PARAMS);
     }
 }

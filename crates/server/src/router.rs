@@ -77,19 +77,10 @@ async fn request(conn: &Arc<Conn>, r: Request) -> Option<String> {
     )
 }
 
-/// Params of a method whose params are an object. serde would also read a
-/// struct from a JSON array (by position), so arrays are refused first.
-fn object_params<P: serde::de::DeserializeOwned>(r: &Request) -> Result<P, ErrorObject> {
-    if r.params.as_ref().is_some_and(|p| p.is_array()) {
-        return Err(ErrorObject::invalid_params("params must be an object"));
-    }
-    r.params()
-}
-
 /// Answers `initialize` and registers the session (which may evict an
 /// older one).
 fn initialize(conn: &Arc<Conn>, r: Request) -> String {
-    let params: InitializeParams = match object_params(&r) {
+    let params: InitializeParams = match r.params() {
         Ok(p) => p,
         Err(e) => return Response::error(Some(r.id), e).to_json(),
     };
@@ -114,7 +105,7 @@ fn initialize(conn: &Arc<Conn>, r: Request) -> String {
 }
 
 async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
-    let params: CallToolParams = match object_params(&r) {
+    let params: CallToolParams = match r.params() {
         Ok(p) => p,
         Err(e) => return Some(Response::error(Some(r.id), e).to_json()),
     };
