@@ -169,9 +169,9 @@ where
     if let Some((code, reason)) = ending {
         // Answers already queued (e.g. diffs settled at shutdown) go first.
         while let Ok(Outbound::Text(t)) = rx.try_recv() {
-            if tokio::time::timeout(Duration::from_secs(1), ws.send(Message::text(t)))
+            if write(&mut ws, Message::text(t), Duration::from_secs(1))
                 .await
-                .map_or(true, |r| r.is_err())
+                .is_err()
             {
                 break;
             }

@@ -25,7 +25,7 @@ mod save_document;
 use crate::connection::Conn;
 use crate::engine::Shared;
 use crate::frontend::FrontendError;
-use ccbridge_protocol::jsonrpc::{RequestId, Response};
+use ccbridge_protocol::jsonrpc::{code, ErrorObject, RequestId, Response};
 use ccbridge_protocol::mcp::{CallToolResult, ToolDescriptor};
 use ccbridge_protocol::tools::Tool;
 use serde::de::DeserializeOwned;
@@ -34,8 +34,8 @@ use std::sync::Arc;
 
 /// Tools offered to this editor: all of them, except `executeCode` when the
 /// editor cannot run code.
-fn offered(shared: &Shared, tool: Tool) -> bool {
-    tool != Tool::ExecuteCode || shared.frontend.capabilities().execute_code
+fn offered(tool: Tool, execute_code: bool) -> bool {
+    tool != Tool::ExecuteCode || execute_code
 }
 
 /// The serialized `tools/list` result, built once per engine for each of
@@ -46,7 +46,7 @@ pub(crate) fn list_json(shared: &Shared) -> Arc<str> {
         .get_or_init(|| {
             let tools: Vec<ToolDescriptor> = Tool::ALL
                 .into_iter()
-                .filter(|t| *t != Tool::ExecuteCode || exec)
+                .filter(|t| offered(*t, exec))
                 .map(Tool::descriptor)
                 .collect();
             serde_json::json!({ "tools": tools }).to_string().into()
@@ -55,7 +55,8 @@ pub(crate) fn list_json(shared: &Shared) -> Arc<str> {
 }
 
 pub(crate) fn find(shared: &Shared, name: &str) -> Option<Tool> {
-    Tool::from_name(name).filter(|t| offered(shared, *t))
+    let exec = shared.frontend.capabilities().execute_code;
+    Tool::from_name(name).filter(|t| offered(*t, exec))
 }
 
 /// A tool's answer: a result to serialize, or one already serialized (the
@@ -79,7 +80,14 @@ impl Reply {
     /// The JSON-RPC response carrying this answer.
     pub fn into_response(self, id: &RequestId) -> String {
         match self {
-            Reply::Result(r) => Response::ok(id.clone(), r.to_value()).to_json(),
+            Reply::Result(r) => match serde_json::to_string(&r) {
+                Ok(json) => Response::ok_json_with_raw_result(id, &json),
+                Err(e) => Response::error(
+                    Some(id.clone()),
+                    ErrorObject::new(code::INTERNAL_ERROR, format!("unserializable result: {e}")),
+                )
+                .to_json(),
+            },
             Reply::Serialized(json) => Response::ok_json_with_raw_result(id, &json),
         }
     }
