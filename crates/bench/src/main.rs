@@ -335,7 +335,7 @@ fn median(v: &[u64]) -> u64 {
 }
 
 /// `--ccbridge`, else `ccbridge` beside this binary when this is a release
-/// build directory, else `<workspace>/target/release/ccbridge`.
+/// (or `profiling`) build directory, else `<workspace>/target/release/ccbridge`.
 fn find_ccbridge(explicit: Option<PathBuf>, exe_dir: &Path) -> anyhow::Result<PathBuf> {
     if let Some(p) = explicit {
         if !p.is_file() {
@@ -344,7 +344,7 @@ fn find_ccbridge(explicit: Option<PathBuf>, exe_dir: &Path) -> anyhow::Result<Pa
         return Ok(p);
     }
     let beside = exe_dir.join("ccbridge");
-    if exe_dir.ends_with("release") && beside.is_file() {
+    if (exe_dir.ends_with("release") || exe_dir.ends_with("profiling")) && beside.is_file() {
         return Ok(beside);
     }
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/ccbridge");
