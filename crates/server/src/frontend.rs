@@ -102,6 +102,11 @@ pub enum FrontendError {
     Timeout,
     #[error("the editor is gone")]
     Disconnected,
+    /// The editor has stopped reading what ccbridge sends it (its input
+    /// pipe and ccbridge's bounded queue are full); asking it anything more
+    /// now would only pile up.
+    #[error("the editor is not reading ccbridge's messages (is it frozen?)")]
+    NotReading,
     #[error("{0}")]
     Failed(String),
 }

@@ -11,23 +11,35 @@
 //! - A missing or invalid `Content-Length` is a *recoverable* error: the
 //!   caller answers `-32700`, and the next [`FrameReader::read_frame`] first
 //!   resynchronises by skipping to the next `Content-Length` header. If the
-//!   stream ends while skipping, that is a clean end.
-//! - A body over [`MAX_BODY_BYTES`] is read and discarded in chunks, never
-//!   buffered, and reported as [`Frame::TooLarge`] with whatever
-//!   [`crate::sniff`] learned about it, so the caller can answer with an id.
+//!   stream ends while skipping, that is a clean end. A length over
+//!   [`MAX_SKIP_BYTES`] is such an invalid header: no editor sends a body
+//!   that large, and skipping it would silently swallow all later input.
+//! - A body over [`MAX_BODY_BYTES`] is never buffered. It is reported as
+//!   [`Frame::TooLarge`] as soon as [`crate::sniff`] has seen enough of it to
+//!   say what it is (its top-level `id` and `method`, or `id` and
+//!   `result`/`error`, usually in the first few bytes), so the caller can
+//!   answer at once with the right id; the rest is discarded in chunks at the
+//!   start of the next `read_frame`.
 //! - End of input between frames is a clean end (`Ok(None)`); inside a frame
 //!   it is [`FramingError::UnexpectedEof`].
 //!
 //! Writing goes through one task that owns the output ([`spawn_writer`]):
 //! frames are queued whole, so they can never interleave and a cancelled
 //! caller can never leave half a frame behind. Each frame is written as one
-//! buffer (header and body together) and flushed. The queue is unbounded on
-//! purpose: the reader must never block on the editor reading our output,
-//! or an editor that writes a large message while we write one would
-//! deadlock with us (both pipes full). What we queue is bounded in practice
-//! by what the editor and the engine ask for.
+//! buffer (header and body together) and flushed. Queuing never blocks: the
+//! reader must never wait for the editor to read our output, or an editor
+//! that writes a large message while we write one would deadlock with us
+//! (both pipes full). Instead the queue is bounded in bytes
+//! ([`MAX_QUEUED_BYTES`]): an editor that stops reading makes further sends
+//! fail at once with [`SendError::Full`] rather than grow ccbridge without
+//! bound; a request whose caller gave up is dropped from the queue
+//! ([`Cancel`]) instead of reaching the editor late; and closing never
+//! waits on a stalled pipe for more than [`CLOSE_LIMIT`].
 
 use crate::sniff::{Sniffed, Sniffer};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,6 +47,15 @@ use tokio::sync::{mpsc, oneshot};
 pub const MAX_HEADER_BYTES: usize = 8 * 1024;
 /// Largest body accepted; larger ones are skipped and answered with an error.
 pub const MAX_BODY_BYTES: u64 = 64 << 20;
+/// Largest `Content-Length` ccbridge will skip a body for; a larger one is
+/// an invalid header (no editor sends a gigabyte in one message).
+pub const MAX_SKIP_BYTES: u64 = 1 << 30;
+/// Bytes the writer may hold for the editor beyond the frame being written.
+/// A frame that does not fit behind what is queued is refused; a frame
+/// alone in the queue is always taken, so one large `showDiff` still goes.
+pub const MAX_QUEUED_BYTES: usize = 16 << 20;
+/// How long closing the output waits for queued frames to be written.
+pub const CLOSE_LIMIT: Duration = Duration::from_millis(500);
 /// Read-buffer size; also the chunk size in which oversized bodies are discarded.
 const BUFFER_BYTES: usize = 64 * 1024;
 const CONTENT_LENGTH: &[u8] = b"content-length";
@@ -82,6 +103,8 @@ pub struct FrameReader<R> {
     max_body: u64,
     /// The last header section was unusable; skip to the next one first.
     resync: bool,
+    /// Bytes of an oversized body still to be discarded.
+    skip: u64,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -96,11 +119,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             max_header: max_header.max(CONTENT_LENGTH.len() + 4),
             max_body,
             resync: false,
+            skip: 0,
         }
     }
 
     /// The next frame; `Ok(None)` at a clean end of input.
     pub async fn read_frame(&mut self) -> Result<Option<Frame>, FramingError> {
+        let skip = std::mem::take(&mut self.skip);
+        if skip > 0 {
+            self.discard(skip).await?;
+        }
         let mut seed = Vec::new();
         if std::mem::take(&mut self.resync) {
             if !self.skip_to_content_length().await? {
@@ -117,7 +145,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
         };
         if length > self.max_body {
-            return self.discard(length).await.map(Some);
+            return self.oversized(length).await.map(Some);
         }
         // Grow with what arrives instead of trusting the header up front.
         let mut body = Vec::with_capacity(length.min(BUFFER_BYTES as u64) as usize);
@@ -223,11 +251,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
-    /// Reads and drops `length` bytes, watching them with a [`Sniffer`].
-    async fn discard(&mut self, length: u64) -> Result<Frame, FramingError> {
+    /// Reads an oversized body only until [`Sniffer`] can tell what it is,
+    /// and leaves the rest to be discarded by the next `read_frame`.
+    async fn oversized(&mut self, length: u64) -> Result<Frame, FramingError> {
         let mut left = length;
         let mut sniffer = Sniffer::new();
-        while left > 0 {
+        while left > 0 && !sniffer.decided() {
             let buf = self.input.fill_buf().await?;
             if buf.is_empty() {
                 return Err(FramingError::UnexpectedEof);
@@ -237,10 +266,26 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.input.consume(take);
             left -= take as u64;
         }
+        self.skip = left;
         Ok(Frame::TooLarge {
             length,
             sniffed: sniffer.finish(),
         })
+    }
+
+    /// Reads and drops `length` bytes without buffering them.
+    async fn discard(&mut self, length: u64) -> Result<(), FramingError> {
+        let mut left = length;
+        while left > 0 {
+            let buf = self.input.fill_buf().await?;
+            if buf.is_empty() {
+                return Err(FramingError::UnexpectedEof);
+            }
+            let take = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            self.input.consume(take);
+            left -= take as u64;
+        }
+        Ok(())
     }
 }
 
@@ -271,10 +316,16 @@ fn parse_length(value: &[u8]) -> Result<u64, FramingError> {
     if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
         return Err(bad());
     }
-    std::str::from_utf8(v)
+    let n = std::str::from_utf8(v)
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(bad)
+        .ok_or_else(bad)?;
+    if n > MAX_SKIP_BYTES {
+        return Err(FramingError::InvalidHeader(format!(
+            "Content-Length {n} is larger than any message ccbridge accepts or skips ({MAX_SKIP_BYTES} bytes)"
+        )));
+    }
+    Ok(n)
 }
 
 /// Builds one frame: header and body in one buffer.
@@ -286,13 +337,39 @@ pub fn encode_frame(body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The writer task is gone (the output failed or was closed).
+/// Why a frame was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the output is closed")]
-pub struct OutputClosed;
+pub enum SendError {
+    /// The writer task is gone (the output failed or was closed).
+    #[error("the output is closed")]
+    Closed,
+    /// The editor is not reading: this many bytes wait to be written.
+    #[error("the editor is not reading its input ({queued} bytes are waiting for it)")]
+    Full { queued: usize },
+}
+
+/// Withdraws a queued frame: once cancelled, the writer drops it instead of
+/// writing it (a frame already being written is finished, whole).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+struct Queued {
+    frame: Vec<u8>,
+    cancel: Option<Cancel>,
+}
 
 enum WriterCmd {
-    Frame(Vec<u8>),
+    Frame(Queued),
     Close(oneshot::Sender<()>),
 }
 
@@ -300,19 +377,60 @@ enum WriterCmd {
 #[derive(Clone)]
 pub struct FrameSink {
     tx: mpsc::UnboundedSender<WriterCmd>,
+    /// Bytes queued and not yet written (the frame being written included).
+    queued: Arc<AtomicUsize>,
+    limit: usize,
 }
 
 impl FrameSink {
     /// Queues one frame with `body`. Never blocks; frames are written in
     /// the order they were queued.
-    pub fn send(&self, body: impl Into<Vec<u8>>) -> Result<(), OutputClosed> {
+    pub fn send(&self, body: impl Into<Vec<u8>>) -> Result<(), SendError> {
+        self.enqueue(encode_frame(&body.into()), None)
+    }
+
+    /// Like [`FrameSink::send`], for a frame that may be withdrawn while it
+    /// waits (a request whose caller may give up).
+    pub fn send_cancellable(&self, body: impl Into<Vec<u8>>) -> Result<Cancel, SendError> {
+        let cancel = Cancel::default();
+        self.enqueue(encode_frame(&body.into()), Some(cancel.clone()))?;
+        Ok(cancel)
+    }
+
+    fn enqueue(&self, frame: Vec<u8>, cancel: Option<Cancel>) -> Result<(), SendError> {
+        let len = frame.len();
+        let mut queued = self.queued.load(Ordering::Acquire);
+        loop {
+            if queued > 0 && queued.saturating_add(len) > self.limit {
+                return Err(SendError::Full { queued });
+            }
+            match self.queued.compare_exchange_weak(
+                queued,
+                queued + len,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => queued = now,
+            }
+        }
         self.tx
-            .send(WriterCmd::Frame(encode_frame(&body.into())))
-            .map_err(|_| OutputClosed)
+            .send(WriterCmd::Frame(Queued { frame, cancel }))
+            .map_err(|_| {
+                self.queued.fetch_sub(len, Ordering::AcqRel);
+                SendError::Closed
+            })
+    }
+
+    /// Bytes waiting to be written.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// Writes everything queued so far, shuts the output down and stops the
     /// writer; later sends fail. Returns once done (or the writer is gone).
+    /// Waits as long as the output takes: see [`close_output`] for the
+    /// bounded form.
     pub async fn close(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(WriterCmd::Close(tx)).is_ok() {
@@ -337,22 +455,74 @@ pub fn spawn_writer<W>(output: W) -> (FrameSink, tokio::task::JoinHandle<std::io
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    spawn_writer_with_limit(output, MAX_QUEUED_BYTES)
+}
+
+/// [`spawn_writer`] with another queue limit (tests).
+pub fn spawn_writer_with_limit<W>(
+    output: W,
+    limit: usize,
+) -> (FrameSink, tokio::task::JoinHandle<std::io::Result<()>>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(write_loop(output, rx));
-    (FrameSink { tx }, task)
+    let queued = Arc::new(AtomicUsize::new(0));
+    let task = tokio::spawn(write_loop(output, rx, queued.clone()));
+    (FrameSink { tx, queued, limit }, task)
+}
+
+/// Closes the output: flushes what is queued within [`CLOSE_LIMIT`], then
+/// stops the writer whatever state the output is in, so that a pipe nobody
+/// reads can never keep ccbridge from exiting.
+pub async fn close_output(
+    sink: &FrameSink,
+    mut writer: tokio::task::JoinHandle<std::io::Result<()>>,
+) -> std::io::Result<()> {
+    let flushed = tokio::time::timeout(CLOSE_LIMIT, async {
+        sink.close().await;
+        (&mut writer).await
+    })
+    .await;
+    match flushed {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(std::io::Error::other(join.to_string())),
+        Err(_) => {
+            let left = sink.queued_bytes();
+            tracing::warn!(
+                queued = left,
+                "the editor is not reading its input; {left} bytes were not delivered"
+            );
+            // An aborted task is dropped at its next await point; the write
+            // it was waiting on (possibly on a blocking thread) is abandoned.
+            writer.abort();
+            let _ = writer.await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the editor stopped reading",
+            ))
+        }
+    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut output: W,
     mut rx: mpsc::UnboundedReceiver<WriterCmd>,
+    queued: Arc<AtomicUsize>,
 ) -> std::io::Result<()> {
+    let mut withdrawn = 0u64;
     while let Some(cmd) = rx.recv().await {
         match cmd {
-            WriterCmd::Frame(frame) => {
-                if let Err(e) = write_one(&mut output, &frame).await {
+            WriterCmd::Frame(Queued { frame, cancel }) => {
+                let len = frame.len();
+                if cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+                    withdrawn += 1;
+                    tracing::trace!(withdrawn, "dropped a request its caller gave up on");
+                } else if let Err(e) = write_one(&mut output, &frame).await {
                     tracing::warn!(error = %e, "writing to the editor failed; output closed");
                     return Err(e);
                 }
+                queued.fetch_sub(len, Ordering::AcqRel);
             }
             WriterCmd::Close(done) => {
                 rx.close();
@@ -570,6 +740,136 @@ Content-Length: 2\n\n[]\r\n\r\nContent-Length: 1\r\n\r\n7";
         assert_eq!(r.read_frame().await.unwrap(), None);
     }
 
+    /// Issue 11, defect 5: a valid but enormous `Content-Length` used to
+    /// make the reader wait for that many bytes, silently eating every
+    /// later frame. Over `MAX_SKIP_BYTES` it is now a bad header.
+    #[tokio::test]
+    async fn regression_huge_content_length_is_a_bad_header_not_a_black_hole() {
+        for huge in ["1000000000000", "18446744073709551615", "1073741825"] {
+            let mut input = format!("Content-Length: {huge}\r\n\r\n").into_bytes();
+            input.extend(encode_frame(b"{\"after\":1}"));
+            input.extend(encode_frame(b"{\"after\":2}"));
+            let frames = read_all(&input, 1024).await;
+            assert!(
+                matches!(&frames[0], Err(e) if e.contains("larger than any message")),
+                "{huge}: {frames:?}"
+            );
+            assert_eq!(
+                frames[1..],
+                [body("{\"after\":1}"), body("{\"after\":2}")],
+                "{huge}"
+            );
+        }
+    }
+
+    /// Issue 11, defect 5: an oversized request is reported as soon as its
+    /// id and method have been read, before the rest of its body arrives.
+    #[tokio::test]
+    async fn regression_oversized_request_is_reported_before_its_body_arrives() {
+        let (mut editor, ours) = tokio::io::duplex(1 << 16);
+        let mut reader = FrameReader::with_limits(ours, 256, 1000);
+        let length = 5000u64;
+        let start = br#"{"jsonrpc":"2.0","id":12,"method":"status","params":{"pad":""#;
+        editor
+            .write_all(format!("Content-Length: {length}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        editor.write_all(start).await.unwrap();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(5), reader.read_frame())
+            .await
+            .expect("answered before the body is complete")
+            .unwrap();
+        assert_eq!(
+            first,
+            Some(Frame::TooLarge {
+                length,
+                sniffed: Sniffed {
+                    id: Some(RequestId::Number(12)),
+                    has_method: true
+                }
+            })
+        );
+        // The rest of the body, then a normal frame.
+        let rest = length as usize - start.len() - 3;
+        editor.write_all(&vec![b'x'; rest]).await.unwrap();
+        editor.write_all(b"\"}}").await.unwrap();
+        editor.write_all(&encode_frame(b"{}")).await.unwrap();
+        drop(editor);
+        assert_eq!(
+            reader.read_frame().await.unwrap(),
+            Some(Frame::Body(b"{}".to_vec()))
+        );
+        assert_eq!(reader.read_frame().await.unwrap(), None);
+    }
+
+    /// Issue 11, defect 1: an editor that stops reading can no longer make
+    /// the queue grow without bound; what its caller gave up on is never
+    /// delivered late; closing does not wait on the stalled pipe.
+    #[tokio::test]
+    async fn regression_stalled_editor_bounded_queue_and_withdrawn_requests() {
+        let (ours, editor) = tokio::io::duplex(1024);
+        let (sink, task) = spawn_writer_with_limit(ours, 10_000);
+        let body = |i: usize| format!("{{\"n\":{i},\"pad\":\"{}\"}}", "p".repeat(900));
+        let mut accepted = Vec::new();
+        let mut refused = 0;
+        for i in 0..100 {
+            match sink.send_cancellable(body(i)) {
+                Ok(c) => accepted.push((i, c)),
+                Err(SendError::Full { queued }) => {
+                    assert!(queued <= 10_000 + 1024, "{queued}");
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(refused > 80, "most sends are refused: {refused}");
+        assert!(sink.queued_bytes() <= 10_000 + 1024);
+        // Every request but the last accepted one is given up on.
+        let (keep, _) = *accepted.last().unwrap();
+        for (_, c) in &accepted[..accepted.len() - 1] {
+            c.cancel();
+        }
+        sink.send("{\"after\":true}").unwrap_or(());
+        let mut reader = FrameReader::new(editor);
+        let mut seen = Vec::new();
+        loop {
+            let f = tokio::time::timeout(std::time::Duration::from_secs(5), reader.read_frame())
+                .await
+                .expect("frames keep coming")
+                .unwrap();
+            let Some(Frame::Body(b)) = f else { panic!() };
+            let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+            if v.get("after").is_some() {
+                break;
+            }
+            seen.push(v["n"].as_u64().unwrap() as usize);
+        }
+        // The frame that was being written when the pipe filled may still
+        // arrive (it is never cut); nothing else that was withdrawn does.
+        assert!(seen.contains(&keep), "{seen:?}");
+        assert!(
+            seen.len() <= 3,
+            "withdrawn requests were delivered: {seen:?}"
+        );
+        assert_eq!(sink.queued_bytes(), 0);
+        drop(task);
+    }
+
+    #[tokio::test]
+    async fn close_output_gives_up_on_a_pipe_nobody_reads() {
+        let (ours, _editor) = tokio::io::duplex(64);
+        let (sink, task) = spawn_writer(ours);
+        sink.send("x".repeat(10_000)).unwrap();
+        let r = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            close_output(&sink, task),
+        )
+        .await
+        .expect("closing returns although nobody reads");
+        assert!(r.is_err());
+        assert!(matches!(sink.send("{}"), Err(SendError::Closed)));
+    }
+
     #[tokio::test]
     async fn hostile_bytes_never_panic() {
         // Deterministic pseudo-random soup mixed with header fragments.
@@ -622,7 +922,7 @@ Content-Length: 2\n\n[]\r\n\r\nContent-Length: 1\r\n\r\n7";
         sink.close().await;
         assert_eq!(reader.read_frame().await.unwrap(), None);
         task.await.unwrap().unwrap();
-        assert_eq!(sink.send("late"), Err(OutputClosed));
+        assert_eq!(sink.send("late"), Err(SendError::Closed));
     }
 
     #[tokio::test]
@@ -672,7 +972,7 @@ Content-Length: 2\n\n[]\r\n\r\nContent-Length: 1\r\n\r\n7";
             .expect("sink reports the closed output");
         assert!(task.await.unwrap().is_err());
         assert!(sink.is_closed());
-        assert_eq!(sink.send("{}"), Err(OutputClosed));
+        assert_eq!(sink.send("{}"), Err(SendError::Closed));
     }
 
     #[tokio::test]

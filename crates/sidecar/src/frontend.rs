@@ -19,7 +19,7 @@
 //! - Methods the editor did not declare in `initialize.capabilities` are
 //!   refused here, without a round trip.
 
-use crate::framing::FrameSink;
+use crate::framing::{FrameSink, SendError};
 use crate::messages::{self, method};
 use crate::pending::{Outcome, PendingRequests};
 use async_trait::async_trait;
@@ -32,6 +32,7 @@ use ccbridge_server::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -40,6 +41,18 @@ pub struct StdioFrontend {
     pending: PendingRequests,
     capabilities: RwLock<Capabilities>,
     timeout: Duration,
+    /// A refusal for a full queue has been logged and the editor has not
+    /// answered anything since.
+    stalled: AtomicBool,
+}
+
+/// Withdraws a queued request when its call ends.
+struct WithdrawOnDrop(crate::framing::Cancel);
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 /// What an editor is assumed to do before it says: show diffs.
@@ -59,6 +72,7 @@ impl StdioFrontend {
             pending: PendingRequests::new(),
             capabilities: RwLock::new(default_capabilities()),
             timeout,
+            stalled: AtomicBool::new(false),
         }
     }
 
@@ -70,6 +84,8 @@ impl StdioFrontend {
     /// Delivers the editor's answer to one of our requests. `false` when
     /// nothing waits for that id (unknown, or its caller gave up).
     pub fn complete(&self, id: &RequestId, outcome: Outcome) -> bool {
+        // The editor reads again: a later stall is worth a new warning.
+        self.stalled.store(false, Ordering::Relaxed);
         self.pending.complete(id, outcome)
     }
 
@@ -109,9 +125,16 @@ impl StdioFrontend {
             .map_err(|_| FrontendError::Disconnected)?;
         let id = ticket.id();
         let frame = Message::from(Request::new(id.clone(), method, Some(params))).to_json();
-        self.sink
-            .send(frame)
-            .map_err(|_| FrontendError::Disconnected)?;
+        // Withdrawn from the queue if this call ends (timeout, cancellation)
+        // before the editor was sent it: a late request helps nobody.
+        let _withdraw = match self.sink.send_cancellable(frame) {
+            Ok(cancel) => WithdrawOnDrop(cancel),
+            Err(SendError::Closed) => return Err(FrontendError::Disconnected),
+            Err(SendError::Full { queued }) => {
+                self.not_reading(method, queued);
+                return Err(FrontendError::NotReading);
+            }
+        };
         tracing::debug!(%method, %id, "request sent to the editor");
         let answer = match timeout {
             Some(limit) => match tokio::time::timeout(limit, ticket.wait()).await {
@@ -152,8 +175,23 @@ impl StdioFrontend {
     fn notify(&self, method: &'static str, params: &impl Serialize) {
         let params = serde_json::to_value(params).ok();
         let frame = Message::from(Notification::new(method, params)).to_json();
-        if self.sink.send(frame).is_err() {
-            tracing::debug!(%method, "notification dropped: the output is closed");
+        match self.sink.send(frame) {
+            Ok(()) => {}
+            Err(SendError::Closed) => {
+                tracing::debug!(%method, "notification dropped: the output is closed")
+            }
+            Err(SendError::Full { queued }) => self.not_reading(method, queued),
+        }
+    }
+
+    /// Logs that the editor stopped reading, once per stall rather than
+    /// once per refused message.
+    fn not_reading(&self, method: &str, queued: usize) {
+        if !self.stalled.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                %method, queued,
+                "the editor is not reading ccbridge's messages; refusing further ones until it does"
+            );
         }
     }
 
@@ -474,6 +512,71 @@ mod tests {
         assert!(!confirm.is_finished());
         assert!(fe.complete(&confirm_req.id, Ok(json!({"confirmed": true}))));
         assert_eq!(confirm.await.unwrap(), Ok(true));
+    }
+
+    /// Issue 11, defect 1: an editor that keeps its input open but stops
+    /// reading. Calls beyond the queue's bound fail at once with a clear
+    /// error; calls that timed out for Claude never reach the editor when
+    /// it reads again.
+    #[tokio::test(start_paused = true)]
+    async fn regression_stalled_editor_fails_fast_and_gets_no_stale_requests() {
+        let (ours, editor) = tokio::io::duplex(4096);
+        let (sink, _task) = crate::framing::spawn_writer_with_limit(ours, 64 * 1024);
+        let fe = Arc::new(StdioFrontend::new(sink, Duration::from_secs(30)));
+        fe.set_capabilities(Capabilities::all());
+        let long_path = format!("/w/{}", "p".repeat(4096));
+        let mut calls = Vec::new();
+        for _ in 0..200 {
+            let fe = fe.clone();
+            let path = long_path.clone();
+            calls.push(tokio::spawn(async move {
+                fe.open_file(serde_json::from_value(json!({ "filePath": path })).unwrap())
+                    .await
+            }));
+        }
+        // Let every call queue or fail, without letting the clock run.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        let not_reading = calls.iter().filter(|c| c.is_finished()).count();
+        assert!(
+            not_reading > 150,
+            "most calls fail at once: {not_reading} of 200"
+        );
+        tokio::time::advance(Duration::from_secs(31)).await;
+        let mut timeouts = 0;
+        let mut refused = 0;
+        for c in calls {
+            match c.await.unwrap() {
+                Err(FrontendError::NotReading) => refused += 1,
+                Err(FrontendError::Timeout) => timeouts += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(refused + timeouts, 200);
+        assert!(refused > 150, "{refused}");
+        assert_eq!(
+            FrontendError::NotReading.to_string(),
+            "the editor is not reading ccbridge's messages (is it frozen?)"
+        );
+        // The editor reads again: of the timed-out requests, at most the
+        // ones already in the pipe arrive; then a fresh request does.
+        let mut reader = FrameReader::new(editor);
+        let fresh = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.close_tab("fresh".into()).await }
+        });
+        let mut stale = 0;
+        loop {
+            let req = next_request(&mut reader).await;
+            if req.method == "closeTab" {
+                assert!(fe.complete(&req.id, Ok(json!({"closed": true}))));
+                break;
+            }
+            stale += 1;
+        }
+        assert!(stale <= 2, "{stale} timed-out requests reached the editor");
+        assert_eq!(fresh.await.unwrap(), Ok(true));
     }
 
     #[tokio::test]

@@ -16,7 +16,7 @@
 //! editor, close the output.
 
 use crate::error::SidecarError;
-use crate::framing::{spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
+use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
 use crate::frontend::StdioFrontend;
 use crate::messages::{
     self, claude_env, method, InitializeParams, InitializeResult, ServerInfo, StatusResult,
@@ -73,9 +73,9 @@ where
         name: config.server_name.clone(),
         version: config.server_version.clone(),
     };
+    // Bounded: a pipe the editor no longer reads never keeps us from exiting.
     let finish_output = |sink: FrameSink, writer: tokio::task::JoinHandle<_>| async move {
-        sink.close().await;
-        if let Ok(Err(e)) = writer.await {
+        if let Err(e) = close_output(&sink, writer).await {
             tracing::debug!("the output ended with an error: {e}");
         }
     };
@@ -493,8 +493,8 @@ impl Session {
     }
 
     fn reply(&self, response: Response) {
-        if self.sink.send(response.to_json()).is_err() {
-            tracing::debug!("cannot answer the editor: the output is closed");
+        if let Err(e) = self.sink.send(response.to_json()) {
+            tracing::debug!("cannot answer the editor: {e}");
         }
     }
 }

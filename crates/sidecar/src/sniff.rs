@@ -48,6 +48,8 @@ enum Phase {
 enum KeyKind {
     Id,
     Method,
+    /// `result` or `error`: the message is an answer.
+    Answer,
     Other,
 }
 
@@ -69,6 +71,10 @@ pub struct Sniffer {
     /// Capturing the raw text of the top-level `id` value.
     id_active: bool,
     id_raw: Vec<u8>,
+    /// The top-level `id` value has been read (usable or not).
+    id_seen: bool,
+    /// A top-level `result` or `error` key has been seen.
+    answer_seen: bool,
     found: Sniffed,
 }
 
@@ -92,8 +98,18 @@ impl Sniffer {
             value_started: false,
             id_active: false,
             id_raw: Vec::new(),
+            id_seen: false,
+            answer_seen: false,
             found: Sniffed::default(),
         }
+    }
+
+    /// Whether more input can no longer change what matters: the message
+    /// is known to be a request (`id` and `method` seen) or an answer (`id`
+    /// and `result`/`error` seen), or the scan is over. A caller skipping
+    /// an oversized body can answer as soon as this holds.
+    pub fn decided(&self) -> bool {
+        self.phase == Phase::Done || (self.id_seen && (self.found.has_method || self.answer_seen))
     }
 
     pub fn feed(&mut self, chunk: &[u8]) {
@@ -157,8 +173,10 @@ impl Sniffer {
                 b':' => {
                     self.phase = Phase::Value;
                     self.value_started = false;
-                    if self.current == KeyKind::Method {
-                        self.found.has_method = true;
+                    match self.current {
+                        KeyKind::Method => self.found.has_method = true,
+                        KeyKind::Answer => self.answer_seen = true,
+                        KeyKind::Id | KeyKind::Other => {}
                     }
                 }
                 _ if ws => {}
@@ -210,6 +228,7 @@ impl Sniffer {
                 self.current = match (self.key_overflow, self.key.as_slice()) {
                     (false, b"id") => KeyKind::Id,
                     (false, b"method") => KeyKind::Method,
+                    (false, b"result" | b"error") => KeyKind::Answer,
                     _ => KeyKind::Other,
                 };
                 self.phase = Phase::Colon;
@@ -238,6 +257,7 @@ impl Sniffer {
 
     fn finish_id(&mut self) {
         self.id_active = false;
+        self.id_seen = true;
         if self.id_raw.len() <= MAX_ID_BYTES {
             self.found.id = serde_json::from_slice::<RequestId>(&self.id_raw).ok();
         }

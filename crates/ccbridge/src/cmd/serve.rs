@@ -57,13 +57,26 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let reason = ccbridge_sidecar::run(
         config,
         tokio::io::stdin(),
-        tokio::io::stdout(),
+        protocol_output()?,
         termination_signal(),
     )
     .await
     .context("the sidecar stopped with an error")?;
     tracing::info!(?reason, "exiting");
     Ok(ExitCode::SUCCESS)
+}
+
+/// stdout for protocol frames, as a file of its own rather than through
+/// `std::io::Stdout`: std's line buffer is flushed when the process exits,
+/// and a flush into a pipe the editor no longer reads would block that exit
+/// forever. Frames are written whole by one task, so no buffer is needed.
+fn protocol_output() -> anyhow::Result<tokio::fs::File> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot use stdout for the editor protocol")?;
+    Ok(tokio::fs::File::from_std(std::fs::File::from(fd)))
 }
 
 fn config_from(args: &Args) -> anyhow::Result<Config> {
