@@ -278,12 +278,56 @@ fn stale_locks_are_swept_at_start_and_live_ones_kept() {
             .find(|p| p != &dead && p != &live)
     })
     .expect("our lock file appears");
-    assert!(!dead.exists(), "the dead editor's lock is swept");
+    wait_until(Duration::from_secs(10), || (!dead.exists()).then_some(()))
+        .expect("the dead editor's lock is swept, after ours is written");
     assert!(live.exists(), "a live editor's lock is never touched");
     drop(child.stdin.take());
     wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("exits");
     assert!(!ours.exists());
     assert!(live.exists());
+}
+
+/// Issue 11, defect 4: ccbridge killed with SIGKILL while its editor lives
+/// on left a lock (pid = the editor) that neither the next server's sweep
+/// nor `ccbridge clean` would remove ("process N is running"), so Claude
+/// saw two servers for the folder.
+#[test]
+fn regression_lock_orphaned_by_sigkill_is_cleaned() {
+    let s = Sidecar::start(&[]);
+    let orphan = s.wait_for_lock();
+    s.signal(rustix::process::Signal::KILL);
+    let (_ok, _out, _err, cfg) = s.finish();
+    assert!(orphan.exists(), "SIGKILL leaves the lock behind");
+    let lock = LockFile::parse(&std::fs::read(&orphan).unwrap()).unwrap();
+    assert_eq!(lock.pid, Some(std::process::id()), "the editor still runs");
+
+    let out = Command::new(BIN)
+        .args(["clean", "--dry-run"])
+        .env("CLAUDE_CONFIG_DIR", cfg.path())
+        .env("HOME", cfg.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("would remove") && text.contains("server process"),
+        "clean sees the orphan: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(orphan.exists(), "--dry-run removes nothing");
+
+    // The next server started for the same editor sweeps it.
+    let mut next = Command::new(BIN)
+        .args(["serve", "--stdio", "--lock-dir"])
+        .arg(cfg.path().join("ide"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(Duration::from_secs(10), || (!orphan.exists()).then_some(()))
+        .expect("the restarted server sweeps the orphaned lock");
+    drop(next.stdin.take());
+    wait_until(Duration::from_secs(10), || next.try_wait().unwrap()).expect("exits");
 }
 
 #[test]

@@ -203,6 +203,11 @@ pub struct LockEntry {
     /// another user (EPERM). `None` when there is no usable pid, or when the
     /// lock says the server runs in Windows (its pid means nothing here).
     pub pid_alive: Option<bool>,
+    /// Whether the process recorded as serving the port
+    /// ([`LockFile::server_process`]) still runs: `Some(false)` when it is
+    /// gone or its pid now belongs to a process started later. `None` when
+    /// the lock records none (other IDE servers) or it cannot be checked.
+    pub server_alive: Option<bool>,
 }
 
 impl LockEntry {
@@ -214,9 +219,12 @@ impl LockEntry {
         self.lock().and_then(|l| l.pid)
     }
 
-    /// Parsed, WebSocket transport, and not known to be dead.
+    /// Parsed, WebSocket transport, and neither its editor nor its server
+    /// process known to be gone.
     pub fn is_usable(&self) -> bool {
-        self.lock().is_some_and(|l| l.transport == "ws") && self.pid_alive != Some(false)
+        self.lock().is_some_and(|l| l.transport == "ws")
+            && self.pid_alive != Some(false)
+            && self.server_alive != Some(false)
     }
 }
 
@@ -274,15 +282,19 @@ pub fn scan(dirs: &[PathBuf]) -> Scan {
                 continue;
             };
             let lock = read_lock(&path);
-            let pid_alive = match &lock {
-                Ok(l) if !l.running_in_windows => l.pid.and_then(pid_alive),
-                _ => None,
+            let (pid_alive, server_alive) = match &lock {
+                Ok(l) if !l.running_in_windows => (
+                    l.pid.and_then(pid_alive),
+                    l.server_process.as_ref().and_then(server_alive),
+                ),
+                _ => (None, None),
             };
             entries.push(LockEntry {
                 port: LockFile::port_from_file_name(&name.to_string_lossy()),
                 lock,
                 mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                 pid_alive,
+                server_alive,
                 path,
             });
         }
@@ -328,6 +340,38 @@ pub fn pid_alive(pid: u32) -> Option<bool> {
         Err(e) if e == rustix::io::Errno::PERM => Some(true),
         Err(e) if e == rustix::io::Errno::SRCH => Some(false),
         Err(_) => None,
+    }
+}
+
+/// When process `pid` started, in clock ticks after boot (field 22 of
+/// `/proc/<pid>/stat`), or `None` where that cannot be read.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold anything,
+    // spaces and parentheses included: count fields after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+/// This process as a lock file records it.
+pub fn this_server_process() -> ccbridge_protocol::lockfile::ServerProcess {
+    let pid = std::process::id();
+    ccbridge_protocol::lockfile::ServerProcess {
+        pid,
+        start_time: process_start_time(pid),
+    }
+}
+
+/// Whether the recorded server process still runs: `Some(false)` when its
+/// pid is gone, or is now a process that started at another time (the pid
+/// was reused); `None` when that cannot be told.
+pub fn server_alive(p: &ccbridge_protocol::lockfile::ServerProcess) -> Option<bool> {
+    match pid_alive(p.pid)? {
+        false => Some(false),
+        true => match (p.start_time, process_start_time(p.pid)) {
+            (Some(recorded), Some(now)) => Some(recorded == now),
+            _ => Some(true),
+        },
     }
 }
 
@@ -646,7 +690,7 @@ mod tests {
         ));
         assert!(matches!(
             by_name("2002.lock").lock,
-            Err(LockReadError::Invalid(LockFileError::Shape(_)))
+            Err(LockReadError::Invalid(LockFileError::Shape { .. }))
         ));
         assert!(matches!(
             by_name("2003.lock").lock,

@@ -9,6 +9,10 @@
 //! **a lock file is removed only when its process is not known to run and
 //! its port does not answer.**
 //!
+//! - a recorded server process (`serverProcess`, written by ccbridge) decides
+//!   first: running → kept; gone (or its pid reused) → removed unless the
+//!   port answers, even while the editor's `pid` lives on (ccbridge killed
+//!   with SIGKILL under a running editor);
 //! - pid alive (EPERM included) → kept, whatever the port does;
 //! - pid gone (ESRCH) → removed, unless the port answers (the server may run
 //!   in another pid namespace, e.g. a container sharing `~/.claude`);
@@ -26,6 +30,8 @@ use std::time::SystemTime;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum StaleReason {
+    /// The process that served it is gone and its port does not answer.
+    ServerGone { pid: u32 },
     /// Its process is gone and its port does not answer.
     PidDead { pid: u32 },
     /// It names no process we can check and its port does not answer.
@@ -38,6 +44,8 @@ pub enum StaleReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum KeepReason {
+    /// The process serving it runs.
+    ServerAlive { pid: u32 },
     /// Its process runs (possibly as another user).
     PidAlive { pid: u32 },
     /// Its port accepts connections.
@@ -86,6 +94,10 @@ pub struct Report {
 impl fmt::Display for StaleReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            StaleReason::ServerGone { pid } => write!(
+                f,
+                "its server process {pid} is gone and its port does not answer"
+            ),
             StaleReason::PidDead { pid } => {
                 write!(f, "process {pid} is gone and its port does not answer")
             }
@@ -103,6 +115,7 @@ impl fmt::Display for StaleReason {
 impl fmt::Display for KeepReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            KeepReason::ServerAlive { pid } => write!(f, "its server process {pid} is running"),
             KeepReason::PidAlive { pid } => write!(f, "process {pid} is running"),
             KeepReason::PortAnswers => write!(f, "its port answers"),
             KeepReason::ChangedSinceScan => write!(f, "it changed while being checked"),
@@ -113,6 +126,13 @@ impl fmt::Display for KeepReason {
 /// Decides one entry, given whether its port answers (ignored when the pid
 /// is alive).
 pub fn judge(entry: &LockEntry, port_answers: bool) -> Verdict {
+    let server = entry.lock().and_then(|l| l.server_process);
+    match (entry.server_alive, server) {
+        (Some(true), Some(s)) => return Verdict::Keep(KeepReason::ServerAlive { pid: s.pid }),
+        (Some(false), Some(_)) if port_answers => return Verdict::Keep(KeepReason::PortAnswers),
+        (Some(false), Some(s)) => return Verdict::Remove(StaleReason::ServerGone { pid: s.pid }),
+        _ => {}
+    }
     if let (Some(true), Some(pid)) = (entry.pid_alive, entry.pid()) {
         return Verdict::Keep(KeepReason::PidAlive { pid });
     }
@@ -138,7 +158,8 @@ pub async fn clean(dirs: &[PathBuf], dry_run: bool) -> Report {
 pub async fn clean_entries(entries: &[LockEntry], dry_run: bool) -> Report {
     let to_probe = entries
         .iter()
-        .filter(|e| e.pid_alive != Some(true))
+        .filter(|e| e.server_alive != Some(true))
+        .filter(|e| e.server_alive == Some(false) || e.pid_alive != Some(true))
         .filter_map(|e| e.port);
     let answering = ports_answering(to_probe).await;
     let mut report = Report {
@@ -271,6 +292,69 @@ mod tests {
             .iter()
             .any(|o| o.path == dead_open && o.reason == KeepReason::PortAnswers));
         drop(listener);
+    }
+
+    fn write_served_lock(
+        dir: &Path,
+        port: u16,
+        pid: u32,
+        server: ccbridge_protocol::lockfile::ServerProcess,
+    ) -> PathBuf {
+        let mut l = LockFile::new(pid, vec!["/w".into()], "Test".into(), "tok".into());
+        l.server_process = Some(server);
+        let p = dir.join(format!("{port}.lock"));
+        fs::write(&p, l.to_json()).unwrap();
+        p
+    }
+
+    /// Issue 11, defect 4: ccbridge killed with SIGKILL leaves a lock whose
+    /// `pid` (the editor) lives on. Its recorded server process shows it
+    /// stale; a live server process keeps a lock whose editor pid is gone.
+    #[tokio::test]
+    async fn regression_server_process_decides_before_the_editor_pid() {
+        use ccbridge_protocol::lockfile::ServerProcess;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let me = std::process::id();
+        let gone = ServerProcess {
+            pid: dead_pid(),
+            start_time: None,
+        };
+        let orphaned = write_served_lock(d, closed_port(), me, gone);
+        let reused = write_served_lock(
+            d,
+            closed_port(),
+            me,
+            ServerProcess {
+                pid: me,
+                start_time: crate::discovery::process_start_time(me).map(|t| t + 1),
+            },
+        );
+        let served = write_served_lock(
+            d,
+            closed_port(),
+            dead_pid(),
+            crate::discovery::this_server_process(),
+        );
+        let report = clean(&[d.to_path_buf()], false).await;
+        assert!(!orphaned.exists(), "{report:?}");
+        assert!(!reused.exists(), "a reused server pid is not the server");
+        assert!(served.exists(), "{report:?}");
+        assert!(report
+            .removed
+            .iter()
+            .any(|o| o.path == orphaned && o.reason == StaleReason::ServerGone { pid: gone.pid }));
+        assert_eq!(
+            report.kept[0].reason,
+            KeepReason::ServerAlive { pid: me },
+            "{report:?}"
+        );
+        // A gone server whose port answers (another namespace) is kept.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let open = listener.local_addr().unwrap().port();
+        let answering = write_served_lock(d, open, me, gone);
+        let report = clean(&[d.to_path_buf()], false).await;
+        assert!(answering.exists(), "{report:?}");
     }
 
     #[tokio::test]

@@ -3,6 +3,12 @@
 //! The client takes the port from the file name, never from the contents,
 //! and selects WebSocket only for `transport: "ws"` (reference §1.3).
 //! `Debug` never prints the token.
+//!
+//! `pid` is the *editor's* process, which the CLI checks. The process that
+//! actually serves the port (ccbridge, when an editor spawned it) is
+//! recorded beside it in `serverProcess`, a field the CLI ignores: when
+//! ccbridge is killed outright while the editor lives on, that record is
+//! what shows the lock to be stale.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -22,6 +28,23 @@ pub struct LockFile {
     pub auth_token: Option<String>,
     #[serde(default)]
     pub running_in_windows: bool,
+    /// The process serving the port, when recorded (ccbridge does; other
+    /// IDE servers do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<ServerProcess>,
+}
+
+/// Which process serves a lock file's port, precisely enough to tell it
+/// from a later process that reuses its pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerProcess {
+    pub pid: u32,
+    /// When the process started, in the OS's own unit (on Linux, clock
+    /// ticks after boot: field 22 of `/proc/<pid>/stat`); absent where the
+    /// OS does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
 }
 
 impl LockFile {
@@ -33,18 +56,27 @@ impl LockFile {
             transport: "ws".into(),
             auth_token: Some(token),
             running_in_windows: false,
+            server_process: None,
         }
     }
 
     /// Parses a lock file's bytes. Like the client, a file that is not JSON
-    /// is read as one workspace folder per line (an old SSE-era format).
+    /// is read as one workspace folder per line (an old SSE-era format) —
+    /// unless it starts like JSON (`{` or `[`): that is a broken or
+    /// truncated lock, and its lines (a token among them) are no folders.
+    /// Errors never quote the file's contents.
     pub fn parse(bytes: &[u8]) -> Result<LockFile, LockFileError> {
         let text = std::str::from_utf8(bytes).map_err(|_| LockFileError::NotUtf8)?;
         match serde_json::from_str::<LockFile>(text) {
             Ok(l) => Ok(l),
-            Err(e) if serde_json::from_str::<serde_json::Value>(text).is_ok() => {
-                Err(LockFileError::Shape(e.to_string()))
-            }
+            Err(e) if e.is_data() => Err(LockFileError::Shape {
+                line: e.line(),
+                column: e.column(),
+            }),
+            Err(e) if text.trim_start().starts_with(['{', '[']) => Err(LockFileError::BrokenJson {
+                line: e.line(),
+                column: e.column(),
+            }),
             Err(_) => Ok(LockFile {
                 pid: None,
                 workspace_folders: text
@@ -57,6 +89,7 @@ impl LockFile {
                 transport: String::new(),
                 auth_token: None,
                 running_in_windows: false,
+                server_process: None,
             }),
         }
     }
@@ -86,6 +119,7 @@ impl fmt::Debug for LockFile {
                 &self.auth_token.as_ref().map(|_| "<redacted>"),
             )
             .field("running_in_windows", &self.running_in_windows)
+            .field("server_process", &self.server_process)
             .finish()
     }
 }
@@ -94,8 +128,12 @@ impl fmt::Debug for LockFile {
 pub enum LockFileError {
     #[error("lock file is not UTF-8")]
     NotUtf8,
-    #[error("lock file JSON has the wrong shape: {0}")]
-    Shape(String),
+    /// Valid JSON, but a field has the wrong type (or it is not an object).
+    #[error("lock file JSON has the wrong shape (line {line}, column {column})")]
+    Shape { line: usize, column: usize },
+    /// Starts like JSON but is not: truncated or corrupt.
+    #[error("lock file is broken or truncated JSON (line {line}, column {column})")]
+    BrokenJson { line: usize, column: usize },
 }
 
 #[cfg(test)]
@@ -128,6 +166,39 @@ mod tests {
         assert_eq!(l.auth_token, None);
         assert!(LockFile::parse(&[0xff, 0xfe]).is_err());
         assert!(LockFile::parse(b"{\"pid\":\"x\"}").is_err());
+    }
+
+    /// Issue 11, defect 7: a truncated lock's token used to come back as a
+    /// "workspace folder", and shape errors quoted the offending value.
+    #[test]
+    fn regression_broken_json_is_an_error_that_quotes_nothing() {
+        let truncated = br#"{"pid":1,"workspaceFolders":["/w"],"authToken":"s3cr3t-t0k"#;
+        let e = LockFile::parse(truncated).unwrap_err();
+        assert!(matches!(e, LockFileError::BrokenJson { .. }), "{e}");
+        assert!(!e.to_string().contains("s3cr3t"), "{e}");
+        let e = LockFile::parse(br#"{"pid":"s3cr3t-t0k"}"#).unwrap_err();
+        assert!(matches!(e, LockFileError::Shape { .. }), "{e}");
+        assert!(!e.to_string().contains("s3cr3t"), "{e}");
+        let e = LockFile::parse(b"  [\"\x1b]0;pwned\x07\"").unwrap_err();
+        assert!(matches!(e, LockFileError::BrokenJson { .. }), "{e}");
+        assert!(matches!(
+            LockFile::parse(br#"["/a"]"#),
+            Err(LockFileError::Shape { .. })
+        ));
+    }
+
+    #[test]
+    fn server_process_round_trips_and_is_optional() {
+        let mut l = LockFile::new(7, vec!["/w".into()], "x".into(), "t".into());
+        l.server_process = Some(ServerProcess {
+            pid: 9,
+            start_time: Some(12345),
+        });
+        let v: serde_json::Value = serde_json::from_str(&l.to_json()).unwrap();
+        assert_eq!(v["serverProcess"], json!({"pid": 9, "startTime": 12345}));
+        assert_eq!(LockFile::parse(l.to_json().as_bytes()).unwrap(), l);
+        let other_ide = br#"{"pid":7,"workspaceFolders":[],"ideName":"VS Code","transport":"ws"}"#;
+        assert_eq!(LockFile::parse(other_ide).unwrap().server_process, None);
     }
 
     #[test]

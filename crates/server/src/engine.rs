@@ -16,7 +16,7 @@ use crate::lockfile::{self, LockError, LockGuard};
 use crate::sessions::Sessions;
 use crate::state::EditorState;
 use crate::token::{AuthToken, RandomError};
-use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_protocol::lockfile::{LockFile, ServerProcess};
 use ccbridge_protocol::notifications::SelectionChanged;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -116,6 +116,9 @@ pub(crate) struct Shared {
     pub calls_done: tokio::sync::Notify,
     /// `tools/list` results, serialized once: `[without, with]` executeCode.
     pub tools_list_json: [std::sync::OnceLock<Arc<str>>; 2],
+    /// This process, recorded in the lock file so a lock left behind by a
+    /// killed ccbridge is known to be stale even while the editor lives.
+    server_process: ServerProcess,
     next_conn: AtomicU64,
 }
 
@@ -154,12 +157,14 @@ impl Shared {
 
     fn lock_contents(&self) -> LockFile {
         let s = lock(&self.state);
-        LockFile::new(
+        let mut l = LockFile::new(
             s.pid,
             s.workspace_folders.clone(),
             s.ide_name.clone(),
             self.token.expose().to_owned(),
-        )
+        );
+        l.server_process = Some(self.server_process);
+        l
     }
 
     fn rewrite_lock(&self) {
@@ -267,6 +272,7 @@ impl Server {
             calls_in_flight: Default::default(),
             calls_done: Default::default(),
             tools_list_json: Default::default(),
+            server_process: ccbridge_client::discovery::this_server_process(),
             next_conn: AtomicU64::new(0),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
@@ -294,9 +300,11 @@ impl Server {
         }
     }
 
-    /// Sweeps stale lock files and writes this server's own, so Claude can
-    /// find it. Idempotent; [`Server::run`] calls it if nobody did. Returns
-    /// the lock file's path (`None` without a lock directory).
+    /// Writes this server's lock file, so Claude can find it, then sweeps
+    /// other servers' stale lock files in the background (a hostile lock
+    /// directory can never delay start-up). Idempotent; [`Server::run`]
+    /// calls it if nobody did. Must be called within a tokio runtime.
+    /// Returns the lock file's path (`None` without a lock directory).
     pub fn publish(&self) -> Result<Option<PathBuf>, ServerError> {
         let shared = &self.shared;
         let Some(dir) = &shared.config.lock_dir else {
@@ -306,11 +314,11 @@ impl Server {
         if let Some(g) = slot.as_ref() {
             return Ok(Some(g.path().to_owned()));
         }
-        lockfile::sweep_stale(dir);
         let guard = LockGuard::create(dir, shared.port, &shared.lock_contents())?;
         tracing::info!(port = shared.port, lock = %guard.path().display(), "lock file written");
         let path = guard.path().to_owned();
         *slot = Some(guard);
+        tokio::spawn(lockfile::sweep_stale(dir.clone()));
         Ok(Some(path))
     }
 

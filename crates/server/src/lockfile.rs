@@ -8,6 +8,9 @@
 //! umask does not matter), synced, then renamed over `<port>.lock`. A rename
 //! replaces a planted symlink instead of following it. The [`LockGuard`]
 //! removes the file when dropped.
+//!
+//! Other servers' stale lock files are swept with `ccbridge clean`'s rule
+//! ([`sweep_stale`]), after this server's own lock is written.
 
 use ccbridge_protocol::lockfile::LockFile;
 use rustix::fs::{Mode, OFlags};
@@ -122,55 +125,26 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LockError> {
     Ok(())
 }
 
-/// What [`sweep_stale`] removed.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct SweepReport {
-    pub removed: Vec<PathBuf>,
-}
-
-/// Removes `*.lock` files in `dir` whose `pid` is dead (ESRCH). Locks with a
-/// live pid (or one we may not signal), without a pid, or that do not parse
-/// are left alone: they may belong to another user or another tool.
-pub fn sweep_stale(dir: &Path) -> SweepReport {
-    let mut report = SweepReport::default();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return report;
+/// Removes the stale lock files in `dir` by `ccbridge clean`'s rule
+/// (`ccbridge_client::stale`): only when neither the editor's pid nor the
+/// recorded server process is known to run *and* the port does not answer,
+/// so a live server's lock is never touched. Files are read capped and
+/// without blocking on FIFOs; the directory scan runs on a blocking thread
+/// and the port probes concurrently, so a hostile lock directory costs at
+/// most about one probe timeout. Returns what was removed.
+pub async fn sweep_stale(dir: PathBuf) -> Vec<PathBuf> {
+    let scanned = tokio::task::spawn_blocking(move || ccbridge_client::discovery::scan(&[dir]));
+    let Ok(scan) = scanned.await else {
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let is_lock = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| LockFile::port_from_file_name(n).is_some());
-        if !is_lock || !entry.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        let Some(pid) = LockFile::parse(&bytes).ok().and_then(|l| l.pid) else {
-            continue;
-        };
-        if pid_is_dead(pid) && std::fs::remove_file(&path).is_ok() {
-            tracing::info!(path = %path.display(), pid, "removed stale lock file");
-            report.removed.push(path);
-        }
+    let report = ccbridge_client::stale::clean_entries(&scan.entries, false).await;
+    for o in &report.removed {
+        tracing::info!(path = %o.path.display(), "removed a stale lock file: {}", o.reason);
     }
-    report
-}
-
-/// True only when the process certainly does not exist.
-pub fn pid_is_dead(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    let Some(pid) = rustix::process::Pid::from_raw(raw) else {
-        return false;
-    };
-    matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
+    for f in &report.failed {
+        tracing::debug!(path = %f.path.display(), "cannot remove a stale lock file: {}", f.error);
+    }
+    report.removed.into_iter().map(|o| o.path).collect()
 }
 
 #[cfg(test)]
@@ -184,13 +158,6 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::symlink_metadata(p).unwrap().mode() & 0o777
-    }
-
-    fn dead_pid() -> u32 {
-        let mut c = std::process::Command::new("true").spawn().unwrap();
-        let pid = c.id();
-        c.wait().unwrap();
-        pid
     }
 
     #[test]
@@ -261,32 +228,5 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("12345.lock")]);
-    }
-
-    #[test]
-    fn sweep_removes_only_dead_pids() {
-        let t = tempfile::tempdir().unwrap();
-        let dead = t.path().join("11111.lock");
-        let live = t.path().join("22222.lock");
-        let nopid = t.path().join("33333.lock");
-        let other = t.path().join("notes.txt");
-        std::fs::write(&dead, lock(dead_pid()).to_json()).unwrap();
-        std::fs::write(&live, lock(std::process::id()).to_json()).unwrap();
-        std::fs::write(&nopid, "/some/folder\n").unwrap();
-        std::fs::write(&other, lock(dead_pid()).to_json()).unwrap();
-        let r = sweep_stale(t.path());
-        assert_eq!(r.removed, vec![dead.clone()]);
-        assert!(!dead.exists());
-        assert!(live.exists() && nopid.exists() && other.exists());
-    }
-
-    #[test]
-    fn pid_liveness() {
-        assert!(!pid_is_dead(std::process::id()));
-        assert!(pid_is_dead(dead_pid()));
-        assert!(
-            !pid_is_dead(1),
-            "init exists (EPERM or alive) and is never 'dead'"
-        );
     }
 }

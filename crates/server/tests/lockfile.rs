@@ -52,10 +52,13 @@ async fn the_lock_file_is_private_whatever_the_umask() {
     assert_eq!(mode(&path), 0o600, "lock file mode");
     assert_eq!(mode(&dir), 0o700, "lock dir mode");
 
+    let me = std::process::id();
+    let started = ccbridge_client::discovery::process_start_time(me).expect("/proc");
     assert_eq!(
         read_json(&path),
         json!({"pid":4321,"workspaceFolders":["/work/test-workspace"],"ideName":"TestIDE",
-               "transport":"ws","authToken":token,"runningInWindows":false})
+               "transport":"ws","authToken":token,"runningInWindows":false,
+               "serverProcess":{"pid":me,"startTime":started}})
     );
     // Nothing else (no temp files) next to it.
     let names: Vec<String> = std::fs::read_dir(&dir)
@@ -100,37 +103,123 @@ async fn a_workspace_event_rewrites_the_lock_in_place() {
 }
 
 #[tokio::test]
-async fn stale_locks_with_dead_pids_are_swept_and_live_ones_kept() {
+async fn stale_locks_are_swept_by_cleans_rule_and_live_ones_kept() {
     let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ide");
     std::fs::create_dir(&dir).unwrap();
     let lock =
         |pid: u32| LockFile::new(pid, vec!["/w".into()], "Other".into(), "tok".into()).to_json();
-    let dead = dir.join("11111.lock");
-    let live = dir.join("22222.lock");
-    let legacy = dir.join("33333.lock");
+    let closed_port = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dead = dir.join(format!("{}.lock", closed_port()));
+    let live = dir.join(format!("{}.lock", closed_port()));
+    let legacy = dir.join(format!("{}.lock", closed_port()));
     std::fs::write(&dead, lock(dead_pid())).unwrap();
     std::fs::write(&live, lock(std::process::id())).unwrap();
     std::fs::write(&legacy, "/some/folder\n").unwrap();
 
     let (port, _token, handle, stop, join) =
         start_server(test_config(Some(dir.clone())), FakeFrontend::new()).await;
-    assert!(!dead.exists(), "a lock with a dead pid was kept");
+    eventually("the sweep to remove the dead locks", WAIT, || {
+        !dead.exists() && !legacy.exists()
+    })
+    .await;
     assert_eq!(
         std::fs::read_to_string(&live).unwrap(),
         lock(std::process::id())
     );
-    assert_eq!(std::fs::read_to_string(&legacy).unwrap(), "/some/folder\n");
     assert!(dir.join(format!("{port}.lock")).exists());
     drop(handle);
     let _ = stop.send(());
     bounded("run to return", WAIT, join).await.unwrap().unwrap();
-    assert!(
-        live.exists() && legacy.exists(),
-        "shutdown removes only its own lock"
-    );
+    assert!(live.exists(), "shutdown removes only its own lock");
     assert!(!dir.join(format!("{port}.lock")).exists());
+}
+
+/// Issue 11, defect 3: the start-up sweep removed any lock whose `pid` was
+/// dead, though its server still answered (`--pid <dead pid>`, or an
+/// editor in another pid namespace sharing `~/.claude`).
+#[tokio::test]
+async fn regression_sweep_keeps_a_live_servers_lock_whose_pid_is_dead() {
+    let _serial = SERIAL.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ide");
+    // A first server that says its editor is a process that is gone.
+    let mut first = test_config(Some(dir.clone()));
+    first.pid = dead_pid();
+    let (p1, _t1, h1, stop1, join1) = start_server(first, FakeFrontend::new()).await;
+    let lock1 = h1.lock_path().unwrap();
+    // Its record of its own process would keep it; test the port rule too.
+    let mut without_record = LockFile::parse(&std::fs::read(&lock1).unwrap()).unwrap();
+    without_record.server_process = None;
+    std::fs::write(&lock1, without_record.to_json()).unwrap();
+
+    let (p2, _t2, h2, stop2, join2) =
+        start_server(test_config(Some(dir.clone())), FakeFrontend::new()).await;
+    // The second server's sweep has had time to run once its own probe of
+    // a closed port would have failed (500 ms): wait on a canary.
+    let canary = dir.join(format!("{}.lock", {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }));
+    std::fs::write(
+        &canary,
+        LockFile::new(dead_pid(), vec![], "x".into(), "t".into()).to_json(),
+    )
+    .unwrap();
+    let (_p3, _t3, h3, stop3, join3) =
+        start_server(test_config(Some(dir.clone())), FakeFrontend::new()).await;
+    eventually("the third server's sweep", WAIT, || !canary.exists()).await;
+    assert!(
+        lock1.exists(),
+        "the live server on {p1} lost its lock to {p2}"
+    );
+    for (h, stop, join) in [(h1, stop1, join1), (h2, stop2, join2), (h3, stop3, join3)] {
+        drop(h);
+        let _ = stop.send(());
+        bounded("run to return", WAIT, join).await.unwrap().unwrap();
+    }
+}
+
+/// Issue 11, defect 2: the sweep read any `*.lock` whole. A sparse 4 GiB
+/// file took start-up 53 s and 8 GiB of memory; a FIFO could block it.
+#[tokio::test]
+async fn regression_hostile_lock_files_never_delay_start_up() {
+    let _serial = SERIAL.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ide");
+    std::fs::create_dir(&dir).unwrap();
+    let sparse = dir.join("x.lock");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    let fifo = dir.join("12345.lock");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let (port, _token, handle, stop, join) = bounded(
+        "start-up next to a 4 GiB lock file and a FIFO",
+        WAIT,
+        start_server(test_config(Some(dir.clone())), FakeFrontend::new()),
+    )
+    .await;
+    eventually("the sweep to remove the junk", WAIT, || {
+        !sparse.exists() && !fifo.exists()
+    })
+    .await;
+    assert!(dir.join(format!("{port}.lock")).exists());
+    drop(handle);
+    let _ = stop.send(());
+    bounded("run to return", WAIT, join).await.unwrap().unwrap();
 }
 
 /// LISTEN sockets on `port` from `/proc/net/tcp{,6}`: (local address hex, v6).
