@@ -41,6 +41,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Large messages must not leave ccbridge large (see the module docs).
+    ccbridge_server::memory::tune_allocator();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

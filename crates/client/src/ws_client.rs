@@ -442,10 +442,12 @@ impl IdeClient {
                     id: Some(RequestId::Number(n)),
                     outcome,
                 })) if n == id => {
-                    return outcome.map_err(|error| ClientError::Rpc {
-                        method: method.to_owned(),
-                        error,
-                    })
+                    return outcome
+                        .map(|raw| raw.to_value())
+                        .map_err(|error| ClientError::Rpc {
+                            method: method.to_owned(),
+                            error,
+                        })
                 }
                 Incoming::OrphanError(error) => {
                     return Err(ClientError::Rpc {
@@ -471,8 +473,8 @@ impl IdeClient {
             }
             Message::Request(r) => {
                 let outcome = match r.method.as_str() {
-                    "ping" => Ok(json!({})),
-                    "roots/list" => Ok(json!({ "roots": [] })),
+                    "ping" => Ok(json!({}).into()),
+                    "roots/list" => Ok(json!({ "roots": [] }).into()),
                     other => Err(ErrorObject::method_not_found(other)),
                 };
                 self.send(
@@ -530,27 +532,19 @@ impl IdeClient {
                 WsMessage::Ping(_) | WsMessage::Pong(_) | WsMessage::Frame(_) => continue,
             };
             match Message::parse(text) {
+                // `{"id": null, "error": ...}`: the server could not read
+                // our request.
+                Ok(Message::Response(Response {
+                    id: None,
+                    outcome: Err(e),
+                })) => return Ok(Incoming::OrphanError(e)),
                 Ok(m) => return Ok(Incoming::Message(m)),
                 Err(_) => {
-                    if let Some(e) = orphan_error(text) {
-                        return Ok(Incoming::OrphanError(e));
-                    }
                     tracing::debug!(len = text.len(), "skipping a frame that is not JSON-RPC");
                 }
             }
         }
     }
-}
-
-/// `{"jsonrpc":"2.0","id":null,"error":{...}}`, which our parser rejects
-/// because a null id cannot be answered, but which a server sends when it
-/// could not read our request.
-fn orphan_error(text: &str) -> Option<ErrorObject> {
-    let v: Value = serde_json::from_str(text).ok()?;
-    if v.get("id").is_some_and(|id| !id.is_null()) || v.get("method").is_some() {
-        return None;
-    }
-    serde_json::from_value(v.get("error")?.clone()).ok()
 }
 
 fn tool_from_value(v: &Value) -> Option<ToolDescriptor> {
@@ -640,18 +634,6 @@ mod tests {
         assert!(parse_call_result(&json!({})).unwrap().content.is_empty());
         assert!(parse_call_result(&json!([])).is_err());
         assert!(parse_call_result(&json!({"content": "x"})).is_err());
-    }
-
-    #[test]
-    fn orphan_errors_are_recognised() {
-        let e = orphan_error(
-            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
-        );
-        assert_eq!(e.map(|e| e.code), Some(-32700));
-        assert!(
-            orphan_error(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}"#).is_none()
-        );
-        assert!(orphan_error("not json").is_none());
     }
 
     #[test]

@@ -138,12 +138,12 @@ async fn session(mut ws: WebSocketStream<TcpStream>, seen: &Arc<Mutex<Seen>>) {
             continue;
         };
         seen.lock().unwrap().messages.push(v.clone());
-        let Ok(Message::Request(req)) = Message::from_value(v) else {
+        let Ok(Message::Request(req)) = Message::parse(text.as_str()) else {
             continue;
         };
         let id = serde_json::to_value(&req.id).unwrap();
         let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
-        let params = req.params.clone().unwrap_or(json!({}));
+        let params = req.params_value().unwrap_or(json!({}));
         match req.method.as_str() {
             "initialize" => {
                 send(

@@ -34,6 +34,11 @@ impl Range {
     }
 }
 
+/// The most selected text kept (and sent to Claude). Claude shows the model
+/// at most 2,000 characters of it; the rest only costs memory in every
+/// copy (current, latest, each client's notification).
+pub const MAX_SELECTION_TEXT: usize = 1 << 20;
+
 /// The user's selection, or a bare cursor (`text` empty, `start == end`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -43,6 +48,22 @@ pub struct Selection {
     pub text: String,
     #[serde(alias = "selection")]
     pub range: Range,
+}
+
+impl Selection {
+    /// Cuts `text` to [`MAX_SELECTION_TEXT`] bytes at a character boundary
+    /// and returns the memory beyond it. The range is kept: Claude counts
+    /// lines from it, not from the text.
+    pub fn cap_text(&mut self) {
+        if self.text.len() > MAX_SELECTION_TEXT {
+            let mut cut = MAX_SELECTION_TEXT;
+            while !self.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.truncate(cut);
+            self.text.shrink_to_fit();
+        }
+    }
 }
 
 /// One open editor tab.
@@ -99,21 +120,64 @@ impl Severity {
 
 impl<'de> Deserialize<'de> for Severity {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        let s = match &v {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) => n.to_string(),
-            _ => String::new(),
+        let s = match Scalar::deserialize(d)? {
+            Scalar::Text(s) | Scalar::Number(s) => s,
+            Scalar::Null => String::new(),
         };
-        Severity::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown severity {v}")))
+        Severity::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown severity {s:?} (expected Error, Warning, Information, Hint or 1-4)"
+            ))
+        })
+    }
+}
+
+/// A JSON scalar read without building a `serde_json::Value`; objects and
+/// arrays are refused at their first byte instead of being buffered.
+enum Scalar {
+    Text(String),
+    Number(String),
+    Null,
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Text(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Scalar, E> {
+                Ok(Scalar::Text(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v.to_string()))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_none<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Null)
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
 fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Option::<serde_json::Value>::deserialize(d)? {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(other) => Some(other.to_string()),
+    Ok(match Scalar::deserialize(d)? {
+        Scalar::Null => None,
+        Scalar::Text(s) | Scalar::Number(s) => Some(s),
     })
 }
 
@@ -162,6 +226,8 @@ mod tests {
         let d: Severity = serde_json::from_value(json!(2)).unwrap();
         assert_eq!(d, Severity::Warning);
         assert!(serde_json::from_value::<Severity>(json!("fatal")).is_err());
+        assert!(serde_json::from_value::<Severity>(json!(5)).is_err());
+        assert!(serde_json::from_value::<Severity>(json!({"a": 1})).is_err());
         assert_eq!(
             serde_json::to_value(Severity::Information).unwrap(),
             "Information"
@@ -177,6 +243,19 @@ mod tests {
         .unwrap();
         assert_eq!(d.code.as_deref(), Some("2304"));
         assert_eq!(serde_json::to_value(&d).unwrap()["code"], "2304");
+    }
+
+    #[test]
+    fn selection_text_is_capped_at_a_char_boundary() {
+        let mut s = Selection {
+            file_path: "/a".into(),
+            text: "é".repeat(MAX_SELECTION_TEXT),
+            range: Range::default(),
+        };
+        s.cap_text();
+        assert!(s.text.len() <= MAX_SELECTION_TEXT);
+        assert!(s.text.len() > MAX_SELECTION_TEXT - 4);
+        assert!(s.text.chars().all(|c| c == 'é'));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! content with it and then fail to parse `FILE_SAVED` or the diagnostics
 //! array (reference §2.6).
 
+use crate::jsonrpc::RawJson;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -34,8 +35,9 @@ pub struct Implementation {
 pub struct InitializeParams {
     #[serde(default)]
     pub protocol_version: Option<String>,
+    /// Kept as text: the server declares no feature that depends on them.
     #[serde(default)]
-    pub capabilities: Value,
+    pub capabilities: Option<RawJson>,
     #[serde(default)]
     pub client_info: Option<Implementation>,
 }
@@ -61,13 +63,15 @@ pub struct ToolDescriptor {
     pub annotations: Option<Value>,
 }
 
+/// `tools/call` params. `arguments` stay raw JSON until the tool reads
+/// them into its own typed struct.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CallToolParams {
     pub name: String,
     #[serde(default)]
-    pub arguments: Option<Value>,
+    pub arguments: Option<RawJson>,
     #[serde(default, rename = "_meta")]
-    pub meta: Option<Value>,
+    pub meta: Option<RawJson>,
 }
 
 /// One content item of a tool result.
@@ -186,6 +190,6 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(p.name, "getDiagnostics");
-        assert_eq!(p.meta.unwrap()["progressToken"], 4);
+        assert_eq!(p.meta.unwrap().to_value()["progressToken"], 4);
     }
 }

@@ -7,10 +7,9 @@
 //! `notifications/cancelled`, `notifications/roots/list_changed`.
 
 use crate::editor::{Diagnostic, Range, Selection};
-use crate::jsonrpc::Notification;
+use crate::jsonrpc::{Notification, RawJson};
 use crate::uri::file_uri;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub const SELECTION_CHANGED: &str = "selection_changed";
 pub const AT_MENTIONED: &str = "at_mentioned";
@@ -93,8 +92,9 @@ impl DiagnosticsChanged {
 #[serde(rename_all = "camelCase")]
 pub struct LogEvent {
     pub event_name: String,
+    /// Kept as text: only the name is ever looked at.
     #[serde(default)]
-    pub event_data: Value,
+    pub event_data: Option<RawJson>,
 }
 
 /// `ide_connected {pid}`: the CLI's own pid.
@@ -105,7 +105,7 @@ pub struct IdeConnected {
 }
 
 fn to_notification(method: &str, params: &impl Serialize) -> Notification {
-    Notification::new(method, serde_json::to_value(params).ok())
+    Notification::with_params(method, params)
 }
 
 /// A range for `at_mentioned`-style whole-line references.
@@ -158,7 +158,7 @@ mod tests {
         }
         .into_notification();
         assert_eq!(
-            n.params.unwrap(),
+            n.params_value().unwrap(),
             json!({"filePath":"/w/hello.py","lineStart":1,"lineEnd":3})
         );
         let whole = AtMentioned {
@@ -183,6 +183,6 @@ mod tests {
         assert_eq!(n.params::<IdeConnected>().unwrap().pid, Some(4242));
         let l: LogEvent =
             serde_json::from_value(json!({"eventName":"x","eventData":{"k":1}})).unwrap();
-        assert_eq!(l.event_data["k"], 1);
+        assert_eq!(l.event_data.unwrap().to_value()["k"], 1);
     }
 }

@@ -67,13 +67,13 @@ fn get_diagnostics_model_call_and_baseline_call() {
         r#"{"method":"tools/call","params":{"name":"getDiagnostics","arguments":{},"_meta":{"claudecode/toolUseId":"toolu_01","progressToken":3}},"jsonrpc":"2.0","id":3}"#,
     );
     let p: CallToolParams = r.params().unwrap();
-    let a: GetDiagnosticsArgs = serde_json::from_value(p.arguments.unwrap()).unwrap();
+    let a: GetDiagnosticsArgs = p.arguments.unwrap().parse().unwrap();
     assert_eq!(a.uri, None);
     let r = request(
         r#"{"method":"tools/call","params":{"name":"getDiagnostics","arguments":{"uri":"file:///tmp/w/hello.py"}},"jsonrpc":"2.0","id":9}"#,
     );
     let p: CallToolParams = r.params().unwrap();
-    let a: GetDiagnosticsArgs = serde_json::from_value(p.arguments.unwrap()).unwrap();
+    let a: GetDiagnosticsArgs = p.arguments.unwrap().parse().unwrap();
     assert_eq!(a.uri.as_deref(), Some("file:///tmp/w/hello.py"));
 }
 
@@ -83,7 +83,7 @@ fn open_diff_and_its_answers() {
         r#"{"method":"tools/call","params":{"name":"openDiff","arguments":{"old_file_path":"/tmp/w/hello.py","new_file_path":"/tmp/w/hello.py","new_file_contents":"print(2)\n","tab_name":"✻ [Claude Code] hello.py (65ade6) ⧉"}},"jsonrpc":"2.0","id":5}"#,
     );
     let p: CallToolParams = r.params().unwrap();
-    let a: OpenDiffArgs = serde_json::from_value(p.arguments.unwrap()).unwrap();
+    let a: OpenDiffArgs = p.arguments.unwrap().parse().unwrap();
     assert_eq!(a.new_file_contents, "print(2)\n");
     // The client needs [0] == FILE_SAVED and [1] a string.
     let saved = tools::file_saved("print(3)\n").to_value();
@@ -96,7 +96,7 @@ fn open_diff_and_its_answers() {
         r#"{"method":"tools/call","params":{"name":"close_tab","arguments":{"tab_name":"✻ [Claude Code] hello.py (65ade6) ⧉"}},"jsonrpc":"2.0","id":6}"#,
     );
     let p: CallToolParams = close.params().unwrap();
-    assert_eq!(p.arguments.unwrap()["tab_name"], a.tab_name);
+    assert_eq!(p.arguments.unwrap().to_value()["tab_name"], a.tab_name);
 }
 
 #[test]

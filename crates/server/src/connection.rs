@@ -14,6 +14,7 @@
 use crate::engine::{lock, Shared};
 use crate::frontend::{ClientId, ClientInfo};
 use crate::keepalive::{Action, Keepalive};
+use crate::memory;
 use crate::router;
 use crate::sessions::Outbound;
 use futures_util::{SinkExt, StreamExt};
@@ -112,13 +113,24 @@ where
     // requests directly, and writes what other tasks queue on `rx`
     // (answers of spawned tool calls, notifications, an eviction).
     let mut ending: Option<(u16, &'static str)> = None;
+    // tungstenite keeps the read buffer of the largest frame for reuse
+    // until the connection ends: give that memory back then too.
+    let mut had_large = false;
     loop {
         let sent = tokio::select! {
             frame = ws.next() => {
                 keepalive.seen(Instant::now());
                 let text = match frame {
                     None | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(t))) => router::handle(&conn, t.as_str()).await,
+                    Some(Ok(Message::Text(t))) => {
+                        let answer = router::handle(&conn, t.as_str()).await;
+                        if t.len() >= memory::LARGE_MESSAGE {
+                            drop(t);
+                            had_large = true;
+                            memory::large_message_done();
+                        }
+                        answer
+                    }
                     Some(Ok(Message::Binary(b))) => match std::str::from_utf8(&b) {
                         Ok(t) => router::handle(&conn, t).await,
                         Err(_) => router::handle(&conn, "\u{0}not utf-8").await,
@@ -178,7 +190,11 @@ where
         }
         send_close(&mut ws, code, reason.into()).await;
     }
+    drop(ws);
     shared.disconnected(id);
+    if had_large {
+        memory::large_message_done();
+    }
     tracing::debug!(conn = id, "websocket closed");
 }
 

@@ -76,8 +76,12 @@ impl DiffRegistry {
     }
 
     /// The user's verdict. The view stays registered until it is closed.
-    /// Returns false when the diff is unknown or already settled.
+    /// Returns false when the diff is unknown or already settled. A
+    /// dismissal settles nothing: the call waits for Claude's own prompt.
     pub fn resolve(&mut self, id: DiffId, decision: DiffDecision) -> bool {
+        if decision == DiffDecision::Dismissed {
+            return self.open.get(&id).is_some_and(|e| e.waiter.is_some());
+        }
         match self.open.get_mut(&id).and_then(|e| e.waiter.take()) {
             Some(w) => w.send(Settled::Decided(decision)).is_ok(),
             None => false,
@@ -186,6 +190,22 @@ mod tests {
         assert!(r.contains(b));
         assert_eq!(r.close_all(None), vec![b]);
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn dismissal_leaves_the_call_pending_for_the_terminal() {
+        let mut r = DiffRegistry::default();
+        let (id, mut rx, _) = r.open("t", 1);
+        assert!(r.resolve(id, DiffDecision::Dismissed));
+        assert!(rx.try_recv().is_err(), "still pending");
+        assert!(
+            r.resolve(id, DiffDecision::Rejected),
+            "a later verdict counts"
+        );
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            Settled::Decided(DiffDecision::Rejected)
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use crate::config::Config;
 use crate::connection;
 use crate::diffs::{ConnId, DiffRegistry};
-use crate::frontend::{ClientInfo, EditorEvent, Frontend, FrontendError};
+use crate::frontend::{ClientInfo, DiffId, EditorEvent, Frontend, FrontendError};
 use crate::handshake::{self, Policy};
 use crate::lockfile::{self, LockError, LockGuard};
 use crate::sessions::Sessions;
@@ -99,6 +99,24 @@ pub enum ServerError {
 #[error("the ccbridge engine has stopped")]
 pub struct EngineGone;
 
+/// Why an editor event sent with [`EngineHandle::apply`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Gone(#[from] EngineGone),
+    /// The workspace changed in memory, but the lock file on disk could not
+    /// follow: Claude still sees the previous workspace.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// A verdict for a diff that is not open: Claude closed it already (it
+    /// answered in the terminal, or moved on), or it was never shown.
+    #[error("{0} is not open (Claude already closed it, or it was never shown); the verdict was dropped")]
+    DiffNotOpen(DiffId),
+}
+
+/// An editor event, and who waits to hear it was applied.
+type Inbound = (EditorEvent, Option<oneshot::Sender<Result<(), ApplyError>>>);
+
 /// State shared by the accept loop, the connections, the tools and the
 /// editor-event loop.
 pub(crate) struct Shared {
@@ -167,12 +185,11 @@ impl Shared {
         l
     }
 
-    fn rewrite_lock(&self) {
+    fn rewrite_lock(&self) -> Result<(), LockError> {
         let contents = self.lock_contents();
-        if let Some(g) = lock(&self.lock).as_ref() {
-            if let Err(e) = g.update(&contents) {
-                tracing::error!("{e}");
-            }
+        match lock(&self.lock).as_ref() {
+            Some(g) => g.update(&contents),
+            None => Ok(()),
         }
     }
 
@@ -220,14 +237,14 @@ impl Shared {
 pub struct Server {
     shared: Arc<Shared>,
     listener: TcpListener,
-    events: mpsc::Sender<EditorEvent>,
+    events: mpsc::Sender<Inbound>,
 }
 
 /// The editor's side of a running engine: send it events, read its status.
 #[derive(Clone)]
 pub struct EngineHandle {
     shared: Arc<Shared>,
-    events: mpsc::Sender<EditorEvent>,
+    events: mpsc::Sender<Inbound>,
 }
 
 impl Server {
@@ -435,7 +452,22 @@ pub(crate) fn ws_config(max: usize) -> WebSocketConfig {
 impl EngineHandle {
     /// Delivers an editor event; events are applied in the order sent.
     pub async fn send(&self, event: EditorEvent) -> Result<(), EngineGone> {
-        self.events.send(event).await.map_err(|_| EngineGone)
+        self.events
+            .send((event, None))
+            .await
+            .map_err(|_| EngineGone)
+    }
+
+    /// Delivers an editor event, in order with [`Self::send`], and returns
+    /// once it has been applied: for [`EditorEvent::Workspace`], once the
+    /// lock file on disk says so (or could not be rewritten).
+    pub async fn apply(&self, event: EditorEvent) -> Result<(), ApplyError> {
+        let (done, applied) = oneshot::channel();
+        self.events
+            .send((event, Some(done)))
+            .await
+            .map_err(|_| EngineGone)?;
+        applied.await.map_err(|_| EngineGone)?
     }
 
     pub fn port(&self) -> u16 {
@@ -468,7 +500,7 @@ impl EngineHandle {
 }
 
 /// Applies editor events in order and debounces selections.
-async fn event_loop(shared: Arc<Shared>, mut rx: mpsc::Receiver<EditorEvent>) {
+async fn event_loop(shared: Arc<Shared>, mut rx: mpsc::Receiver<Inbound>) {
     let debounce = shared.config.selection_debounce;
     let mut shutdown = shared.shutdown.subscribe();
     // (deadline, first pending moment): trailing debounce, capped at 5x.
@@ -484,9 +516,18 @@ async fn event_loop(shared: Arc<Shared>, mut rx: mpsc::Receiver<EditorEvent>) {
                 flush_selection(&shared, &mut last_sent);
             }
             ev = rx.recv() => {
-                let Some(ev) = ev else { break };
-                if let EditorEvent::Selection(_) = ev {
-                    apply(&shared, ev);
+                let Some((ev, done)) = ev else { break };
+                let is_selection = matches!(ev, EditorEvent::Selection(_));
+                let result = apply(&shared, ev);
+                match (done, result) {
+                    (Some(done), result) => {
+                        let _ = done.send(result);
+                    }
+                    (None, Err(e @ ApplyError::DiffNotOpen(_))) => tracing::debug!("{e}"),
+                    (None, Err(e)) => tracing::error!("{e}"),
+                    (None, Ok(())) => {}
+                }
+                if is_selection {
                     if debounce.is_zero() {
                         flush_selection(&shared, &mut last_sent);
                     } else {
@@ -495,8 +536,6 @@ async fn event_loop(shared: Arc<Shared>, mut rx: mpsc::Receiver<EditorEvent>) {
                         let cap = first + debounce * 5;
                         pending = Some(((now + debounce).min(cap), first));
                     }
-                } else {
-                    apply(&shared, ev);
                 }
             }
         }
@@ -522,7 +561,7 @@ fn flush_selection(shared: &Shared, last_sent: &mut Option<SelectionChanged>) {
     *last_sent = Some(params);
 }
 
-fn apply(shared: &Arc<Shared>, ev: EditorEvent) {
+fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
     match ev {
         EditorEvent::Selection(s) => lock(&shared.state).set_selection(s),
         EditorEvent::OpenEditors(tabs) => lock(&shared.state).set_tabs(tabs),
@@ -551,12 +590,13 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) {
                     s.pid = p;
                 }
             }
-            shared.rewrite_lock();
+            shared.rewrite_lock()?;
         }
         EditorEvent::DiffResolved { id, decision } => {
             if !lock(&shared.diffs).resolve(id, decision) {
-                tracing::debug!(%id, "verdict for a diff that is already settled");
+                return Err(ApplyError::DiffNotOpen(id));
             }
         }
     }
+    Ok(())
 }

@@ -57,8 +57,13 @@ pub enum DiffDecision {
         #[serde(default)]
         contents: Option<String>,
     },
-    /// Reject, or the view was closed without a decision.
+    /// Reject.
     Rejected,
+    /// The view was closed without a decision. Claude's own prompt in the
+    /// terminal stays up and decides; the `openDiff` call stays pending.
+    /// (Claude Code takes `TAB_CLOSED` as *accepting* the proposal, so a
+    /// closed view is never reported to it as that.)
+    Dismissed,
 }
 
 /// What the editor can do; decides which tools are offered.

@@ -26,6 +26,7 @@ pub mod frontend;
 pub mod handshake;
 pub mod keepalive;
 pub mod lockfile;
+pub mod memory;
 mod router;
 mod sessions;
 mod state;
@@ -33,7 +34,7 @@ pub mod token;
 mod tools;
 
 pub use config::Config;
-pub use engine::{EngineGone, EngineHandle, Server, ServerError};
+pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};
 pub use frontend::{
     Capabilities, ClientId, ClientInfo, DiffDecision, DiffId, DiffView, EditorEvent, Frontend,
     FrontendError, OpenedFile,

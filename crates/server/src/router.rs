@@ -15,11 +15,12 @@ use crate::connection::Conn;
 use crate::engine::lock;
 use crate::frontend::ClientInfo;
 use crate::tools;
-use ccbridge_protocol::jsonrpc::{code, ErrorObject, Message, Notification, Request, Response};
+use ccbridge_protocol::jsonrpc::{
+    code, ErrorObject, Message, Notification, RawJson, Request, Response,
+};
 use ccbridge_protocol::mcp::{self, CallToolParams, Implementation, InitializeParams};
 use ccbridge_protocol::notifications as n;
 use ccbridge_protocol::tools::Tool;
-use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +51,7 @@ async fn request(conn: &Arc<Conn>, r: Request) -> Option<String> {
     let initialized = conn.initialized.load(Ordering::SeqCst);
     let id = r.id.clone();
     let outcome = match r.method.as_str() {
-        "ping" => Ok(json!({})),
+        "ping" => Ok(RawJson::empty_object()),
         "initialize" if initialized => Err(ErrorObject::new(
             code::INVALID_REQUEST,
             "initialize may only be sent once",
@@ -113,7 +114,7 @@ async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
         let e = ErrorObject::invalid_params(format!("Unknown tool: {}", params.name));
         return Some(Response::error(Some(r.id), e).to_json());
     };
-    let args = params.arguments.unwrap_or_else(|| json!({}));
+    let args = params.arguments.unwrap_or_else(RawJson::empty_object);
     if tools::answers_at_once(tool) {
         return Some(run_tool(conn, tool, args).await.into_response(&r.id));
     }
@@ -131,7 +132,7 @@ async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
     None
 }
 
-async fn run_tool(conn: &Arc<Conn>, tool: Tool, args: serde_json::Value) -> tools::Reply {
+async fn run_tool(conn: &Arc<Conn>, tool: Tool, args: RawJson) -> tools::Reply {
     let started = std::time::Instant::now();
     let reply = tools::call(tool, conn, args).await;
     tracing::debug!(

@@ -27,7 +27,11 @@ pub struct EditorState {
 }
 
 impl EditorState {
-    pub fn set_selection(&mut self, s: Option<Selection>) {
+    /// Keeps at most `MAX_SELECTION_TEXT` bytes of selected text.
+    pub fn set_selection(&mut self, mut s: Option<Selection>) {
+        if let Some(s) = &mut s {
+            s.cap_text();
+        }
         if let Some(s) = &s {
             self.latest = Some(s.clone());
         }

@@ -25,8 +25,8 @@
 //!
 //! Writing goes through one task that owns the output ([`spawn_writer`]):
 //! frames are queued whole, so they can never interleave and a cancelled
-//! caller can never leave half a frame behind. Each frame is written as one
-//! buffer (header and body together) and flushed. Queuing never blocks: the
+//! caller can never leave half a frame behind. Each frame is written
+//! (header, then body, never copied into one buffer) and flushed. Queuing never blocks: the
 //! reader must never wait for the editor to read our output, or an editor
 //! that writes a large message while we write one would deadlock with us
 //! (both pipes full). Instead the queue is bounded in bytes
@@ -330,7 +330,7 @@ fn parse_length(value: &[u8]) -> Result<u64, FramingError> {
 
 /// Builds one frame: header and body in one buffer.
 pub fn encode_frame(body: &[u8]) -> Vec<u8> {
-    let header = format!("Content-Length: {}\r\n\r\n", body.len());
+    let header = header(body.len());
     let mut out = Vec::with_capacity(header.len() + body.len());
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(body);
@@ -364,8 +364,12 @@ impl Cancel {
 }
 
 struct Queued {
-    frame: Vec<u8>,
+    body: Vec<u8>,
     cancel: Option<Cancel>,
+}
+
+fn header(body_len: usize) -> String {
+    format!("Content-Length: {body_len}\r\n\r\n")
 }
 
 enum WriterCmd {
@@ -386,19 +390,19 @@ impl FrameSink {
     /// Queues one frame with `body`. Never blocks; frames are written in
     /// the order they were queued.
     pub fn send(&self, body: impl Into<Vec<u8>>) -> Result<(), SendError> {
-        self.enqueue(encode_frame(&body.into()), None)
+        self.enqueue(body.into(), None)
     }
 
     /// Like [`FrameSink::send`], for a frame that may be withdrawn while it
     /// waits (a request whose caller may give up).
     pub fn send_cancellable(&self, body: impl Into<Vec<u8>>) -> Result<Cancel, SendError> {
         let cancel = Cancel::default();
-        self.enqueue(encode_frame(&body.into()), Some(cancel.clone()))?;
+        self.enqueue(body.into(), Some(cancel.clone()))?;
         Ok(cancel)
     }
 
-    fn enqueue(&self, frame: Vec<u8>, cancel: Option<Cancel>) -> Result<(), SendError> {
-        let len = frame.len();
+    fn enqueue(&self, body: Vec<u8>, cancel: Option<Cancel>) -> Result<(), SendError> {
+        let len = body.len();
         let mut queued = self.queued.load(Ordering::Acquire);
         loop {
             if queued > 0 && queued.saturating_add(len) > self.limit {
@@ -415,7 +419,7 @@ impl FrameSink {
             }
         }
         self.tx
-            .send(WriterCmd::Frame(Queued { frame, cancel }))
+            .send(WriterCmd::Frame(Queued { body, cancel }))
             .map_err(|_| {
                 self.queued.fetch_sub(len, Ordering::AcqRel);
                 SendError::Closed
@@ -513,12 +517,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let mut withdrawn = 0u64;
     while let Some(cmd) = rx.recv().await {
         match cmd {
-            WriterCmd::Frame(Queued { frame, cancel }) => {
-                let len = frame.len();
+            WriterCmd::Frame(Queued { body, cancel }) => {
+                let len = body.len();
                 if cancel.as_ref().is_some_and(Cancel::is_cancelled) {
                     withdrawn += 1;
                     tracing::trace!(withdrawn, "dropped a request its caller gave up on");
-                } else if let Err(e) = write_one(&mut output, &frame).await {
+                } else if let Err(e) = write_one(&mut output, &body).await {
                     tracing::warn!(error = %e, "writing to the editor failed; output closed");
                     return Err(e);
                 }
@@ -535,8 +539,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     output.flush().await
 }
 
-async fn write_one<W: AsyncWrite + Unpin>(output: &mut W, frame: &[u8]) -> std::io::Result<()> {
-    output.write_all(frame).await?;
+async fn write_one<W: AsyncWrite + Unpin>(output: &mut W, body: &[u8]) -> std::io::Result<()> {
+    output.write_all(header(body.len()).as_bytes()).await?;
+    output.write_all(body).await?;
     output.flush().await
 }
 
@@ -1012,7 +1017,10 @@ Content-Length: 2\n\n[]\r\n\r\nContent-Length: 1\r\n\r\n7";
         sink.close().await;
         task.await.unwrap().unwrap();
         let log = log.lock().unwrap().clone();
-        assert_eq!(log, ["write 23", "flush", "write 24", "flush"]);
+        assert_eq!(
+            log,
+            ["write 21", "write 2", "flush", "write 21", "write 3", "flush"]
+        );
         let mut w = Vec::new();
         w.write_all(&encode_frame(b"{}")).await.unwrap();
         assert_eq!(w, b"Content-Length: 2\r\n\r\n{}");

@@ -23,7 +23,7 @@ use crate::framing::{FrameSink, SendError};
 use crate::messages::{self, method};
 use crate::pending::{Outcome, PendingRequests};
 use async_trait::async_trait;
-use ccbridge_protocol::jsonrpc::{code, Message, Notification, Request, RequestId};
+use ccbridge_protocol::jsonrpc::{code, Message, Notification, RawJson, Request, RequestId};
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::tools::OpenFileArgs;
 use ccbridge_server::{
@@ -31,7 +31,6 @@ use ccbridge_server::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 use std::time::Duration;
@@ -116,15 +115,20 @@ impl StdioFrontend {
         method: &'static str,
         params: &impl Serialize,
         timeout: Option<Duration>,
-    ) -> Result<Value, FrontendError> {
-        let params = serde_json::to_value(params)
+    ) -> Result<RawJson, FrontendError> {
+        let params = RawJson::to_raw(params)
             .map_err(|e| FrontendError::Failed(format!("cannot encode {method}: {e}")))?;
         let ticket = self
             .pending
             .register()
             .map_err(|_| FrontendError::Disconnected)?;
         let id = ticket.id();
-        let frame = Message::from(Request::new(id.clone(), method, Some(params))).to_json();
+        let request = Request {
+            id: id.clone(),
+            method: method.to_owned(),
+            params: Some(params),
+        };
+        let frame = Message::from(request).to_json();
         // Withdrawn from the queue if this call ends (timeout, cancellation)
         // before the editor was sent it: a late request helps nobody.
         let _withdraw = match self.sink.send_cancellable(frame) {
@@ -166,15 +170,14 @@ impl StdioFrontend {
         params: &impl Serialize,
         timeout: Option<Duration>,
     ) -> Result<T, FrontendError> {
-        let value = self.call(method, params, timeout).await?;
-        serde_json::from_value(value).map_err(|e| {
+        let raw = self.call(method, params, timeout).await?;
+        raw.parse().map_err(|e| {
             FrontendError::Failed(format!("the editor's answer to {method} is malformed: {e}"))
         })
     }
 
     fn notify(&self, method: &'static str, params: &impl Serialize) {
-        let params = serde_json::to_value(params).ok();
-        let frame = Message::from(Notification::new(method, params)).to_json();
+        let frame = Message::from(Notification::with_params(method, params)).to_json();
         match self.sink.send(frame) {
             Ok(()) => {}
             Err(SendError::Closed) => {
@@ -230,14 +233,14 @@ impl Frontend for StdioFrontend {
         if !self.caps().open_file {
             return Err(FrontendError::Unsupported("openFile"));
         }
-        let value = self.call(method::OPEN_FILE, &args, self.bounded()).await?;
-        if value.is_null() {
+        let raw = self.call(method::OPEN_FILE, &args, self.bounded()).await?;
+        if raw.is_null() {
             return Ok(OpenedFile {
                 file_path: args.file_path,
                 ..Default::default()
             });
         }
-        serde_json::from_value(value).map_err(|e| {
+        raw.parse().map_err(|e| {
             FrontendError::Failed(format!("the editor's answer to openFile is malformed: {e}"))
         })
     }
@@ -343,6 +346,7 @@ mod tests {
     use crate::framing::{spawn_writer, Frame, FrameReader};
     use ccbridge_protocol::jsonrpc::ErrorObject;
     use serde_json::json;
+    use serde_json::Value;
     use std::sync::Arc;
     use tokio::io::DuplexStream;
 
@@ -397,12 +401,15 @@ mod tests {
         });
         let req = next_request(&mut editor).await;
         assert_eq!(req.method, "showDiff");
-        assert_eq!(req.params, Some(serde_json::to_value(diff()).unwrap()));
         assert_eq!(
-            req.params.as_ref().unwrap()["tabName"],
+            req.params_value(),
+            Some(serde_json::to_value(diff()).unwrap())
+        );
+        assert_eq!(
+            req.params_value().unwrap()["tabName"],
             "✻ [Claude Code] a.rs ⧉"
         );
-        assert!(fe.complete(&req.id, Ok(Value::Null)));
+        assert!(fe.complete(&req.id, Ok(Value::Null.into())));
         assert_eq!(call.await.unwrap(), Ok(()));
         assert_eq!(fe.pending_requests(), 0);
     }
@@ -426,16 +433,16 @@ mod tests {
         for r in [&r2, &r1] {
             let answer = match r.method.as_str() {
                 "closeTab" => {
-                    assert_eq!(r.params, Some(json!({"tabName": "a"})));
+                    assert_eq!(r.params_value(), Some(json!({"tabName": "a"})));
                     json!({"closed": true})
                 }
                 "openFiles" => {
-                    assert_eq!(r.params, Some(json!({"paths": ["/w/x", "/w/y"]})));
+                    assert_eq!(r.params_value(), Some(json!({"paths": ["/w/x", "/w/y"]})));
                     json!({"opened": ["/w/x"]})
                 }
                 m => panic!("unexpected {m}"),
             };
-            assert!(fe.complete(&r.id, Ok(answer)));
+            assert!(fe.complete(&r.id, Ok(answer.into())));
         }
         assert_eq!(a.await.unwrap(), Ok(true));
         assert_eq!(b.await.unwrap(), Ok(vec!["/w/x".to_owned()]));
@@ -450,7 +457,7 @@ mod tests {
             async move { fe.save_document("/w/a".into()).await }
         });
         let req = next_request(&mut editor).await;
-        assert_eq!(req.params, Some(json!({"path": "/w/a"})));
+        assert_eq!(req.params_value(), Some(json!({"path": "/w/a"})));
         fe.complete(&req.id, Err(ErrorObject::new(1, "read-only buffer")));
         assert_eq!(
             save.await.unwrap(),
@@ -474,7 +481,7 @@ mod tests {
             async move { fe.close_tab("x".into()).await }
         });
         let req = next_request(&mut editor).await;
-        fe.complete(&req.id, Ok(json!({"closed": "yes"})));
+        fe.complete(&req.id, Ok(json!({"closed": "yes"}).into()));
         assert!(
             matches!(tab.await.unwrap(), Err(FrontendError::Failed(m)) if m.contains("malformed"))
         );
@@ -505,12 +512,12 @@ mod tests {
         assert_eq!(confirm_req.method, "confirmExecute");
         assert_eq!(open.await.unwrap(), Err(FrontendError::Timeout));
         assert!(
-            !fe.complete(&open_req.id, Ok(Value::Null)),
+            !fe.complete(&open_req.id, Ok(Value::Null.into())),
             "late answer dropped"
         );
         tokio::time::advance(Duration::from_secs(3600)).await;
         assert!(!confirm.is_finished());
-        assert!(fe.complete(&confirm_req.id, Ok(json!({"confirmed": true}))));
+        assert!(fe.complete(&confirm_req.id, Ok(json!({"confirmed": true}).into())));
         assert_eq!(confirm.await.unwrap(), Ok(true));
     }
 
@@ -570,7 +577,7 @@ mod tests {
         loop {
             let req = next_request(&mut reader).await;
             if req.method == "closeTab" {
-                assert!(fe.complete(&req.id, Ok(json!({"closed": true}))));
+                assert!(fe.complete(&req.id, Ok(json!({"closed": true}).into())));
                 break;
             }
             stale += 1;
@@ -587,7 +594,7 @@ mod tests {
             async move { fe.close_diff(DiffId(1)).await }
         });
         let req = next_request(&mut editor).await;
-        assert_eq!(req.params, Some(json!({"id": 1})));
+        assert_eq!(req.params_value(), Some(json!({"id": 1})));
         fe.disconnect();
         assert_eq!(call.await.unwrap(), Err(FrontendError::Disconnected));
         assert_eq!(fe.show_diff(diff()).await, Err(FrontendError::Disconnected));
@@ -622,7 +629,7 @@ mod tests {
         match next_message(&mut editor).await {
             Message::Notification(n) => {
                 assert_eq!(n.method, "clientDisconnected");
-                assert_eq!(n.params, Some(json!({"id": 3})));
+                assert_eq!(n.params_value(), Some(json!({"id": 3})));
             }
             other => panic!("expected the notification, got {other:?}"),
         }
@@ -643,13 +650,13 @@ mod tests {
         });
         let req = next_request(&mut editor).await;
         assert_eq!(
-            req.params,
+            req.params_value(),
             Some(
                 json!({"filePath": "/w/a", "preview": false, "selectToEndOfLine": false,
                         "makeFrontmost": true, "startLine": 3})
             )
         );
-        fe.complete(&req.id, Ok(Value::Null));
+        fe.complete(&req.id, Ok(Value::Null.into()));
         assert_eq!(
             open.await.unwrap(),
             Ok(OpenedFile {
@@ -663,10 +670,10 @@ mod tests {
             async move { fe.execute_code("1+1".into()).await }
         });
         let req = next_request(&mut editor).await;
-        assert_eq!(req.params, Some(json!({"code": "1+1"})));
+        assert_eq!(req.params_value(), Some(json!({"code": "1+1"})));
         fe.complete(
             &req.id,
-            Ok(json!({"content": [{"type": "text", "text": "2"}]})),
+            Ok(json!({"content": [{"type": "text", "text": "2"}]}).into()),
         );
         assert_eq!(run.await.unwrap(), Ok(vec![Content::text("2")]));
     }
@@ -684,7 +691,7 @@ mod tests {
             Message::Notification(n) => {
                 assert_eq!(n.method, "clientConnected");
                 assert_eq!(
-                    n.params,
+                    n.params_value(),
                     Some(json!({"id": 1, "name": "claude-code", "version": "2.1.328", "pid": 99}))
                 );
             }

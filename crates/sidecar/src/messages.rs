@@ -10,6 +10,7 @@
 //! plugin bug surfaces as `-32602` instead of as wrong state.
 
 use ccbridge_protocol::editor::{Diagnostic, EditorTab, Range, Selection};
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::uri::{normalize, percent_decode};
 use ccbridge_server::{Capabilities, ClientId, ClientInfo, DiffDecision, DiffId, EditorEvent};
@@ -17,7 +18,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of docs/editor-protocol.md this crate implements.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
+/// Versions an editor may ask for in `initialize`. Version 2 only adds to
+/// version 1 (the `dismissed` verdict, `invalidNotification`), so a
+/// version-1 editor keeps working; it is just not sent what it would not
+/// know.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [u32; 2] = [1, 2];
 
 /// Method names, as on the wire.
 pub mod method {
@@ -47,6 +53,9 @@ pub mod method {
     // ccbridge → editor, notifications
     pub const CLIENT_CONNECTED: &str = "clientConnected";
     pub const CLIENT_DISCONNECTED: &str = "clientDisconnected";
+    /// Version 2: a notification from the editor that ccbridge could not
+    /// use, in whole or in part.
+    pub const INVALID_NOTIFICATION: &str = "invalidNotification";
 }
 
 // ------------------------------------------------------------ initialize
@@ -114,6 +123,53 @@ pub struct StatusResult {
 
 // ------------------------------------------------------------ notifications in
 
+/// An editor notification made into an engine event, and what was wrong
+/// with it. Editors make mistakes (a relative path, one odd diagnostic);
+/// the usable part is applied and the rest is reported back to the editor
+/// (`invalidNotification`) instead of being dropped silently.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// `None` when nothing of the notification was usable.
+    pub event: Option<EditorEvent>,
+    /// What was wrong; with an event, the parts that were left out.
+    pub problems: Vec<String>,
+}
+
+impl Checked {
+    fn ok(event: EditorEvent) -> Self {
+        Checked {
+            event: Some(event),
+            problems: Vec::new(),
+        }
+    }
+
+    fn rejected(problem: impl Into<String>) -> Self {
+        Checked {
+            event: None,
+            problems: vec![problem.into()],
+        }
+    }
+}
+
+impl From<Result<EditorEvent, String>> for Checked {
+    fn from(r: Result<EditorEvent, String>) -> Self {
+        match r {
+            Ok(e) => Checked::ok(e),
+            Err(p) => Checked::rejected(p),
+        }
+    }
+}
+
+/// Paths the editor reports must be absolute: Claude matches them against
+/// its own absolute paths (a relative one reaches it as `file://a.py`).
+pub fn check_path(field: &str, path: &str) -> Result<(), String> {
+    if path.starts_with('/') && !path.contains('\0') {
+        Ok(())
+    } else {
+        Err(format!("`{field}` must be an absolute path (got {path:?})"))
+    }
+}
+
 /// `selectionChanged`: a selection, a bare cursor (`text: ""`), or
 /// `filePath: null` for "no active editor".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -128,13 +184,20 @@ pub struct SelectionChangedParams {
 }
 
 impl SelectionChangedParams {
+    /// A selection whose end comes before its start (the cursor at the
+    /// anchor's left) is turned around: Claude counts lines from start to
+    /// end.
     pub fn into_event(self) -> Result<EditorEvent, String> {
         let Some(file_path) = self.file_path else {
             return Ok(EditorEvent::Selection(None));
         };
-        let range = self
+        check_path("filePath", &file_path)?;
+        let mut range = self
             .selection
             .ok_or("`selection` is required when `filePath` is set")?;
+        if range.end < range.start {
+            std::mem::swap(&mut range.start, &mut range.end);
+        }
         Ok(EditorEvent::Selection(Some(Selection {
             file_path,
             text: self.text.unwrap_or_default(),
@@ -143,32 +206,87 @@ impl SelectionChangedParams {
     }
 }
 
+/// `openEditorsChanged`; each tab is read on its own, so one bad tab does
+/// not lose the others.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpenEditorsChangedParams {
-    pub tabs: Vec<EditorTab>,
+    pub tabs: Vec<RawJson>,
 }
 
-/// `diagnosticsChanged`: `path`, or an LSP-style `uri` instead.
+impl OpenEditorsChangedParams {
+    pub fn check(self) -> Checked {
+        let mut problems = Vec::new();
+        let mut tabs = Vec::with_capacity(self.tabs.len());
+        for (i, raw) in self.tabs.iter().enumerate() {
+            match raw.parse::<EditorTab>() {
+                Err(e) => problems.push(format!("tabs[{i}]: {e}")),
+                Ok(t) if !t.is_untitled => match check_path("path", &t.path) {
+                    Ok(()) => tabs.push(t),
+                    Err(e) => problems.push(format!("tabs[{i}]: {e}")),
+                },
+                Ok(t) => tabs.push(t),
+            }
+        }
+        left_out(
+            EditorEvent::OpenEditors(tabs),
+            problems,
+            self.tabs.len(),
+            "tabs",
+        )
+    }
+}
+
+/// The checked event, noting how many items were left out of it.
+fn left_out(event: EditorEvent, mut problems: Vec<String>, total: usize, what: &str) -> Checked {
+    if !problems.is_empty() {
+        let kept = total - problems.len();
+        problems.push(format!("the other {kept} {what} were applied"));
+    }
+    Checked {
+        event: Some(event),
+        problems,
+    }
+}
+
+/// `diagnosticsChanged`: `path`, or an LSP-style `uri` instead. Each
+/// diagnostic is read on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiagnosticsChangedParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub diagnostics: Vec<RawJson>,
 }
 
 impl DiagnosticsChangedParams {
-    pub fn into_event(self) -> Result<EditorEvent, String> {
+    pub fn check(self) -> Checked {
         let path = match (self.path, self.uri) {
-            (Some(p), _) => p,
-            (None, Some(u)) => path_from_file_uri(&u)?,
-            (None, None) => return Err("`path` or `uri` is required".into()),
+            (Some(p), _) => match check_path("path", &p) {
+                Ok(()) => p,
+                Err(e) => return Checked::rejected(e),
+            },
+            (None, Some(u)) => match path_from_file_uri(&u) {
+                Ok(p) => p,
+                Err(e) => return Checked::rejected(e),
+            },
+            (None, None) => return Checked::rejected("`path` or `uri` is required"),
         };
-        Ok(EditorEvent::Diagnostics {
-            path,
-            diagnostics: self.diagnostics,
-        })
+        let mut problems = Vec::new();
+        let mut diagnostics = Vec::with_capacity(self.diagnostics.len());
+        for (i, raw) in self.diagnostics.iter().enumerate() {
+            match raw.parse::<Diagnostic>() {
+                Ok(d) => diagnostics.push(d),
+                Err(e) => problems.push(format!("diagnostics[{i}]: {e}")),
+            }
+        }
+        let total = self.diagnostics.len();
+        left_out(
+            EditorEvent::Diagnostics { path, diagnostics },
+            problems,
+            total,
+            "diagnostics",
+        )
     }
 }
 
@@ -193,8 +311,30 @@ pub struct DocumentDirtyChangedParams {
     pub is_dirty: bool,
 }
 
+impl DocumentDirtyChangedParams {
+    pub fn into_event(self) -> Result<EditorEvent, String> {
+        check_path("path", &self.path)?;
+        Ok(EditorEvent::Dirty {
+            path: self.path,
+            is_dirty: self.is_dirty,
+        })
+    }
+}
+
 /// `atMentioned` params: the protocol crate's type, same shape.
 pub type AtMentionedParams = ccbridge_protocol::notifications::AtMentioned;
+
+/// Checks an `atMentioned`: an absolute path; lines in order.
+pub fn at_mention_event(mut m: AtMentionedParams) -> Result<EditorEvent, String> {
+    check_path("filePath", &m.file_path)?;
+    if let (Some(a), Some(b)) = (m.line_start, m.line_end) {
+        if b < a {
+            m.line_start = Some(b);
+            m.line_end = Some(a);
+        }
+    }
+    Ok(EditorEvent::AtMention(m))
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -208,13 +348,24 @@ pub struct WorkspaceChangedParams {
 }
 
 impl WorkspaceChangedParams {
-    pub fn into_event(self) -> EditorEvent {
-        EditorEvent::Workspace {
+    pub fn into_event(self) -> Result<EditorEvent, String> {
+        if let Some(f) = &self.workspace_folders {
+            check_folders(f)?;
+        }
+        Ok(EditorEvent::Workspace {
             folders: self.workspace_folders,
             ide_name: self.ide_name,
             pid: self.pid,
-        }
+        })
     }
+}
+
+/// Workspace folders go into the lock file, where the CLI matches its cwd
+/// against them: they must be absolute.
+pub fn check_folders(folders: &[String]) -> Result<(), String> {
+    folders
+        .iter()
+        .try_for_each(|f| check_path("workspaceFolders", f))
 }
 
 fn workspace_event(
@@ -229,8 +380,10 @@ fn workspace_event(
     })
 }
 
-/// `diffResolved`: `{"id", "decision": "accepted", "contents"?}` or
-/// `{"id", "decision": "rejected"}`.
+/// `diffResolved`: `{"id", "decision": "accepted", "contents"?}`,
+/// `{"id", "decision": "rejected"}` or (version 2) `{"id", "decision":
+/// "dismissed"}`. `id` is `showDiff`'s `params.id`, not the JSON-RPC id of
+/// the `showDiff` request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffResolvedParams {
     pub id: DiffId,
@@ -245,6 +398,17 @@ impl DiffResolvedParams {
             decision: self.decision,
         }
     }
+}
+
+/// `invalidNotification` params (version 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvalidNotificationParams {
+    /// The editor's notification.
+    pub method: String,
+    /// What was wrong, once, with what was done about it.
+    pub message: String,
+    /// Whether the usable rest of the notification was applied.
+    pub partial: bool,
 }
 
 // ------------------------------------------------------------ requests out
@@ -368,7 +532,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_value(&r).unwrap(),
-            json!({"protocolVersion": 1, "serverInfo": {"name": "ccbridge", "version": "0.1.0"},
+            json!({"protocolVersion": 2, "serverInfo": {"name": "ccbridge", "version": "0.1.0"},
                    "port": 53117, "lockFile": "/home/u/.claude/ide/53117.lock",
                    "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"}})
         );
@@ -416,9 +580,10 @@ mod tests {
             serde_json::from_value(json!({"path": "/w/a b.ts", "diagnostics": d})).unwrap();
         let by_uri: DiagnosticsChangedParams =
             serde_json::from_value(json!({"uri": "file:///w/a%20b.ts", "diagnostics": d})).unwrap();
-        let a = by_path.into_event().unwrap();
-        assert_eq!(a, by_uri.into_event().unwrap());
-        let EditorEvent::Diagnostics { path, diagnostics } = a else {
+        let a = by_path.check();
+        assert_eq!(a, by_uri.check());
+        assert!(a.problems.is_empty(), "{:?}", a.problems);
+        let Some(EditorEvent::Diagnostics { path, diagnostics }) = a.event else {
             panic!("diagnostics event")
         };
         assert_eq!(path, "/w/a b.ts");
@@ -427,12 +592,88 @@ mod tests {
         assert_eq!(diagnostics[1].code.as_deref(), Some("7"));
         let neither: DiagnosticsChangedParams =
             serde_json::from_value(json!({"diagnostics": []})).unwrap();
-        assert!(neither.into_event().is_err());
-        assert!(serde_json::from_value::<DiagnosticsChangedParams>(
-            json!({"path": "/a", "diagnostics": [{"message": "m", "severity": "fatal",
-              "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}]})
-        )
+        assert_eq!(neither.check().event, None);
+    }
+
+    /// Issue 11, defect 11: one bad diagnostic (severity 5) silently
+    /// dropped the whole file's update, and relative paths reached Claude
+    /// as `file://relative.py`. Now the rest is applied and the problem
+    /// named; a relative path is refused, saying why.
+    #[test]
+    fn regression_bad_editor_input_is_named_not_dropped_silently() {
+        let range =
+            json!({"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}});
+        let p: DiagnosticsChangedParams = serde_json::from_value(json!({"path": "/w/a.py",
+            "diagnostics": [{"message": "ok", "severity": 1, "range": range},
+                            {"message": "odd", "severity": 5, "range": range}]}))
+        .unwrap();
+        let c = p.check();
+        let Some(EditorEvent::Diagnostics { diagnostics, .. }) = &c.event else {
+            panic!("{c:?}")
+        };
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
+        assert!(
+            c.problems[0].starts_with("diagnostics[1]: unknown severity \"5\""),
+            "{:?}",
+            c.problems
+        );
+        assert_eq!(c.problems[1], "the other 1 diagnostics were applied");
+
+        let rel: DiagnosticsChangedParams =
+            serde_json::from_value(json!({"path": "relative.py", "diagnostics": []})).unwrap();
+        assert_eq!(
+            rel.check().problems,
+            vec!["`path` must be an absolute path (got \"relative.py\")"]
+        );
+        let tabs: OpenEditorsChangedParams = serde_json::from_value(json!({"tabs": [
+            {"path": "/w/a.py", "isActive": true},
+            {"path": "b.py"},
+            {"path": "Untitled-1", "isUntitled": true}]}))
+        .unwrap();
+        let c = tabs.check();
+        let Some(EditorEvent::OpenEditors(kept)) = &c.event else {
+            panic!("{c:?}")
+        };
+        assert_eq!(kept.len(), 2);
+        assert!(c.problems[0].contains("tabs[1]"), "{:?}", c.problems);
+        let sel = SelectionChangedParams {
+            file_path: Some("a.py".into()),
+            text: None,
+            selection: Some(Range::default()),
+        };
+        assert!(sel.into_event().unwrap_err().contains("absolute"));
+        assert!(at_mention_event(AtMentionedParams {
+            file_path: "a.py".into(),
+            line_start: None,
+            line_end: None
+        })
         .is_err());
+    }
+
+    #[test]
+    fn backwards_ranges_are_put_in_order() {
+        let sel = SelectionChangedParams {
+            file_path: Some("/w/a".into()),
+            text: Some("x".into()),
+            selection: Some(Range::new(Position::new(5, 2), Position::new(3, 1))),
+        };
+        let EditorEvent::Selection(Some(s)) = sel.into_event().unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            s.range,
+            Range::new(Position::new(3, 1), Position::new(5, 2))
+        );
+        let EditorEvent::AtMention(m) = at_mention_event(AtMentionedParams {
+            file_path: "/w/a".into(),
+            line_start: Some(9),
+            line_end: Some(2),
+        })
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!((m.line_start, m.line_end), (Some(2), Some(9)));
     }
 
     #[test]

@@ -8,14 +8,13 @@
 //! input has ended, every waiting request and every new one fails with
 //! "disconnected" instead of hanging.
 
-use ccbridge_protocol::jsonrpc::{ErrorObject, RequestId};
-use serde_json::Value;
+use ccbridge_protocol::jsonrpc::{ErrorObject, RawJson, RequestId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
-/// What the editor answered.
-pub type Outcome = Result<Value, ErrorObject>;
+/// What the editor answered (the result still raw JSON).
+pub type Outcome = Result<RawJson, ErrorObject>;
 
 #[derive(Default)]
 struct Inner {
@@ -130,7 +129,7 @@ impl PendingRequests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
     use std::time::Duration;
 
     #[tokio::test]
@@ -143,9 +142,9 @@ mod tests {
         let (ida, idb) = (a.id(), b.id());
         let wa = tokio::spawn(a.wait());
         let wb = tokio::spawn(b.wait());
-        assert!(table.complete(&idb, Ok(json!("b"))));
+        assert!(table.complete(&idb, Ok(json!("b").into())));
         assert!(table.complete(&ida, Err(ErrorObject::new(1, "no"))));
-        assert_eq!(wb.await.unwrap(), Ok(Ok(json!("b"))));
+        assert_eq!(wb.await.unwrap(), Ok(Ok(json!("b").into())));
         assert_eq!(wa.await.unwrap(), Ok(Err(ErrorObject::new(1, "no"))));
         assert!(table.is_empty());
     }
@@ -155,11 +154,14 @@ mod tests {
         let table = PendingRequests::new();
         let t = table.register().unwrap();
         let id = t.id();
-        assert!(!table.complete(&RequestId::Number(99), Ok(Value::Null)));
-        assert!(!table.complete(&RequestId::String("1".into()), Ok(Value::Null)));
-        assert!(table.complete(&id, Ok(Value::Null)));
-        assert!(!table.complete(&id, Ok(Value::Null)), "second answer");
-        assert_eq!(t.wait().await, Ok(Ok(Value::Null)));
+        assert!(!table.complete(&RequestId::Number(99), Ok(Value::Null.into())));
+        assert!(!table.complete(&RequestId::String("1".into()), Ok(Value::Null.into())));
+        assert!(table.complete(&id, Ok(Value::Null.into())));
+        assert!(
+            !table.complete(&id, Ok(Value::Null.into())),
+            "second answer"
+        );
+        assert_eq!(t.wait().await, Ok(Ok(Value::Null.into())));
     }
 
     #[tokio::test]
@@ -171,7 +173,7 @@ mod tests {
         assert!(timed_out.is_err());
         assert!(table.is_empty(), "the dropped wait removed its entry");
         assert!(
-            !table.complete(&id, Ok(Value::Null)),
+            !table.complete(&id, Ok(Value::Null.into())),
             "late answer is dropped"
         );
     }

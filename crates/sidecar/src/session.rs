@@ -19,20 +19,22 @@ use crate::error::SidecarError;
 use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
 use crate::frontend::StdioFrontend;
 use crate::messages::{
-    self, claude_env, method, InitializeParams, InitializeResult, ServerInfo, StatusResult,
-    PROTOCOL_VERSION,
+    self, check_folders, claude_env, method, Checked, InitializeParams, InitializeResult,
+    ServerInfo, StatusResult, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use async_trait::async_trait;
 use ccbridge_protocol::jsonrpc::{
     code, ErrorObject, Message, Notification, Request, RequestId, Response,
 };
-use ccbridge_server::{ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server};
+use ccbridge_server::{
+    ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
+};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
@@ -149,6 +151,8 @@ where
 #[async_trait]
 pub(crate) trait Engine: Send + Sync {
     async fn send(&self, event: EditorEvent) -> Result<(), EngineGone>;
+    /// Like `send`, returning once the event is applied (or why it failed).
+    async fn apply(&self, event: EditorEvent) -> Result<(), ApplyError>;
     fn port(&self) -> u16;
     fn lock_path(&self) -> Option<PathBuf>;
     fn clients(&self) -> Vec<ClientInfo>;
@@ -158,6 +162,9 @@ pub(crate) trait Engine: Send + Sync {
 impl Engine for EngineHandle {
     async fn send(&self, event: EditorEvent) -> Result<(), EngineGone> {
         EngineHandle::send(self, event).await
+    }
+    async fn apply(&self, event: EditorEvent) -> Result<(), ApplyError> {
+        EngineHandle::apply(self, event).await
     }
     fn port(&self) -> u16 {
         EngineHandle::port(self)
@@ -182,6 +189,8 @@ pub(crate) struct Session {
     frontend: Arc<StdioFrontend>,
     sink: FrameSink,
     server_info: ServerInfo,
+    /// The protocol version the editor asked for (the newest until it says).
+    version: AtomicU32,
 }
 
 impl Session {
@@ -196,6 +205,7 @@ impl Session {
             frontend,
             sink,
             server_info,
+            version: AtomicU32::new(PROTOCOL_VERSION),
         }
     }
 
@@ -268,45 +278,23 @@ impl Session {
             ));
             return Step::Continue;
         };
-        let mut value: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!("a message from the editor is not JSON: {e}");
-                self.reply(Response::error(None, ErrorObject::parse_error(e)));
-                return Step::Continue;
-            }
-        };
-        // LSP clients send `"params": null` for methods without params
-        // (`shutdown`); JSON-RPC says omit it. Accept both.
-        if let Some(obj) = value.as_object_mut() {
-            if obj.get("params").is_some_and(Value::is_null) {
-                obj.remove("params");
-            }
-        }
-        // Never answer an answer: JSON-RPC forbids it, and two peers that
-        // both answered malformed answers with errors would loop forever.
-        let answer_like = value.get("method").is_none()
-            && (value.get("result").is_some() || value.get("error").is_some());
-        let editor_error = value
-            .get("error")
-            .and_then(|e| e.get("message"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        match Message::from_value(value) {
+        let step = match Message::parse(text) {
             Ok(Message::Request(r)) => self.request(r).await,
             Ok(Message::Notification(n)) => self.notification(n).await,
             Ok(Message::Response(r)) => {
                 self.response(r);
                 Step::Continue
             }
-            Err(rejected) if answer_like => {
+            // Never answer an answer: JSON-RPC forbids it, and two peers
+            // that both answered malformed answers with errors would loop
+            // forever. A malformed answer to one of our requests fails it.
+            Err(rejected) if rejected.answer_like => {
                 let detail = rejected
                     .response
                     .outcome
                     .err()
                     .map_or_else(String::new, |e| e.message);
                 match rejected.response.id {
-                    // A malformed answer to our request: fail that request.
                     Some(id) => {
                         self.frontend.complete(
                             &id,
@@ -317,12 +305,7 @@ impl Session {
                         );
                         tracing::warn!(%id, "malformed answer from the editor: {detail}");
                     }
-                    // Typically `"id": null`: the editor could not read
-                    // something we sent.
-                    None => tracing::warn!(
-                        "the editor reported an error: {}",
-                        editor_error.as_deref().unwrap_or(&detail)
-                    ),
+                    None => tracing::warn!("malformed answer from the editor: {detail}"),
                 }
                 Step::Continue
             }
@@ -331,7 +314,11 @@ impl Session {
                 self.reply(rejected.response);
                 Step::Continue
             }
+        };
+        if body.len() >= ccbridge_server::memory::LARGE_MESSAGE {
+            ccbridge_server::memory::large_message_done();
         }
+        step
     }
 
     async fn request(&self, req: Request) -> Step {
@@ -344,7 +331,7 @@ impl Session {
                     lock_file: self.lock_file(),
                     clients: self.engine.clients(),
                 };
-                self.reply_ok(req.id, &result);
+                self.reply(Response::ok_from(req.id, &result));
                 Step::Continue
             }
             method::SHUTDOWN => {
@@ -361,6 +348,9 @@ impl Session {
         }
     }
 
+    /// Answers once the lock file says what `initialize` asked for, so an
+    /// editor (or Claude) reading it right after the answer sees the new
+    /// workspace; a lock file that cannot be rewritten is an error.
     async fn initialize(&self, req: Request) -> Step {
         let params: InitializeParams = match req.params() {
             Ok(p) => p,
@@ -369,11 +359,12 @@ impl Session {
                 return Step::Continue;
             }
         };
-        if let Some(v) = params.protocol_version.filter(|v| *v != PROTOCOL_VERSION) {
-            let mut e = ErrorObject::invalid_params(format!(
-                "protocolVersion {v} is not supported; this ccbridge speaks {PROTOCOL_VERSION}"
-            ));
-            e.data = Some(json!({ "supported": [PROTOCOL_VERSION] }));
+        let version = params.protocol_version.unwrap_or(PROTOCOL_VERSION);
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+            let e = ErrorObject::invalid_params(format!(
+                "protocolVersion {version} is not supported; this ccbridge speaks {SUPPORTED_PROTOCOL_VERSIONS:?}"
+            ))
+            .with_data(json!({ "supported": SUPPORTED_PROTOCOL_VERSIONS }));
             self.reply(Response::error(Some(req.id), e));
             return Step::Continue;
         }
@@ -386,78 +377,137 @@ impl Session {
                 return Step::Continue;
             }
         }
+        self.version.store(version, Ordering::Relaxed);
         if let Some(caps) = params.capabilities.clone() {
             self.frontend.set_capabilities(caps);
         }
         if let Some(event) = params.workspace_event() {
-            if self.engine.send(event).await.is_err() {
-                self.reply(Response::error(
-                    Some(req.id),
-                    ErrorObject::new(code::INTERNAL_ERROR, "the engine has stopped"),
-                ));
-                return Step::Exit(ExitReason::EngineStopped);
+            match self.engine.apply(event).await {
+                Ok(()) => {}
+                Err(ApplyError::Gone(_)) => {
+                    self.reply(Response::error(
+                        Some(req.id),
+                        ErrorObject::new(code::INTERNAL_ERROR, "the engine has stopped"),
+                    ));
+                    return Step::Exit(ExitReason::EngineStopped);
+                }
+                Err(e) => {
+                    tracing::error!("initialize: {e}");
+                    self.reply(Response::error(
+                        Some(req.id),
+                        ErrorObject::new(code::INTERNAL_ERROR, e.to_string()),
+                    ));
+                    return Step::Continue;
+                }
             }
         }
         let port = self.engine.port();
         let result = InitializeResult {
-            protocol_version: PROTOCOL_VERSION,
+            protocol_version: version,
             server_info: self.server_info.clone(),
             port,
             lock_file: self.lock_file(),
             env: claude_env(port),
         };
-        self.reply_ok(req.id, &result);
+        self.reply(Response::ok_from(req.id, &result));
         Step::Continue
     }
 
     async fn notification(&self, n: Notification) -> Step {
-        let event =
-            match n.method.as_str() {
-                method::SELECTION_CHANGED => {
-                    params::<messages::SelectionChangedParams>(&n).and_then(|p| p.into_event())
-                }
-                method::OPEN_EDITORS_CHANGED => params::<messages::OpenEditorsChangedParams>(&n)
-                    .map(|p| EditorEvent::OpenEditors(p.tabs)),
-                method::DIAGNOSTICS_CHANGED => {
-                    params::<messages::DiagnosticsChangedParams>(&n).and_then(|p| p.into_event())
-                }
-                method::DIAGNOSTICS_CLEARED => Ok(EditorEvent::ClearDiagnostics),
-                method::DOCUMENT_DIRTY_CHANGED => {
-                    params::<messages::DocumentDirtyChangedParams>(&n).map(|p| EditorEvent::Dirty {
-                        path: p.path,
-                        is_dirty: p.is_dirty,
-                    })
-                }
-                method::AT_MENTIONED => {
-                    params::<messages::AtMentionedParams>(&n).map(EditorEvent::AtMention)
-                }
-                method::WORKSPACE_CHANGED => params::<messages::WorkspaceChangedParams>(&n)
-                    .and_then(|p| match &p.workspace_folders {
-                        Some(f) => check_folders(f).map(|()| p.into_event()),
-                        None => Ok(p.into_event()),
-                    }),
-                method::DIFF_RESOLVED => {
-                    params::<messages::DiffResolvedParams>(&n).map(|p| p.into_event())
-                }
-                other => {
-                    tracing::debug!(method = other, "ignoring an unknown notification");
-                    return Step::Continue;
-                }
-            };
-        match event {
-            Ok(event) => {
-                tracing::trace!(method = %n.method, "notification from the editor");
-                if self.engine.send(event).await.is_err() {
-                    return Step::Exit(ExitReason::EngineStopped);
+        let checked: Checked = match n.method.as_str() {
+            method::SELECTION_CHANGED => params::<messages::SelectionChangedParams>(&n)
+                .and_then(|p| p.into_event())
+                .into(),
+            method::OPEN_EDITORS_CHANGED => {
+                match params::<messages::OpenEditorsChangedParams>(&n) {
+                    Ok(p) => p.check(),
+                    Err(e) => Checked::from(Err(e)),
                 }
             }
-            Err(e) => tracing::warn!(method = %n.method, "ignoring a notification: {e}"),
+            method::DIAGNOSTICS_CHANGED => match params::<messages::DiagnosticsChangedParams>(&n) {
+                Ok(p) => p.check(),
+                Err(e) => Checked::from(Err(e)),
+            },
+            method::DIAGNOSTICS_CLEARED => Ok(EditorEvent::ClearDiagnostics).into(),
+            method::DOCUMENT_DIRTY_CHANGED => params::<messages::DocumentDirtyChangedParams>(&n)
+                .and_then(|p| p.into_event())
+                .into(),
+            method::AT_MENTIONED => params::<messages::AtMentionedParams>(&n)
+                .and_then(messages::at_mention_event)
+                .into(),
+            method::WORKSPACE_CHANGED => params::<messages::WorkspaceChangedParams>(&n)
+                .and_then(|p| p.into_event())
+                .into(),
+            method::DIFF_RESOLVED => params::<messages::DiffResolvedParams>(&n)
+                .map(|p| p.into_event())
+                .into(),
+            // LSP's own notifications (`$/cancelRequest`, ...) are not ours
+            // to judge.
+            other if other.starts_with("$/") => {
+                tracing::debug!(method = other, "ignoring an LSP notification");
+                return Step::Continue;
+            }
+            other => {
+                tracing::debug!(method = other, "unknown notification");
+                Checked::from(Err(format!(
+                    "unknown notification (this ccbridge speaks editor protocol {PROTOCOL_VERSION})"
+                )))
+            }
+        };
+        let Checked {
+            event,
+            mut problems,
+        } = checked;
+        let partial = event.is_some();
+        if let Some(event) = event {
+            // Events whose outcome the editor may want to hear about are
+            // applied and awaited; the rest only queued, in order.
+            let wants_outcome = matches!(
+                event,
+                EditorEvent::Workspace { .. } | EditorEvent::DiffResolved { .. }
+            );
+            let outcome = if wants_outcome {
+                self.engine.apply(event).await
+            } else {
+                self.engine.send(event).await.map_err(ApplyError::from)
+            };
+            match outcome {
+                Ok(()) => tracing::trace!(method = %n.method, "notification from the editor"),
+                Err(ApplyError::Gone(_)) => return Step::Exit(ExitReason::EngineStopped),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        if !problems.is_empty() {
+            self.invalid_notification(&n.method, problems.join("; "), partial);
         }
         Step::Continue
     }
 
+    /// Tells the editor what was wrong with one of its notifications: once,
+    /// in the log, and (protocol 2) as `invalidNotification`.
+    fn invalid_notification(&self, method: &str, message: String, partial: bool) {
+        tracing::warn!(%method, "a notification from the editor was not (fully) used: {message}");
+        if self.version.load(Ordering::Relaxed) < 2 {
+            return;
+        }
+        let params = messages::InvalidNotificationParams {
+            method: method.to_owned(),
+            message,
+            partial,
+        };
+        let note = Notification::with_params(method::INVALID_NOTIFICATION, &params);
+        if let Err(e) = self.sink.send(Message::from(note).to_json()) {
+            tracing::debug!("cannot tell the editor: {e}");
+        }
+    }
+
     fn response(&self, r: Response) {
         let Some(id) = r.id else {
+            // An error about something we sent that the editor could not
+            // read (its `id` unknown to it).
+            if let Err(e) = &r.outcome {
+                tracing::warn!(code = e.code, "the editor reported an error: {}", e.message);
+            }
             return;
         };
         if let Err(e) = &r.outcome {
@@ -479,19 +529,6 @@ impl Session {
             .map(|p| p.to_string_lossy().into_owned())
     }
 
-    fn reply_ok(&self, id: RequestId, result: &impl Serialize) {
-        match serde_json::to_value(result) {
-            Ok(v) => self.reply(Response::ok(id, v)),
-            Err(e) => self.reply(Response::error(
-                Some(id),
-                ErrorObject::new(
-                    code::INTERNAL_ERROR,
-                    format!("cannot encode the result: {e}"),
-                ),
-            )),
-        }
-    }
-
     fn reply(&self, response: Response) {
         if let Err(e) = self.sink.send(response.to_json()) {
             tracing::debug!("cannot answer the editor: {e}");
@@ -506,17 +543,6 @@ fn is_ours(id: &RequestId) -> bool {
 
 fn params<P: DeserializeOwned>(n: &Notification) -> Result<P, String> {
     n.params().map_err(|e| e.message)
-}
-
-/// Workspace folders go into the lock file, where the CLI matches its cwd
-/// against them: they must be absolute.
-fn check_folders(folders: &[String]) -> Result<(), String> {
-    match folders.iter().find(|f| !f.starts_with('/')) {
-        Some(f) => Err(format!(
-            "workspace folders must be absolute paths (got {f:?})"
-        )),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

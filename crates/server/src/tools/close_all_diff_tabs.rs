@@ -4,12 +4,12 @@
 
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::closed_diff_tabs;
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, _args: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, _args: RawJson) -> CallToolResult {
     let ids = lock(&conn.shared.diffs).close_all(Some(conn.id));
     let n = ids.len();
     conn.shared.close_views(ids);

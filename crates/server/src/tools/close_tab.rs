@@ -1,17 +1,18 @@
 //! `close_tab`: the client sends it twice after every diff decision, and
 //! when the user answered in the terminal first. For a ccbridge diff it
-//! settles a still-pending call and closes the view, once; for any other
-//! name it asks the editor to close that tab. Always `TAB_CLOSED`.
+//! settles a still-pending call and closes the view, once, answering at
+//! once without waiting for the editor to close it; for any other name it
+//! asks the editor to close that tab. Always `TAB_CLOSED`.
 
 use super::args;
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{CloseTabArgs, Tool, TAB_CLOSED};
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     let a: CloseTabArgs = match args(Tool::CloseTab, a) {
         Ok(a) => a,
         Err(e) => return e,
@@ -23,9 +24,7 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
         (d, diffs.was_recently_closed(&a.tab_name))
     };
     if let Some(id) = diff {
-        if let Err(e) = shared.editor(shared.frontend.close_diff(id)).await {
-            tracing::warn!(%id, "the editor could not close a diff view: {e}");
-        }
+        shared.close_views(vec![id]);
     } else if !recent && shared.frontend.capabilities().close_tab {
         if let Err(e) = shared.editor(shared.frontend.close_tab(a.tab_name)).await {
             tracing::debug!("close_tab: {e}");

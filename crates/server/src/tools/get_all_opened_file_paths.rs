@@ -2,11 +2,11 @@
 
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, _args: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, _args: RawJson) -> CallToolResult {
     let state = lock(&conn.shared.state);
     let paths: Vec<&str> = state.tabs.iter().map(|t| t.path.as_str()).collect();
     CallToolResult::text(paths.join("\n"))

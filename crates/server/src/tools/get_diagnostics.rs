@@ -10,12 +10,12 @@
 use super::{args, Reply};
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{diagnostics_result, GetDiagnosticsArgs, Tool};
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> Reply {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> Reply {
     let a: GetDiagnosticsArgs = match args(Tool::GetDiagnostics, a) {
         Ok(a) => a,
         Err(e) => return e.into(),

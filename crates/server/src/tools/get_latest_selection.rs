@@ -3,12 +3,12 @@
 
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{failure, selection_result};
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, _args: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, _args: RawJson) -> CallToolResult {
     match &lock(&conn.shared.state).latest {
         Some(s) => selection_result(s),
         None => failure("No selection available"),

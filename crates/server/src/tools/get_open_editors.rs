@@ -2,11 +2,11 @@
 
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::open_editors_result;
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, _args: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, _args: RawJson) -> CallToolResult {
     open_editors_result(&lock(&conn.shared.state).tabs)
 }

@@ -25,11 +25,11 @@ mod save_document;
 use crate::connection::Conn;
 use crate::engine::Shared;
 use crate::frontend::FrontendError;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::jsonrpc::{code, ErrorObject, RequestId, Response};
 use ccbridge_protocol::mcp::{CallToolResult, ToolDescriptor};
 use ccbridge_protocol::tools::Tool;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Tools offered to this editor: all of them, except `executeCode` when the
@@ -109,7 +109,7 @@ pub(crate) fn answers_at_once(tool: Tool) -> bool {
     )
 }
 
-pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> Reply {
+pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: RawJson) -> Reply {
     let result = match tool {
         Tool::GetDiagnostics => return get_diagnostics::call(conn, args).await,
         Tool::OpenFile => open_file::call(conn, args).await,
@@ -130,16 +130,17 @@ pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: Value) -> Reply {
     result.into()
 }
 
-/// Typed arguments, or the `isError` result explaining what is wrong.
-pub(crate) fn args<A: DeserializeOwned>(tool: Tool, args: Value) -> Result<A, CallToolResult> {
+/// Typed arguments, read straight from the raw JSON, or the `isError`
+/// result explaining what is wrong.
+pub(crate) fn args<A: DeserializeOwned>(tool: Tool, args: RawJson) -> Result<A, CallToolResult> {
     // serde would also read a struct from an array, by position.
-    if !args.is_object() {
+    if !args.get().starts_with('{') {
         return Err(CallToolResult::error(format!(
             "Invalid arguments for {}: arguments must be an object",
             tool.name()
         )));
     }
-    serde_json::from_value(args)
+    args.parse()
         .map_err(|e| CallToolResult::error(format!("Invalid arguments for {}: {e}", tool.name())))
 }
 

@@ -11,15 +11,15 @@ use crate::connection::Conn;
 use crate::diffs::Settled;
 use crate::engine::lock;
 use crate::frontend::{DiffDecision, DiffView};
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{diff_rejected, file_saved, OpenDiffArgs, Tool};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Files larger than this are shown as new files rather than read.
 const MAX_ORIGINAL: u64 = 16 << 20;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     let a: OpenDiffArgs = match args(Tool::OpenDiff, a) {
         Ok(a) => a,
         Err(e) => return e,
@@ -46,9 +46,9 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
         Ok(Settled::Decided(DiffDecision::Accepted { contents })) => {
             file_saved(contents.unwrap_or(a.new_file_contents))
         }
-        Ok(Settled::Decided(DiffDecision::Rejected)) | Ok(Settled::Closed) | Err(_) => {
-            diff_rejected(a.tab_name)
-        }
+        Ok(Settled::Decided(DiffDecision::Rejected | DiffDecision::Dismissed))
+        | Ok(Settled::Closed)
+        | Err(_) => diff_rejected(a.tab_name),
     }
 }
 

@@ -4,12 +4,13 @@
 
 use super::{args, editor_error};
 use crate::connection::Conn;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{language_id_for, OpenFileArgs, Tool};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     let a: OpenFileArgs = match args(Tool::OpenFile, a) {
         Ok(a) => a,
         Err(e) => return e,

@@ -2,12 +2,13 @@
 
 use super::{args, editor_error};
 use crate::connection::Conn;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{OpenFilesArgs, Tool};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     let a: OpenFilesArgs = match args(Tool::OpenFiles, a) {
         Ok(a) => a,
         Err(e) => return e,

@@ -2,12 +2,12 @@
 
 use super::{args, editor_error};
 use crate::connection::Conn;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{ReformatFileArgs, Tool};
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     let a: ReformatFileArgs = match args(Tool::ReformatFile, a) {
         Ok(a) => a,
         Err(e) => return e,

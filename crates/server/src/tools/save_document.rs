@@ -3,12 +3,12 @@
 use super::args;
 use crate::connection::Conn;
 use crate::engine::lock;
+use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{document_not_open, failure, saved_result, FilePathArgs, Tool};
-use serde_json::Value;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: Value) -> CallToolResult {
+pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     let a: FilePathArgs = match args(Tool::SaveDocument, a) {
         Ok(a) => a,
         Err(e) => return e,

@@ -17,6 +17,8 @@ const LIMIT: Duration = Duration::from_secs(10);
 struct FakeEngine {
     events: mpsc::UnboundedSender<EditorEvent>,
     gone: AtomicBool,
+    /// Lock-file rewrites fail (a full disk).
+    lock_fails: AtomicBool,
 }
 
 #[async_trait]
@@ -28,6 +30,21 @@ impl Engine for FakeEngine {
         // Yield so that a loop that did not await in order would reorder.
         tokio::task::yield_now().await;
         self.events.send(event).map_err(|_| EngineGone)
+    }
+    async fn apply(&self, event: EditorEvent) -> Result<(), ApplyError> {
+        let outcome = match &event {
+            EditorEvent::Workspace { .. } if self.lock_fails.load(Ordering::SeqCst) => Err(
+                ApplyError::Lock(ccbridge_server::lockfile::LockError::Write {
+                    path: "/tmp/ide/43210.lock".into(),
+                    source: std::io::Error::from_raw_os_error(28),
+                }),
+            ),
+            // The fake knows only diffs 1 to 9.
+            EditorEvent::DiffResolved { id, .. } if id.0 >= 10 => Err(ApplyError::DiffNotOpen(*id)),
+            _ => Ok(()),
+        };
+        self.send(event).await?;
+        outcome
     }
     fn port(&self) -> u16 {
         43210
@@ -69,6 +86,7 @@ fn start_with_limit(max_body: u64) -> Editor {
     let engine = Arc::new(FakeEngine {
         events: tx,
         gone: AtomicBool::new(false),
+        lock_fails: AtomicBool::new(false),
     });
     let session = Session::new(
         engine.clone(),
@@ -172,7 +190,8 @@ async fn initialize_answers_and_updates_the_workspace() {
         r["result"],
         json!({"protocolVersion": 1, "serverInfo": {"name": "ccbridge", "version": "9.9.9"},
                "port": 43210, "lockFile": "/tmp/ide/43210.lock",
-               "env": {"CLAUDE_CODE_SSE_PORT": "43210", "ENABLE_IDE_INTEGRATION": "true"}})
+               "env": {"CLAUDE_CODE_SSE_PORT": "43210", "ENABLE_IDE_INTEGRATION": "true"}}),
+        "a version-1 editor is answered in version 1"
     );
     assert_eq!(
         ed.event().await,
@@ -185,9 +204,10 @@ async fn initialize_answers_and_updates_the_workspace() {
     let caps = ed.frontend.capabilities();
     assert!(caps.diff && caps.open_file && caps.execute_code && !caps.close_tab);
 
-    // Without workspace fields there is no lock-file rewrite.
+    // Without workspace fields there is no lock-file rewrite; without a
+    // version the newest is spoken.
     let r = ed.call(2, "initialize", json!({})).await;
-    assert_eq!(r["result"]["protocolVersion"], 1);
+    assert_eq!(r["result"]["protocolVersion"], 2);
     ed.no_event();
 }
 
@@ -195,10 +215,10 @@ async fn initialize_answers_and_updates_the_workspace() {
 async fn initialize_rejects_bad_versions_and_params() {
     let mut ed = start();
     let r = ed
-        .call(1, "initialize", json!({"protocolVersion": 2}))
+        .call(1, "initialize", json!({"protocolVersion": 3}))
         .await;
     assert_eq!(r["error"]["code"], -32602);
-    assert_eq!(r["error"]["data"], json!({"supported": [1]}));
+    assert_eq!(r["error"]["data"], json!({"supported": [1, 2]}));
     let r = ed.call(2, "initialize", json!({"pid": "me"})).await;
     assert_eq!(r["error"]["code"], -32602);
     let r = ed
@@ -339,27 +359,41 @@ async fn every_notification_of_the_document() {
     );
 }
 
+/// Issue 11, defect 11: a notification ccbridge cannot use is no longer
+/// dropped in silence: the editor hears what was wrong (`invalidNotification`,
+/// protocol 2), once, and is never *answered* (notifications have no answer).
 #[tokio::test]
-async fn bad_or_unknown_notifications_are_ignored_without_an_answer() {
+async fn regression_bad_notifications_are_reported_to_the_editor() {
     let mut ed = start();
-    ed.notify(
-        "selectionChanged",
-        json!({"filePath": "/w/a", "selection": 3}),
-    )
-    .await;
-    ed.notify("diffResolved", json!({"id": "x", "decision": "accepted"}))
-        .await;
-    ed.notify("diagnosticsChanged", json!({"diagnostics": []}))
-        .await;
-    ed.notify("workspaceChanged", json!({"workspaceFolders": ["rel"]}))
-        .await;
+    let bad = [
+        (
+            "selectionChanged",
+            json!({"filePath": "/w/a", "selection": 3}),
+        ),
+        ("diffResolved", json!({"id": "x", "decision": "accepted"})),
+        ("diagnosticsChanged", json!({"diagnostics": []})),
+        ("workspaceChanged", json!({"workspaceFolders": ["rel"]})),
+        ("atMentioned", json!({"filePath": "relative.py"})),
+        ("selectionChange", json!({})),
+    ];
+    for (method, params) in &bad {
+        ed.notify(method, params.clone()).await;
+    }
     ed.notify("$/cancelRequest", json!({"id": 1})).await;
     ed.notify(
         "documentDirtyChanged",
         json!({"path": "/w/b", "isDirty": false}),
     )
     .await;
-    // Only the last one reaches the engine ...
+    for (method, _) in &bad {
+        let n = ed.recv().await;
+        assert_eq!(n["method"], "invalidNotification", "{n}");
+        assert!(n.get("id").is_none(), "a notification, not an answer: {n}");
+        assert_eq!(n["params"]["method"], *method, "{n}");
+        assert_eq!(n["params"]["partial"], false, "{n}");
+        assert!(!n["params"]["message"].as_str().unwrap().is_empty());
+    }
+    // Only the good one reaches the engine.
     assert_eq!(
         ed.event().await,
         EditorEvent::Dirty {
@@ -368,9 +402,100 @@ async fn bad_or_unknown_notifications_are_ignored_without_an_answer() {
         }
     );
     ed.no_event();
-    // ... and nothing was written back: the next frame answers this request.
+    // `$/cancelRequest` was not reported: the next frame answers this.
     let r = ed.call(9, "status", json!({})).await;
     assert!(r["result"].is_object());
+}
+
+#[tokio::test]
+async fn partly_bad_notifications_apply_the_rest_and_say_so() {
+    let mut ed = start();
+    ed.notify(
+        "diagnosticsChanged",
+        json!({"path": "/w/a.py", "diagnostics": [
+            {"message": "m", "severity": "Error", "range": range(1)},
+            {"message": "m", "severity": 5, "range": range(2)}]}),
+    )
+    .await;
+    let EditorEvent::Diagnostics { diagnostics, .. } = ed.event().await else {
+        panic!("diagnostics")
+    };
+    assert_eq!(diagnostics.len(), 1);
+    let n = ed.recv().await;
+    assert_eq!(n["params"]["partial"], true, "{n}");
+    assert!(
+        n["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("diagnostics[1]: unknown severity"),
+        "{n}"
+    );
+}
+
+#[tokio::test]
+async fn version_1_editors_are_not_sent_what_they_do_not_know() {
+    let mut ed = start();
+    ed.call(1, "initialize", json!({"protocolVersion": 1}))
+        .await;
+    ed.notify(
+        "selectionChanged",
+        json!({"filePath": "rel", "selection": range(1)}),
+    )
+    .await;
+    ed.no_event();
+    let r = ed.call(2, "status", json!({})).await;
+    assert!(r["result"].is_object(), "no invalidNotification came first");
+}
+
+/// Issue 11, defect 10: `initialize` answered before the lock file was
+/// rewritten, and reported success when the rewrite failed.
+#[tokio::test]
+async fn regression_initialize_reports_a_failed_lock_rewrite() {
+    let mut ed = start();
+    ed.engine.lock_fails.store(true, Ordering::SeqCst);
+    let r = ed
+        .call(1, "initialize", json!({"workspaceFolders": ["/w2"]}))
+        .await;
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("/tmp/ide/43210.lock"), "{msg}");
+    ed.engine.lock_fails.store(false, Ordering::SeqCst);
+    let _ = ed.event().await;
+    ed.notify("workspaceChanged", json!({"ideName": "x"})).await;
+    let _ = ed.event().await;
+    ed.engine.lock_fails.store(true, Ordering::SeqCst);
+    ed.notify("workspaceChanged", json!({"ideName": "y"})).await;
+    let _ = ed.event().await;
+    let n = ed.recv().await;
+    assert_eq!(n["method"], "invalidNotification");
+    assert_eq!(n["params"]["method"], "workspaceChanged");
+    assert_eq!(n["params"]["partial"], true, "applied in memory: {n}");
+}
+
+#[tokio::test]
+async fn verdicts_for_closed_diffs_are_reported_and_dismissals_pass_through() {
+    let mut ed = start();
+    ed.notify("diffResolved", json!({"id": 3, "decision": "dismissed"}))
+        .await;
+    assert_eq!(
+        ed.event().await,
+        EditorEvent::DiffResolved {
+            id: DiffId(3),
+            decision: DiffDecision::Dismissed
+        }
+    );
+    ed.notify("diffResolved", json!({"id": 12, "decision": "rejected"}))
+        .await;
+    let _ = ed.event().await;
+    let n = ed.recv().await;
+    assert_eq!(n["method"], "invalidNotification");
+    assert!(
+        n["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("diff-12 is not open"),
+        "{n}"
+    );
 }
 
 #[tokio::test]
