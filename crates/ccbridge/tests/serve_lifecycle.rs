@@ -337,3 +337,66 @@ fn serve_without_stdio_says_what_to_do() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--stdio"), "{err}");
 }
+
+/// Issue 11, defect 6: every refused upgrade wrote a line at the default
+/// level (1.6 MB of log in 5 s from one local process). Now the first is
+/// logged and the rest summarised.
+#[test]
+fn regression_refused_upgrades_are_summarised_not_logged_one_by_one() {
+    let cfg = tempfile::tempdir().unwrap();
+    let ide = cfg.path().join("ide");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--stdio", "--lock-dir"])
+        .arg(&ide)
+        .env_remove("CCBRIDGE_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock = wait_until(Duration::from_secs(10), || {
+        lock_files(&ide).into_iter().next()
+    })
+    .expect("lock file");
+    let port = LockFile::port_from_file_name(lock.file_name().unwrap().to_str().unwrap()).unwrap();
+    let refused = 300;
+    for i in 0..refused {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // Mostly a port scanner's POSTs (405); a few wrong tokens (401),
+        // fewer than the throttle lets through without delay.
+        let req = if i % 50 == 0 {
+            format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Claude-Code-Ide-Authorization: wrong\r\n\r\n")
+        } else {
+            format!("POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\n\r\n")
+        };
+        s.write_all(req.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+        assert!(answer.starts_with(b"HTTP/1.1 4"), "request {i} is refused");
+    }
+    drop(child.stdin.take());
+    wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("exits");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
+    assert!(
+        lines.len() <= 2,
+        "{} refusals made {} log lines:\n{}",
+        refused,
+        lines.len(),
+        lines.join("\n")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&format!("{} more refused upgrades", refused - 1))),
+        "the summary counts them: {err}"
+    );
+}

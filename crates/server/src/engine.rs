@@ -13,6 +13,7 @@ use crate::diffs::{ConnId, DiffRegistry};
 use crate::frontend::{ClientInfo, DiffId, EditorEvent, Frontend, FrontendError};
 use crate::handshake::{self, Policy};
 use crate::lockfile::{self, LockError, LockGuard};
+use crate::refusals::{AuthThrottle, RefusalLog, SUMMARY_PERIOD};
 use crate::sessions::Sessions;
 use crate::state::EditorState;
 use crate::token::{AuthToken, RandomError};
@@ -54,11 +55,14 @@ struct HandshakeSlot {
 impl HandshakeSlot {
     /// Takes a slot, abandoning the oldest handshake if all are taken. The
     /// receiver fires when this one is abandoned in turn.
-    fn take(pending: &Arc<Mutex<PendingHandshakes>>) -> (HandshakeSlot, oneshot::Receiver<()>) {
+    fn take(
+        pending: &Arc<Mutex<PendingHandshakes>>,
+        refusals: &RefusalLog,
+    ) -> (HandshakeSlot, oneshot::Receiver<()>) {
         let mut p = lock(pending);
         if p.queue.len() >= MAX_PENDING_HANDSHAKES {
             if let Some((_, abandon)) = p.queue.pop_front() {
-                tracing::warn!("too many pending handshakes; abandoning the oldest");
+                refusals.abandoned();
                 let _ = abandon.send(());
             }
         }
@@ -137,6 +141,10 @@ pub(crate) struct Shared {
     /// This process, recorded in the lock file so a lock left behind by a
     /// killed ccbridge is known to be stale even while the editor lives.
     server_process: ServerProcess,
+    /// Delays for repeated authentication failures.
+    throttle: AuthThrottle,
+    /// Refused upgrades, summarised in the log.
+    refusals: RefusalLog,
     next_conn: AtomicU64,
 }
 
@@ -290,6 +298,8 @@ impl Server {
             calls_done: Default::default(),
             tools_list_json: Default::default(),
             server_process: ccbridge_client::discovery::this_server_process(),
+            throttle: AuthThrottle::default(),
+            refusals: RefusalLog::new(Instant::now()),
             next_conn: AtomicU64::new(0),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
@@ -348,10 +358,13 @@ impl Server {
         tracing::info!(port = shared.port, "listening");
         let handshakes = Arc::new(Mutex::new(PendingHandshakes::default()));
         let mut connections = tokio::task::JoinSet::new();
+        let mut summaries = tokio::time::interval(SUMMARY_PERIOD);
+        summaries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
+                _ = summaries.tick() => shared.refusals.summarise(Instant::now(), false),
                 accepted = self.listener.accept() => {
                     let (stream, peer) = match accepted {
                         Ok(a) => a,
@@ -363,9 +376,9 @@ impl Server {
                         }
                     };
                     tracing::trace!(%peer, "connection accepted");
-                    let (slot, abandoned) = HandshakeSlot::take(&handshakes);
+                    let (slot, abandoned) = HandshakeSlot::take(&handshakes, &shared.refusals);
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(accept_one(shared.clone(), stream, slot, abandoned));
+                    connections.spawn(accept_one(shared.clone(), stream, peer.ip(), slot, abandoned));
                 }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
@@ -396,6 +409,7 @@ impl Server {
             connections.abort_all();
         }
         lock(&shared.lock).take();
+        shared.refusals.summarise(Instant::now(), true);
         tracing::info!("stopped");
         Ok(())
     }
@@ -404,6 +418,7 @@ impl Server {
 async fn accept_one(
     shared: Arc<Shared>,
     mut stream: tokio::net::TcpStream,
+    source: std::net::IpAddr,
     slot: HandshakeSlot,
     abandoned: oneshot::Receiver<()>,
 ) {
@@ -411,8 +426,17 @@ async fn accept_one(
         token: &shared.token,
         allowed_hosts: &shared.config.allowed_hosts,
     };
+    // Decided at once; answered after a delay when this source keeps failing.
+    let delay = |r: &handshake::Rejection| {
+        if AuthThrottle::counts(r) {
+            shared.throttle.failed(source, Instant::now())
+        } else {
+            Duration::ZERO
+        }
+    };
+    let timeout = shared.config.handshake_timeout;
     let upgraded = tokio::select! {
-        u = handshake::perform(&mut stream, &policy, shared.config.handshake_timeout) => u,
+        u = handshake::perform_with_delay(&mut stream, &policy, timeout, delay) => u,
         _ = abandoned => {
             tracing::debug!("handshake abandoned for a newer connection");
             return;
@@ -422,7 +446,7 @@ async fn accept_one(
     let upgraded = match upgraded {
         Ok(u) => u,
         Err(e @ handshake::HandshakeError::Rejected(_)) => {
-            tracing::info!("upgrade refused: {e}");
+            shared.refusals.refused(e.to_string());
             return;
         }
         Err(e) => {

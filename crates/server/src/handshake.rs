@@ -192,14 +192,28 @@ pub async fn perform<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    perform_with_delay(stream, policy, timeout, |_| Duration::ZERO).await
+}
+
+/// [`perform`], answering a rejection only after `delay(&rejection)`: the
+/// decision is made at once, the answer is held (see `refusals`).
+pub async fn perform_with_delay<S>(
+    stream: &mut S,
+    policy: &Policy<'_>,
+    timeout: Duration,
+    delay: impl FnOnce(&Rejection) -> Duration,
+) -> Result<Upgraded, HandshakeError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let read = tokio::time::timeout(timeout, read_request(stream)).await;
     let (buf, head_len) = match read {
         Err(_) => return Err(HandshakeError::Timeout),
         Ok(Err(ReadError::Io(e))) => return Err(e.into()),
         Ok(Err(ReadError::Closed)) => return Err(HandshakeError::Closed),
         Ok(Err(ReadError::Reject(r))) => {
-            respond_error(stream, &r).await;
-            return Err(HandshakeError::Rejected(r));
+            let wait = delay(&r);
+            return refuse(stream, r, wait).await;
         }
         Ok(Ok(v)) => v,
     };
@@ -209,8 +223,8 @@ where
     let _ = req.parse(&buf[..head_len]);
     match evaluate(&req, policy) {
         Verdict::Reject(r) => {
-            respond_error(stream, &r).await;
-            Err(HandshakeError::Rejected(r))
+            let wait = delay(&r);
+            refuse(stream, r, wait).await
         }
         Verdict::Accept { key, protocol } => {
             let accept =
@@ -272,6 +286,19 @@ async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Result<(Vec<u8>, 
             }
         }
     }
+}
+
+/// Answers a rejection after `wait`.
+async fn refuse<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    r: Rejection,
+    wait: Duration,
+) -> Result<Upgraded, HandshakeError> {
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    respond_error(stream, &r).await;
+    Err(HandshakeError::Rejected(r))
 }
 
 async fn respond_error<S: AsyncWrite + Unpin>(stream: &mut S, r: &Rejection) {

@@ -27,6 +27,7 @@ pub mod handshake;
 pub mod keepalive;
 pub mod lockfile;
 pub mod memory;
+pub mod refusals;
 mod router;
 mod sessions;
 mod state;

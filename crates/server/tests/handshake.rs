@@ -383,3 +383,50 @@ fn tls_client_hello() -> Vec<u8> {
     rec.extend(hs);
     rec
 }
+
+/// Security checklist item 44 (issue 11, defect 9): wrong tokens were each
+/// answered at once, 5,500 a second from one client. Now a source that
+/// keeps failing waits longer and longer for its answer, while a client
+/// with the right token is still let in at once.
+#[tokio::test]
+async fn regression_repeated_auth_failures_are_throttled_but_the_right_token_is_served() {
+    let s = TestServer::start().await;
+    let wrong = with_token(&s, &[]);
+    let wrong = String::from_utf8(wrong)
+        .unwrap()
+        .replace(&s.token, &"0".repeat(64))
+        .into_bytes();
+    // The free failures are answered at once ...
+    for i in 0..ccbridge_server::refusals::FREE_FAILURES {
+        let r = bounded("a free failure", WAIT, raw_exchange(s.port, &wrong)).await;
+        assert_eq!(r.status, 401, "failure {i}");
+    }
+    // ... then a sequential attacker gets only a handful of answers in a
+    // second where it used to get thousands.
+    let attacker = {
+        let wrong = wrong.clone();
+        let port = s.port;
+        tokio::spawn(async move {
+            let mut answered = 0u32;
+            let end = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+            while tokio::time::Instant::now() < end {
+                let left = end.saturating_duration_since(tokio::time::Instant::now());
+                match tokio::time::timeout(left, raw_exchange(port, &wrong)).await {
+                    Ok(r) if r.status == 401 => answered += 1,
+                    Ok(r) => panic!("unexpected answer {}", r.head),
+                    Err(_) => break,
+                }
+            }
+            answered
+        })
+    };
+    // Meanwhile the right token is still served promptly.
+    let mut good = bounded("the right token during the flood", WAIT, s.client()).await;
+    let p = good.request("ping", json!({})).await;
+    assert_eq!(p["result"], json!({}));
+    let answered = attacker.await.unwrap();
+    assert!(
+        answered <= 6,
+        "{answered} wrong tokens answered within a second after the free ones"
+    );
+}
