@@ -8,6 +8,7 @@
 //! 1 the operation failed, 2 bad usage (clap), 3 no IDE server found.
 
 mod cmd;
+mod display;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -69,8 +70,32 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ccbridge: {e:#}");
+            // One line: the error with its cause once, and what to do.
+            let mut msg = format!("{e:#}");
+            if let Some(h) = hint(&e) {
+                msg.push_str("; ");
+                msg.push_str(h);
+            }
+            eprintln!("ccbridge: {}", display::line(&msg));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What to do about the fatal errors a user can fix.
+fn hint(e: &anyhow::Error) -> Option<&'static str> {
+    use ccbridge_server::{lockfile::LockError, ServerError};
+    use ccbridge_sidecar::SidecarError;
+    match e.downcast_ref::<SidecarError>()? {
+        SidecarError::Start(ServerError::Bind { .. }) => {
+            Some("choose another --port, or leave --port out for a free one")
+        }
+        SidecarError::Start(ServerError::PortRange(_)) => Some("ports 10000-65535 are allowed"),
+        SidecarError::Start(ServerError::Lock(
+            LockError::Dir { .. } | LockError::UnsafeDir(_) | LockError::Write { .. },
+        )) => Some(
+            "pass a directory you own with --lock-dir, or fix CLAUDE_CONFIG_DIR (Claude Code looks in $CLAUDE_CONFIG_DIR/ide or ~/.claude/ide)",
+        ),
+        _ => None,
     }
 }

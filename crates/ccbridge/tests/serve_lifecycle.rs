@@ -400,3 +400,77 @@ fn regression_refused_upgrades_are_summarised_not_logged_one_by_one() {
         "the summary counts them: {err}"
     );
 }
+
+/// `--log-traffic` (issue 11, addition 14): what the editor sent and what
+/// Claude was sent, in order, one JSON line each, the token redacted.
+#[test]
+fn log_traffic_records_both_sides_without_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let traffic = tempfile::tempdir().unwrap();
+    let file = traffic.path().join("traffic.jsonl");
+    let mut s = Sidecar::start(&["--log-traffic", file.to_str().unwrap()]);
+    let lock_path = s.wait_for_lock();
+    let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
+    let token = lock.auth_token.unwrap();
+    let port =
+        LockFile::port_from_file_name(lock_path.file_name().unwrap().to_str().unwrap()).unwrap();
+    let mut stdin = s.child.stdin.take().unwrap();
+    stdin
+        .write_all(&frame(
+            r#"{"jsonrpc":"2.0","method":"selectionChanged","params":{"filePath":"/w/a.py","text":"x","selection":{"start":{"line":1,"character":0},"end":{"line":1,"character":1}}}}"#,
+        ))
+        .unwrap();
+    // Claude connects (and sends the token in a message, which a careless
+    // log would keep).
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message as Ws;
+        let req = ccbridge_client::ws_client::handshake_request(port, Some(&token), true).unwrap();
+        let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+        for m in [
+            serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"claude-code","version":"2.1.328"}}}),
+            serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+            serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                "params":{"name":"getWorkspaceFolders","arguments":{"echo": token}}}),
+        ] {
+            ws.send(Ws::text(m.to_string())).await.unwrap();
+        }
+        // Until the replayed selection arrives.
+        let end = tokio::time::Instant::now() + Duration::from_secs(10);
+        while let Ok(Some(Ok(m))) = tokio::time::timeout_at(end, ws.next()).await {
+            if m.to_text().unwrap_or("").contains("selection_changed") {
+                break;
+            }
+        }
+    });
+    let lines = wait_until(Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&file).ok()?;
+        text.contains("selection_changed").then_some(text)
+    })
+    .expect("Claude's selection_changed is logged");
+    drop(stdin);
+    let _ = s.finish();
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(!lines.contains(&token), "the token is redacted");
+    let entries: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let find = |peer: &str, dir: &str, method: &str| {
+        entries
+            .iter()
+            .position(|e| e["peer"] == peer && e["dir"] == dir && e["msg"]["method"] == method)
+    };
+    let editor_in = find("editor", "in", "selectionChanged").expect("editor in");
+    let claude_in = find("claude", "in", "initialize").expect("claude in");
+    let claude_out = find("claude", "out", "selection_changed").expect("claude out");
+    assert!(editor_in < claude_out && claude_in < claude_out);
+    assert!(entries.iter().any(|e| e["peer"] == "editor"
+        && e["dir"] == "out"
+        && e["msg"]["method"] == "clientConnected"));
+    assert!(entries[claude_in]["ts"].as_str().unwrap().ends_with('Z'));
+}

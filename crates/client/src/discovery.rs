@@ -186,8 +186,8 @@ pub enum LockReadError {
     #[error("larger than {MAX_LOCK_FILE_BYTES} bytes")]
     TooLarge,
     #[error("cannot read it: {0}")]
-    Io(#[source] std::io::Error),
-    #[error("{0}")]
+    Io(std::io::Error),
+    #[error(transparent)]
     Invalid(#[from] LockFileError),
 }
 
@@ -230,11 +230,10 @@ impl LockEntry {
 
 /// A directory that exists but could not be listed.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot list {}: {source}", path.display())]
+#[error("cannot list {}: {error}", path.display())]
 pub struct ScanError {
     pub path: PathBuf,
-    #[source]
-    pub source: std::io::Error,
+    pub error: std::io::Error,
 }
 
 /// The result of scanning lock-file directories.
@@ -262,10 +261,10 @@ pub fn scan(dirs: &[PathBuf]) -> Scan {
         let read = match std::fs::read_dir(dir) {
             Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => {
+            Err(error) => {
                 errors.push(ScanError {
                     path: dir.clone(),
-                    source,
+                    error,
                 });
                 continue;
             }

@@ -59,12 +59,8 @@ const MAX_TOOL_PAGES: usize = 100;
 /// Everything that can go wrong talking to an IDE server.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot connect to 127.0.0.1:{port}: {source}")]
-    Connect {
-        port: u16,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot connect to 127.0.0.1:{port}: {error}")]
+    Connect { port: u16, error: std::io::Error },
     #[error("the lock file's token contains characters that cannot be sent in an HTTP header")]
     InvalidToken,
     #[error("the server refused the token (HTTP {status})")]
@@ -74,13 +70,13 @@ pub enum ClientError {
     #[error("the server answered the WebSocket upgrade with HTTP {status}")]
     UpgradeRejected { status: u16 },
     #[error("the WebSocket handshake failed: {0}")]
-    Handshake(#[source] Box<WsError>),
+    Handshake(Box<WsError>),
     #[error("timed out after {} {during}", fmt_duration(*.after))]
     Timeout { after: Duration, during: String },
     #[error("the server closed the connection{}", close_suffix(*.code, .reason))]
     Closed { code: Option<u16>, reason: String },
     #[error("WebSocket error: {0}")]
-    WebSocket(#[source] Box<WsError>),
+    WebSocket(Box<WsError>),
     #[error("the server answered {method} with error {}: {}", .error.code, .error.message)]
     Rpc { method: String, error: ErrorObject },
     #[error("the server's answer to {method} is malformed: {detail}")]
@@ -257,7 +253,7 @@ impl IdeClient {
     ) -> Result<WebSocketStream<TcpStream>, ClientError> {
         let tcp = TcpStream::connect((Ipv4Addr::LOCALHOST, port))
             .await
-            .map_err(|source| ClientError::Connect { port, source })?;
+            .map_err(|error| ClientError::Connect { port, error })?;
         // Small request/response messages: don't let Nagle delay them.
         let _ = tcp.set_nodelay(true);
         let request = handshake_request(port, token, subprotocol)?;

@@ -39,6 +39,9 @@ pub struct Config {
     pub at_mention_max_age: Duration,
     /// Time an editor gets to answer a non-interactive request.
     pub frontend_timeout: Duration,
+    /// Write every message exchanged with Claude and the editor to this
+    /// file, one JSON line each (see `traffic`).
+    pub traffic_log: Option<PathBuf>,
     /// Reported as `serverInfo`.
     pub server_name: String,
     pub server_version: String,
@@ -62,6 +65,7 @@ impl Config {
             at_mention_queue_len: 32,
             at_mention_max_age: Duration::from_secs(120),
             frontend_timeout: Duration::from_secs(30),
+            traffic_log: None,
             server_name: "ccbridge".into(),
             server_version: env!("CARGO_PKG_VERSION").into(),
         }

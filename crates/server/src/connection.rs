@@ -17,6 +17,7 @@ use crate::keepalive::{Action, Keepalive};
 use crate::memory;
 use crate::router;
 use crate::sessions::Outbound;
+use crate::traffic::{Direction, Peer};
 use futures_util::{SinkExt, StreamExt};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -123,6 +124,7 @@ where
                 let text = match frame {
                     None | Some(Ok(Message::Close(_))) => break,
                     Some(Ok(Message::Text(t))) => {
+                        traffic(&shared, id, Direction::In, t.as_str());
                         let answer = router::handle(&conn, t.as_str()).await;
                         if t.len() >= memory::LARGE_MESSAGE {
                             drop(t);
@@ -132,7 +134,10 @@ where
                         answer
                     }
                     Some(Ok(Message::Binary(b))) => match std::str::from_utf8(&b) {
-                        Ok(t) => router::handle(&conn, t).await,
+                        Ok(t) => {
+                            traffic(&shared, id, Direction::In, t);
+                            router::handle(&conn, t).await
+                        }
                         Err(_) => router::handle(&conn, "\u{0}not utf-8").await,
                     },
                     Some(Ok(_)) => None,
@@ -148,12 +153,18 @@ where
                     }
                 };
                 match text {
-                    Some(t) => write(&mut ws, Message::text(t), write_limit).await,
+                    Some(t) => {
+                        traffic(&shared, id, Direction::Out, &t);
+                        write(&mut ws, Message::text(t), write_limit).await
+                    }
                     None => Ok(()),
                 }
             }
             out = rx.recv() => match out {
-                Some(Outbound::Text(t)) => write(&mut ws, Message::text(t), write_limit).await,
+                Some(Outbound::Text(t)) => {
+                    traffic(&shared, id, Direction::Out, &t);
+                    write(&mut ws, Message::text(t), write_limit).await
+                }
                 Some(Outbound::Close(code, reason)) => {
                     send_close(&mut ws, code, reason).await;
                     break;
@@ -181,6 +192,7 @@ where
     if let Some((code, reason)) = ending {
         // Answers already queued (e.g. diffs settled at shutdown) go first.
         while let Ok(Outbound::Text(t)) = rx.try_recv() {
+            traffic(&shared, id, Direction::Out, &t);
             if write(&mut ws, Message::text(t), Duration::from_secs(1))
                 .await
                 .is_err()
@@ -196,6 +208,13 @@ where
         memory::large_message_done();
     }
     tracing::debug!(conn = id, "websocket closed");
+}
+
+/// Records a message in the traffic log, if there is one.
+fn traffic(shared: &Shared, conn: crate::diffs::ConnId, dir: Direction, text: &str) {
+    if let Some(log) = &shared.traffic {
+        log.record(Peer::Claude, conn, dir, text);
+    }
 }
 
 /// Writes one frame, failing when the client has not taken it within `limit`.

@@ -17,6 +17,7 @@ use crate::refusals::{AuthThrottle, RefusalLog, SUMMARY_PERIOD};
 use crate::sessions::Sessions;
 use crate::state::EditorState;
 use crate::token::{AuthToken, RandomError};
+use crate::traffic::TrafficLog;
 use ccbridge_protocol::lockfile::{LockFile, ServerProcess};
 use ccbridge_protocol::notifications::SelectionChanged;
 use std::future::Future;
@@ -86,8 +87,11 @@ impl Drop for HandshakeSlot {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot listen on 127.0.0.1: {0}")]
-    Bind(std::io::Error),
+    #[error("cannot listen on {addr}: {error}")]
+    Bind {
+        addr: SocketAddr,
+        error: std::io::Error,
+    },
     #[error("refusing to listen on {0}: only loopback addresses are allowed")]
     NotLoopback(SocketAddr),
     #[error("port {0} is outside 10000-65535")]
@@ -96,6 +100,11 @@ pub enum ServerError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Random(#[from] RandomError),
+    #[error("cannot open the traffic log {}: {error}", path.display())]
+    TrafficLog {
+        path: PathBuf,
+        error: std::io::Error,
+    },
 }
 
 /// The engine has stopped; events can no longer be delivered.
@@ -145,6 +154,8 @@ pub(crate) struct Shared {
     throttle: AuthThrottle,
     /// Refused upgrades, summarised in the log.
     refusals: RefusalLog,
+    /// `--log-traffic`.
+    pub traffic: Option<Arc<TrafficLog>>,
     next_conn: AtomicU64,
 }
 
@@ -264,7 +275,9 @@ impl Server {
             }
         }
         let addr = SocketAddr::from(([127, 0, 0, 1], config.port.unwrap_or(0)));
-        let listener = TcpListener::bind(addr).await.map_err(ServerError::Bind)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|error| ServerError::Bind { addr, error })?;
         Self::with_listener(listener, config, frontend)
     }
 
@@ -274,11 +287,23 @@ impl Server {
         config: Config,
         frontend: Arc<dyn Frontend>,
     ) -> Result<Server, ServerError> {
-        let local = listener.local_addr().map_err(ServerError::Bind)?;
+        let local = listener.local_addr().map_err(|error| ServerError::Bind {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            error,
+        })?;
         if !local.ip().is_loopback() {
             return Err(ServerError::NotLoopback(local));
         }
         let token = AuthToken::generate()?;
+        let traffic = match &config.traffic_log {
+            Some(path) => Some(Arc::new(TrafficLog::open(path, token.expose()).map_err(
+                |error| ServerError::TrafficLog {
+                    path: path.clone(),
+                    error,
+                },
+            )?)),
+            None => None,
+        };
         let mut state = EditorState::default();
         state.workspace_folders = config.workspace_folders.clone();
         state.ide_name = config.ide_name.clone();
@@ -300,6 +325,7 @@ impl Server {
             server_process: ccbridge_client::discovery::this_server_process(),
             throttle: AuthThrottle::default(),
             refusals: RefusalLog::new(Instant::now()),
+            traffic,
             next_conn: AtomicU64::new(0),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
@@ -506,6 +532,12 @@ impl EngineHandle {
 
     pub fn clients(&self) -> Vec<ClientInfo> {
         lock(&self.shared.sessions).infos()
+    }
+
+    /// The traffic log, when `Config::traffic_log` asked for one: a
+    /// frontend logs its own side of the conversation there too.
+    pub fn traffic_log(&self) -> Option<Arc<TrafficLog>> {
+        self.shared.traffic.clone()
     }
 
     /// Serves one already upgraded WebSocket, e.g. an in-memory pair in

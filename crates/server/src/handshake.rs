@@ -179,7 +179,13 @@ pub enum HandshakeError {
     #[error("connection closed during the handshake")]
     Closed,
     #[error("i/o error during the handshake: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for HandshakeError {
+    fn from(e: std::io::Error) -> Self {
+        HandshakeError::Io(e)
+    }
 }
 
 /// Reads and judges one upgrade request, and answers it: `101` on success,

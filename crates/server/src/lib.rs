@@ -33,6 +33,7 @@ mod sessions;
 mod state;
 pub mod token;
 mod tools;
+pub mod traffic;
 
 pub use config::Config;
 pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};

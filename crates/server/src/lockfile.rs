@@ -18,14 +18,16 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// Each message includes its cause, so it is printed once (no `source()`
+/// chain repeats it).
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("cannot create the lock directory {dir}: {source}")]
-    Dir { dir: PathBuf, source: io::Error },
-    #[error("the lock directory {0} is not a directory owned by this user")]
+    #[error("cannot create the lock directory {}: {error}", dir.display())]
+    Dir { dir: PathBuf, error: io::Error },
+    #[error("the lock directory {} is not a directory owned by this user", .0.display())]
     UnsafeDir(PathBuf),
-    #[error("cannot write the lock file {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
+    #[error("cannot write the lock file {}: {error}", path.display())]
+    Write { path: PathBuf, error: io::Error },
 }
 
 /// An owned lock file; removed on drop.
@@ -64,9 +66,9 @@ impl Drop for LockGuard {
 }
 
 fn ensure_private_dir(dir: &Path) -> Result<(), LockError> {
-    let derr = |source| LockError::Dir {
+    let derr = |error| LockError::Dir {
         dir: dir.to_owned(),
-        source,
+        error,
     };
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -86,9 +88,9 @@ fn ensure_private_dir(dir: &Path) -> Result<(), LockError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LockError> {
-    let werr = |source| LockError::Write {
+    let werr = |error| LockError::Write {
         path: path.to_owned(),
-        source,
+        error,
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("lock");

@@ -82,7 +82,13 @@ pub enum FramingError {
     UnexpectedEof,
     /// Fatal.
     #[error("reading the input: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for FramingError {
+    fn from(e: std::io::Error) -> Self {
+        FramingError::Io(e)
+    }
 }
 
 impl FramingError {
@@ -377,6 +383,9 @@ enum WriterCmd {
     Close(oneshot::Sender<()>),
 }
 
+/// Sees every body queued for the output (the traffic log).
+pub type Tap = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 /// A cheap, cloneable handle that queues frames for the writer task.
 #[derive(Clone)]
 pub struct FrameSink {
@@ -384,6 +393,7 @@ pub struct FrameSink {
     /// Bytes queued and not yet written (the frame being written included).
     queued: Arc<AtomicUsize>,
     limit: usize,
+    tap: Arc<std::sync::OnceLock<Tap>>,
 }
 
 impl FrameSink {
@@ -401,7 +411,16 @@ impl FrameSink {
         Ok(cancel)
     }
 
+    /// Installs `tap`, which then sees every body queued (once; later calls
+    /// are ignored).
+    pub fn set_tap(&self, tap: Tap) {
+        let _ = self.tap.set(tap);
+    }
+
     fn enqueue(&self, body: Vec<u8>, cancel: Option<Cancel>) -> Result<(), SendError> {
+        if let Some(tap) = self.tap.get() {
+            tap(&body);
+        }
         let len = body.len();
         let mut queued = self.queued.load(Ordering::Acquire);
         loop {
@@ -473,7 +492,16 @@ where
     let (tx, rx) = mpsc::unbounded_channel();
     let queued = Arc::new(AtomicUsize::new(0));
     let task = tokio::spawn(write_loop(output, rx, queued.clone()));
-    (FrameSink { tx, queued, limit }, task)
+    let tap = Arc::default();
+    (
+        FrameSink {
+            tx,
+            queued,
+            limit,
+            tap,
+        },
+        task,
+    )
 }
 
 /// Closes the output: flushes what is queued within [`CLOSE_LIMIT`], then

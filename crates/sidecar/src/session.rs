@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use ccbridge_protocol::jsonrpc::{
     code, ErrorObject, Message, Notification, Request, RequestId, Response,
 };
+use ccbridge_server::traffic::{Direction, Peer, TrafficLog};
 use ccbridge_server::{
     ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
 };
@@ -97,6 +98,16 @@ where
         return Err(SidecarError::Start(e));
     }
     let handle = server.handle();
+    if let Some(log) = handle.traffic_log() {
+        sink.set_tap(Arc::new(move |body: &[u8]| {
+            log.record(
+                Peer::Editor,
+                0,
+                Direction::Out,
+                &String::from_utf8_lossy(body),
+            )
+        }));
+    }
     let (stop_engine, engine_stop) = oneshot::channel::<()>();
     let mut engine_task = tokio::spawn(server.run(async move {
         let _ = engine_stop.await;
@@ -125,7 +136,9 @@ where
     };
     match &outcome {
         Ok(reason) => tracing::info!(?reason, "sidecar stopping"),
-        Err(e) => tracing::error!("sidecar stopping: {e}"),
+        // The caller reports the error itself; logging it too would print
+        // it twice.
+        Err(e) => tracing::debug!("sidecar stopping: {e}"),
     }
 
     // The editor will answer nothing more: fail what waits on it, so the
@@ -156,6 +169,7 @@ pub(crate) trait Engine: Send + Sync {
     fn port(&self) -> u16;
     fn lock_path(&self) -> Option<PathBuf>;
     fn clients(&self) -> Vec<ClientInfo>;
+    fn traffic_log(&self) -> Option<Arc<TrafficLog>>;
 }
 
 #[async_trait]
@@ -174,6 +188,9 @@ impl Engine for EngineHandle {
     }
     fn clients(&self) -> Vec<ClientInfo> {
         EngineHandle::clients(self)
+    }
+    fn traffic_log(&self) -> Option<Arc<TrafficLog>> {
+        EngineHandle::traffic_log(self)
     }
 }
 
@@ -270,6 +287,14 @@ impl Session {
     }
 
     async fn body(&self, body: &[u8]) -> Step {
+        if let Some(log) = self.engine.traffic_log() {
+            log.record(
+                Peer::Editor,
+                0,
+                Direction::In,
+                &String::from_utf8_lossy(body),
+            );
+        }
         let Ok(text) = std::str::from_utf8(body) else {
             tracing::warn!("a message from the editor is not UTF-8");
             self.reply(Response::error(

@@ -30,7 +30,9 @@ token comes from the lock file. Run `ccbridge list` to see the candidates.
 
 Output: each text item of the result on its own line(s) on stdout (so \
 `ccbridge call getDiagnostics | jq` works); --raw prints the whole result JSON. \
-With --list, prints `name<TAB>description` per tool (--raw: the tools/list JSON).
+With --list, prints `name(arguments)<TAB>description` per tool, optional \
+arguments marked `?` (--raw: the tools/list JSON with full schemas). Text from \
+the server is printed with terminal control characters escaped.
 
 Exit status: 0 success; 1 the tool reported an error (isError, text on stderr) \
 or the connection failed; 2 bad usage or invalid JSON arguments; 3 no matching \
@@ -55,7 +57,8 @@ pub struct Args {
     /// waits until the user accepts or rejects the diff).
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     timeout: Duration,
-    /// Seconds allowed for connecting and the MCP handshake.
+    /// Seconds allowed for connecting and the MCP handshake (and for
+    /// --list); 0 waits without limit, as for --timeout.
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
     connect_timeout: Duration,
     /// Print the whole result as JSON instead of its text items.
@@ -186,8 +189,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 eprintln!(
                     "ccbridge: {} IDE servers contain {}; using the newest ({}, port {}). Pass --port to choose another.",
                     matches.len(),
-                    dir.display(),
-                    ide_name(newest),
+                    crate::display::path(&dir),
+                    crate::display::line(&ide_name(newest)),
                     newest.port.map_or_else(|| "?".into(), |p| p.to_string()),
                 );
                 newest
@@ -223,7 +226,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let mut client = IdeClient::connect(port, lock.auth_token.as_deref(), args.connect_timeout)
+    let connect_timeout = match args.connect_timeout {
+        d if d.is_zero() => Duration::MAX,
+        d => d,
+    };
+    let mut client = IdeClient::connect(port, lock.auth_token.as_deref(), connect_timeout)
         .await
         .map_err(|e| explain(e, port, &entry.path))?;
     if !client.claude_accepts_version() {
@@ -254,9 +261,15 @@ async fn list_tools(client: &mut IdeClient, raw: bool) -> Result<ExitCode, Clien
             serde_json::to_string_pretty(&tools).unwrap_or_else(|_| "[]".into())
         );
     } else {
+        use crate::display::line;
         for t in &tools {
             let first_line = t.description.lines().next().unwrap_or("");
-            println!("{}\t{}", t.name, first_line);
+            println!(
+                "{}({})\t{}",
+                line(&t.name),
+                line(&arguments_of(&t.input_schema)),
+                line(first_line)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -279,10 +292,13 @@ async fn call_tool(
     } else {
         for item in &parsed.content {
             match item {
-                Content::Text { text } if parsed.is_error => eprintln!("{text}"),
-                Content::Text { text } => println!("{text}"),
+                Content::Text { text } if parsed.is_error => {
+                    eprintln!("{}", crate::display::text(text))
+                }
+                Content::Text { text } => println!("{}", crate::display::text(text)),
                 Content::Image { data, mime_type } => eprintln!(
-                    "ccbridge: an image ({mime_type}, {} bytes of base64) was omitted; use --raw to see it",
+                    "ccbridge: an image ({}, {} bytes of base64) was omitted; use --raw to see it",
+                    crate::display::line(mime_type),
                     data.len()
                 ),
             }
@@ -293,6 +309,31 @@ async fn call_tool(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `filePath, startLine?, ...`: a tool's arguments from its input schema,
+/// the optional ones marked `?`.
+fn arguments_of(schema: &Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .keys()
+                .map(|k| {
+                    if required.contains(&k.as_str()) {
+                        k.clone()
+                    } else {
+                        format!("{k}?")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 fn ide_name(e: &LockEntry) -> String {
@@ -328,7 +369,7 @@ fn explain(e: ClientError, port: u16, lock: &Path) -> anyhow::Error {
     if hint.is_empty() {
         anyhow::Error::new(e)
     } else {
-        anyhow::anyhow!("{e}\nhint: {hint}")
+        anyhow::anyhow!("{e}; {hint}")
     }
 }
 
@@ -349,6 +390,14 @@ mod tests {
         assert!(parse_arguments(Some("[1]"))
             .unwrap_err()
             .contains("not an array"));
+    }
+
+    #[test]
+    fn arguments_come_from_the_schema() {
+        let schema = serde_json::json!({"type": "object",
+            "properties": {"filePath": {}, "startLine": {}}, "required": ["filePath"]});
+        assert_eq!(arguments_of(&schema), "filePath, startLine?");
+        assert_eq!(arguments_of(&serde_json::json!({"type": "object"})), "");
     }
 
     #[test]

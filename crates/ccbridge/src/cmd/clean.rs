@@ -57,22 +57,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             "removed"
         };
+        use crate::display::{line, path};
         for o in &report.removed {
-            println!("{verb} {}: {}", o.path.display(), o.reason);
+            println!("{verb} {}: {}", path(&o.path), line(&o.reason.to_string()));
         }
         for f in &report.failed {
             eprintln!(
                 "ccbridge: cannot remove {} ({}): {}",
-                f.path.display(),
-                f.reason,
-                f.error
+                path(&f.path),
+                line(&f.reason.to_string()),
+                line(&f.error)
             );
         }
         for o in &report.kept {
-            eprintln!("kept {}: {}", o.path.display(), o.reason);
+            eprintln!("kept {}: {}", path(&o.path), line(&o.reason.to_string()));
         }
         if report.removed.is_empty() && report.failed.is_empty() {
-            let dirs: Vec<String> = scan.dirs.iter().map(|d| d.display().to_string()).collect();
+            let dirs: Vec<String> = scan.dirs.iter().map(|d| path(d)).collect();
             eprintln!(
                 "no stale lock files ({} checked in {})",
                 scan.entries.len(),

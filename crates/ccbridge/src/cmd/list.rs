@@ -2,7 +2,9 @@
 //!
 //! Shows each lock file of every directory the CLI scans, newest first, with
 //! whether its process runs and its port answers, so a user can see what
-//! Claude Code would connect to and why it does not. Never prints tokens.
+//! Claude Code would connect to and why it does not. Never prints tokens,
+//! and never a lock file's text as it is: every cell goes through
+//! [`crate::display::line`] (a planted lock can hold terminal escapes).
 
 use ccbridge_client::discovery::{self, Env, LockEntry};
 use serde_json::{json, Value};
@@ -45,7 +47,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_table(&rows);
     }
     if rows.is_empty() {
-        let dirs: Vec<String> = scan.dirs.iter().map(|d| d.display().to_string()).collect();
+        let dirs: Vec<String> = scan.dirs.iter().map(|d| crate::display::path(d)).collect();
         eprintln!("no IDE servers found (looked in {})", dirs.join(", "));
     }
     Ok(ExitCode::SUCCESS)
@@ -83,6 +85,8 @@ impl<'a> Row<'a> {
             "workspaceFolders": l.map(|l| &l.workspace_folders),
             "pid": l.and_then(|l| l.pid),
             "pidAlive": e.pid_alive,
+            "serverPid": l.and_then(|l| l.server_process).map(|p| p.pid),
+            "serverAlive": e.server_alive,
             "portAnswers": self.port_answers,
             "transport": l.map(|l| l.transport.as_str()),
             "runningInWindows": l.map(|l| l.running_in_windows),
@@ -161,7 +165,15 @@ fn print_table(rows: &[Row]) {
         "WORKSPACE",
         "LOCK FILE",
     ];
-    let cells: Vec<Vec<String>> = rows.iter().map(Row::cells).collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.cells()
+                .iter()
+                .map(|c| crate::display::line(c).into_owned())
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
     for row in &cells {
         for (w, c) in widths.iter_mut().zip(row) {

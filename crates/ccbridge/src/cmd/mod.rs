@@ -12,7 +12,10 @@ pub(crate) fn scan_lock_files(
 ) -> ccbridge_client::discovery::Scan {
     let scan = ccbridge_client::discovery::scan_env(env);
     for e in &scan.errors {
-        eprintln!("ccbridge: warning: {e}");
+        eprintln!(
+            "ccbridge: warning: {}",
+            crate::display::line(&e.to_string())
+        );
     }
     scan
 }

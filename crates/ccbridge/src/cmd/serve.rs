@@ -12,6 +12,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Logging: to stderr (or --log-file), never to stdout, which carries protocol \
+frames only. The level comes from CCBRIDGE_LOG (else RUST_LOG), default \
+`info`: e.g. CCBRIDGE_LOG=debug, or per crate, \
+CCBRIDGE_LOG=info,ccbridge_server=trace. --log-traffic FILE also writes every \
+message exchanged with Claude Code and with the editor to FILE, one JSON line \
+each ({ts, peer: claude|editor, conn, dir: in|out, msg}), the auth token \
+redacted: the first thing to look at when Claude does not see what the editor \
+sends.")]
 pub struct Args {
     /// Speak the editor protocol (JSON-RPC, LSP framing) on stdin/stdout.
     #[arg(long)]
@@ -43,6 +52,10 @@ pub struct Args {
     /// Write logs to this file instead of stderr.
     #[arg(long, value_name = "PATH")]
     log_file: Option<PathBuf>,
+    /// Write every message to and from Claude Code and the editor to this
+    /// file as JSON lines (created 0600, appended to).
+    #[arg(long, value_name = "FILE")]
+    log_traffic: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -60,8 +73,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         protocol_output()?,
         termination_signal(),
     )
-    .await
-    .context("the sidecar stopped with an error")?;
+    .await?;
     tracing::info!(?reason, "exiting");
     Ok(ExitCode::SUCCESS)
 }
@@ -88,9 +100,11 @@ fn config_from(args: &Args) -> anyhow::Result<Config> {
     };
     for d in dirs {
         // The CLI compares its (resolved) cwd with these folders as strings.
-        let abs = std::fs::canonicalize(&d)
-            .or_else(|_| std::path::absolute(&d))
-            .with_context(|| format!("cannot resolve workspace {}", d.display()))?;
+        let abs = match std::fs::canonicalize(&d) {
+            Ok(abs) if abs.is_dir() => abs,
+            Ok(_) => bail!("the workspace {} is not a directory", d.display()),
+            Err(e) => bail!("the workspace {} cannot be used: {e}", d.display()),
+        };
         let Some(s) = abs.to_str() else {
             bail!("workspace path {} is not valid UTF-8", abs.display());
         };
@@ -112,6 +126,7 @@ fn config_from(args: &Args) -> anyhow::Result<Config> {
     config.allowed_hosts = args.allow_hosts.clone();
     config.multi_client = args.multi_client;
     config.selection_debounce = Duration::from_millis(args.selection_debounce_ms);
+    config.traffic_log = args.log_traffic.clone();
     config.lock_dir = match &args.lock_dir {
         Some(d) => Some(d.clone()),
         None => Some(Config::default_lock_dir().context(

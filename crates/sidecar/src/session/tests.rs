@@ -36,7 +36,7 @@ impl Engine for FakeEngine {
             EditorEvent::Workspace { .. } if self.lock_fails.load(Ordering::SeqCst) => Err(
                 ApplyError::Lock(ccbridge_server::lockfile::LockError::Write {
                     path: "/tmp/ide/43210.lock".into(),
-                    source: std::io::Error::from_raw_os_error(28),
+                    error: std::io::Error::from_raw_os_error(28),
                 }),
             ),
             // The fake knows only diffs 1 to 9.
@@ -51,6 +51,9 @@ impl Engine for FakeEngine {
     }
     fn lock_path(&self) -> Option<PathBuf> {
         Some(PathBuf::from("/tmp/ide/43210.lock"))
+    }
+    fn traffic_log(&self) -> Option<Arc<ccbridge_server::traffic::TrafficLog>> {
+        None
     }
     fn clients(&self) -> Vec<ClientInfo> {
         vec![ClientInfo {
