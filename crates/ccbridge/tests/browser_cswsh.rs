@@ -22,7 +22,7 @@ fn workspace_root() -> PathBuf {
 }
 
 fn e2e_modules() -> PathBuf {
-    let dir = workspace_root().join(".cache/e2e/node_modules");
+    let dir = ccbridge_testkit::e2e_dir().join("node_modules");
     assert!(
         dir.join("playwright-core").is_dir(),
         "playwright-core is missing from {}: run scripts/test, which installs it",

@@ -30,9 +30,9 @@ pub const PROMPT_MARK: &str = "❯\u{a0}";
 /// How to install the pinned CLI where the harness looks for it.
 pub fn install_hint() -> String {
     format!(
-        "install the pinned Claude Code CLI: `scripts/test` does it, or\n    npm install --prefix {}/.cache/e2e @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}\n\
+        "install the pinned Claude Code CLI: `scripts/test` does it, or\n    npm install --prefix {} @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}\n\
          or point CCBRIDGE_CLAUDE_BIN at an existing `claude` {CLAUDE_CODE_VERSION} binary",
-        workspace_root().display()
+        crate::e2e_dir().display()
     )
 }
 
@@ -42,12 +42,12 @@ pub fn workspace_root() -> PathBuf {
     p.canonicalize().unwrap_or(p)
 }
 
-/// `CCBRIDGE_CLAUDE_BIN`, else `<workspace>/.cache/e2e/node_modules/.bin/claude`.
+/// `CCBRIDGE_CLAUDE_BIN`, else `node_modules/.bin/claude` in [`crate::e2e_dir`].
 pub fn try_claude_bin() -> Result<PathBuf, String> {
     let (path, source) = match std::env::var_os("CCBRIDGE_CLAUDE_BIN").filter(|v| !v.is_empty()) {
         Some(p) => (PathBuf::from(p), "CCBRIDGE_CLAUDE_BIN"),
         None => (
-            workspace_root().join(".cache/e2e/node_modules/.bin/claude"),
+            crate::e2e_dir().join("node_modules/.bin/claude"),
             "the default location",
         ),
     };

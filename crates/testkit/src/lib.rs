@@ -73,6 +73,17 @@ pub fn poll_until<T>(
     }
 }
 
+/// Where the test command installed the npm packages the tests run (the
+/// pinned Claude Code CLI, playwright-core): `CCBRIDGE_E2E_DIR`, which
+/// `scripts/test` sets to a cache shared by every clone, else
+/// `<workspace>/.cache/e2e`.
+pub fn e2e_dir() -> std::path::PathBuf {
+    match std::env::var_os("CCBRIDGE_E2E_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => d.into(),
+        None => claude::workspace_root().join(".cache/e2e"),
+    }
+}
+
 /// Keep sandboxes, logs and the tmux socket after the test when
 /// `CCBRIDGE_E2E_KEEP=1` (their paths are printed), for post-mortems.
 pub fn keep_artifacts() -> bool {
