@@ -3,7 +3,9 @@
 
 use async_trait::async_trait;
 use ccbridge_server::FrontendError;
-use ccbridge_server::{Capabilities, Config, DiffId, DiffView, EngineHandle, Frontend, Server};
+use ccbridge_server::{
+    Capabilities, CloseReason, Config, DiffId, DiffView, EngineHandle, Frontend, Server,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -19,7 +21,7 @@ impl Frontend for NullEditor {
     async fn show_diff(&self, _diff: DiffView) -> Result<(), FrontendError> {
         Ok(())
     }
-    async fn close_diff(&self, _id: DiffId) -> Result<(), FrontendError> {
+    async fn close_diff(&self, _id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
         Ok(())
     }
 }

@@ -12,7 +12,7 @@
 //! stays up.
 
 use crate::engine::{lock, Shared};
-use crate::frontend::{ClientId, ClientInfo};
+use crate::frontend::{Activity, ClientId, ClientInfo};
 use crate::keepalive::{Action, Keepalive};
 use crate::memory;
 use crate::router;
@@ -73,6 +73,10 @@ impl Conn {
             if announced {
                 self.shared.frontend.client_disconnected(ClientId(old));
             }
+            self.shared.frontend.activity(Activity::SessionReplaced {
+                old: ClientId(old),
+                by: self.client_id(),
+            });
         }
         tracing::info!(client = self.id, name = %info.name, version = %info.version, "Claude Code session connected");
     }

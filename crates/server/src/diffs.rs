@@ -7,7 +7,7 @@
 //! closing is idempotent), `closeAllDiffTabs`, a second `openDiff` with the
 //! same `tab_name`, the client disconnecting, and shutdown.
 
-use crate::frontend::{DiffDecision, DiffId};
+use crate::frontend::{CloseReason, DiffDecision, DiffId};
 use std::collections::{HashMap, VecDeque};
 use tokio::sync::oneshot;
 
@@ -49,11 +49,14 @@ impl DiffRegistry {
         &mut self,
         tab_name: &str,
         conn: ConnId,
-    ) -> (DiffId, oneshot::Receiver<Settled>, Option<DiffId>) {
-        let replaced = self.find_tab(tab_name);
-        if let Some(old) = replaced {
-            self.close(old);
-        }
+    ) -> (
+        DiffId,
+        oneshot::Receiver<Settled>,
+        Option<(DiffId, CloseReason)>,
+    ) {
+        let replaced = self
+            .find_tab(tab_name)
+            .and_then(|old| Some((old, self.close(old, CloseReason::Replaced)?)));
         self.next += 1;
         let id = DiffId(self.next);
         let (tx, rx) = oneshot::channel();
@@ -88,29 +91,29 @@ impl DiffRegistry {
         }
     }
 
-    /// Removes a view, settling its call if still pending. Returns whether
-    /// it existed.
-    pub fn close(&mut self, id: DiffId) -> bool {
-        match self.open.remove(&id) {
-            Some(mut e) => {
-                if let Some(w) = e.waiter.take() {
-                    let _ = w.send(Settled::Closed);
-                }
-                self.recently_closed.push_back(e.tab_name);
-                if self.recently_closed.len() > RECENT {
-                    self.recently_closed.pop_front();
-                }
-                true
+    /// Removes a view, settling its call if still pending. Returns why it
+    /// was closed (`Decided` when the user had decided, else `why`), or
+    /// `None` when it was not open.
+    pub fn close(&mut self, id: DiffId, why: CloseReason) -> Option<CloseReason> {
+        let mut e = self.open.remove(&id)?;
+        let reason = match e.waiter.take() {
+            Some(w) => {
+                let _ = w.send(Settled::Closed);
+                why
             }
-            None => false,
+            None => CloseReason::Decided,
+        };
+        self.recently_closed.push_back(e.tab_name);
+        if self.recently_closed.len() > RECENT {
+            self.recently_closed.pop_front();
         }
+        Some(reason)
     }
 
     /// `close_tab`: the diff with this tab name, closed.
-    pub fn close_tab(&mut self, tab_name: &str) -> Option<DiffId> {
+    pub fn close_tab(&mut self, tab_name: &str) -> Option<(DiffId, CloseReason)> {
         let id = self.find_tab(tab_name)?;
-        self.close(id);
-        Some(id)
+        Some((id, self.close(id, CloseReason::ClaudeClosed)?))
     }
 
     pub fn was_recently_closed(&self, tab_name: &str) -> bool {
@@ -118,7 +121,11 @@ impl DiffRegistry {
     }
 
     /// Closes every view opened by `conn` (all of them for `None`).
-    pub fn close_all(&mut self, conn: Option<ConnId>) -> Vec<DiffId> {
+    pub fn close_all(
+        &mut self,
+        conn: Option<ConnId>,
+        why: CloseReason,
+    ) -> Vec<(DiffId, CloseReason)> {
         let mut ids: Vec<DiffId> = self
             .open
             .iter()
@@ -126,10 +133,9 @@ impl DiffRegistry {
             .map(|(id, _)| *id)
             .collect();
         ids.sort();
-        for id in &ids {
-            self.close(*id);
-        }
-        ids
+        ids.into_iter()
+            .filter_map(|id| Some((id, self.close(id, why)?)))
+            .collect()
     }
 
     #[cfg(test)]
@@ -164,7 +170,7 @@ mod tests {
             Settled::Decided(DiffDecision::Rejected)
         );
         assert!(r.contains(id));
-        assert_eq!(r.close_tab("t"), Some(id));
+        assert_eq!(r.close_tab("t"), Some((id, CloseReason::Decided)));
         assert_eq!(r.close_tab("t"), None, "second close_tab finds nothing");
         assert!(r.was_recently_closed("t"));
     }
@@ -174,7 +180,7 @@ mod tests {
         let mut r = DiffRegistry::default();
         let (a, mut rx_a, _) = r.open("t", 1);
         let (b, _rx_b, replaced) = r.open("t", 1);
-        assert_eq!(replaced, Some(a));
+        assert_eq!(replaced, Some((a, CloseReason::Replaced)));
         assert_ne!(a, b);
         assert_eq!(rx_a.try_recv().unwrap(), Settled::Closed);
         assert_eq!(r.len(), 1);
@@ -185,10 +191,16 @@ mod tests {
         let mut r = DiffRegistry::default();
         let (a, mut rx_a, _) = r.open("a", 1);
         let (b, _rx_b, _) = r.open("b", 2);
-        assert_eq!(r.close_all(Some(1)), vec![a]);
+        assert_eq!(
+            r.close_all(Some(1), CloseReason::NewPrompt),
+            vec![(a, CloseReason::NewPrompt)]
+        );
         assert_eq!(rx_a.try_recv().unwrap(), Settled::Closed);
         assert!(r.contains(b));
-        assert_eq!(r.close_all(None), vec![b]);
+        assert_eq!(
+            r.close_all(None, CloseReason::Shutdown),
+            vec![(b, CloseReason::Shutdown)]
+        );
         assert!(r.is_empty());
     }
 

@@ -10,7 +10,7 @@
 use crate::config::Config;
 use crate::connection;
 use crate::diffs::{ConnId, DiffRegistry};
-use crate::frontend::{ClientInfo, DiffId, EditorEvent, Frontend, FrontendError};
+use crate::frontend::{ClientInfo, CloseReason, DiffId, EditorEvent, Frontend, FrontendError};
 use crate::handshake::{self, Policy};
 use crate::lockfile::{self, LockError, LockGuard};
 use crate::refusals::{AuthThrottle, RefusalLog, SUMMARY_PERIOD};
@@ -181,11 +181,11 @@ impl Shared {
     }
 
     /// Closes editor views without waiting for the editor.
-    pub fn close_views(self: &Arc<Self>, ids: Vec<crate::frontend::DiffId>) {
-        for id in ids {
+    pub fn close_views(self: &Arc<Self>, ids: Vec<(DiffId, CloseReason)>) {
+        for (id, reason) in ids {
             let shared = self.clone();
             tokio::spawn(async move {
-                if let Err(e) = shared.editor(shared.frontend.close_diff(id)).await {
+                if let Err(e) = shared.editor(shared.frontend.close_diff(id, reason)).await {
                     tracing::warn!(%id, "the editor could not close a diff view: {e}");
                 }
             });
@@ -241,7 +241,7 @@ impl Shared {
     /// A connection ended: forget it and settle its diffs.
     pub fn disconnected(self: &Arc<Self>, conn: ConnId) {
         let gone = lock(&self.sessions).remove(conn);
-        let ids = lock(&self.diffs).close_all(Some(conn));
+        let ids = lock(&self.diffs).close_all(Some(conn), CloseReason::Disconnected);
         self.close_views(ids);
         if let Some((info, announced)) = gone {
             tracing::info!(client = info.id.0, "Claude Code session disconnected");
@@ -409,7 +409,7 @@ impl Server {
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
         }
-        let ids = lock(&shared.diffs).close_all(None);
+        let ids = lock(&shared.diffs).close_all(None, CloseReason::Shutdown);
         // Let the settled calls answer before their connections close.
         let answered = async {
             loop {
@@ -424,8 +424,8 @@ impl Server {
         };
         let _ = tokio::time::timeout(Duration::from_millis(500), answered).await;
         let _ = shared.shutdown.send(true);
-        for id in ids {
-            let _ = shared.editor(shared.frontend.close_diff(id)).await;
+        for (id, reason) in ids {
+            let _ = shared.editor(shared.frontend.close_diff(id, reason)).await;
         }
         let drain = async { while connections.join_next().await.is_some() {} };
         if tokio::time::timeout(Duration::from_secs(2), drain)
@@ -532,6 +532,16 @@ impl EngineHandle {
 
     pub fn clients(&self) -> Vec<ClientInfo> {
         lock(&self.shared.sessions).infos()
+    }
+
+    /// Every file's diagnostics as the editor last reported them.
+    pub fn diagnostics(&self) -> Vec<ccbridge_protocol::editor::FileDiagnostics> {
+        lock(&self.shared.state).all_diagnostics()
+    }
+
+    /// The workspace folders, as the lock file advertises them.
+    pub fn workspace_folders(&self) -> Vec<String> {
+        lock(&self.shared.state).workspace_folders.clone()
     }
 
     /// The traffic log, when `Config::traffic_log` asked for one: a

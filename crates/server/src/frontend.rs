@@ -132,6 +132,60 @@ pub struct ClientInfo {
     pub pid: Option<u32>,
 }
 
+/// Why a diff view is being closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CloseReason {
+    /// The user decided in the editor, and Claude is done with the view.
+    Decided,
+    /// Claude closed it undecided: the user answered in the terminal, or
+    /// the edit was cancelled.
+    ClaudeClosed,
+    /// A new prompt started (`closeAllDiffTabs`).
+    NewPrompt,
+    /// Claude opened another diff with the same tab name.
+    Replaced,
+    /// The Claude session that asked disconnected.
+    Disconnected,
+    /// ccbridge is stopping.
+    Shutdown,
+}
+
+impl CloseReason {
+    /// A short note for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CloseReason::Decided => "decided",
+            CloseReason::ClaudeClosed => {
+                "closed by Claude (answered in the terminal, or cancelled)"
+            }
+            CloseReason::NewPrompt => "closed by Claude at a new prompt",
+            CloseReason::Replaced => "replaced by a newer proposal for the same file",
+            CloseReason::Disconnected => "the Claude session disconnected",
+            CloseReason::Shutdown => "ccbridge is stopping",
+        }
+    }
+}
+
+/// Something a Claude session did, for frontends that show activity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Activity {
+    /// A `tools/call` was answered.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        client: ClientId,
+        tool: String,
+        is_error: bool,
+        /// The start of the answer's text (an error, `FILE_SAVED`, ...).
+        summary: String,
+        elapsed_ms: u64,
+    },
+    /// A newer session replaced an older one (newest wins).
+    #[serde(rename_all = "camelCase")]
+    SessionReplaced { old: ClientId, by: ClientId },
+}
+
 /// What the engine asks of the editor. Every method may be called
 /// concurrently; the engine serializes nothing on the frontend's behalf.
 #[async_trait]
@@ -143,8 +197,8 @@ pub trait Frontend: Send + Sync + 'static {
     async fn show_diff(&self, diff: DiffView) -> Result<(), FrontendError>;
 
     /// Close a diff view the engine opened. Called once per view, whether or
-    /// not the user already decided.
-    async fn close_diff(&self, id: DiffId) -> Result<(), FrontendError>;
+    /// not the user already decided; `reason` says why.
+    async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError>;
 
     async fn open_file(&self, _args: OpenFileArgs) -> Result<OpenedFile, FrontendError> {
         Err(FrontendError::Unsupported("openFile"))
@@ -183,6 +237,9 @@ pub trait Frontend: Send + Sync + 'static {
 
     /// A session went away (closed, evicted or dropped by keepalive).
     fn client_disconnected(&self, _client: ClientId) {}
+
+    /// Something happened that a frontend may show (see [`Activity`]).
+    fn activity(&self, _event: Activity) {}
 }
 
 /// What `openFile` reports back.

@@ -24,6 +24,7 @@ mod diffs;
 mod engine;
 pub mod frontend;
 pub mod handshake;
+pub mod hunks;
 pub mod keepalive;
 pub mod lockfile;
 pub mod memory;
@@ -38,7 +39,7 @@ pub mod traffic;
 pub use config::Config;
 pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};
 pub use frontend::{
-    Capabilities, ClientId, ClientInfo, DiffDecision, DiffId, DiffView, EditorEvent, Frontend,
-    FrontendError, OpenedFile,
+    Activity, Capabilities, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, DiffView,
+    EditorEvent, Frontend, FrontendError, OpenedFile,
 };
 pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};

@@ -13,7 +13,7 @@
 
 use crate::connection::Conn;
 use crate::engine::lock;
-use crate::frontend::ClientInfo;
+use crate::frontend::{Activity, ClientInfo};
 use crate::tools;
 use ccbridge_protocol::jsonrpc::{
     code, ErrorObject, Message, Notification, RawJson, Request, Response,
@@ -135,13 +135,21 @@ async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
 async fn run_tool(conn: &Arc<Conn>, tool: Tool, args: RawJson) -> tools::Reply {
     let started = std::time::Instant::now();
     let reply = tools::call(tool, conn, args).await;
+    let elapsed = started.elapsed();
     tracing::debug!(
         conn = conn.id,
         tool = tool.name(),
         is_error = reply.is_error(),
-        elapsed_us = started.elapsed().as_micros() as u64,
+        elapsed_us = elapsed.as_micros() as u64,
         "tools/call answered"
     );
+    conn.shared.frontend.activity(Activity::ToolCall {
+        client: conn.client_id(),
+        tool: tool.name().to_owned(),
+        is_error: reply.is_error(),
+        summary: reply.summary(),
+        elapsed_ms: elapsed.as_millis() as u64,
+    });
     reply
 }
 

@@ -4,7 +4,7 @@
 
 mod support;
 
-use ccbridge_server::{DiffDecision, DiffId, DiffView, EditorEvent, FrontendError};
+use ccbridge_server::{CloseReason, DiffDecision, DiffId, DiffView, EditorEvent, FrontendError};
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::*;
@@ -118,6 +118,7 @@ async fn reject_answers_diff_rejected_and_the_view_stays_until_close_tab() {
     let r = c.call_tool("close_tab", json!({"tab_name": t})).await;
     assert_eq!(texts(&r), vec!["TAB_CLOSED"]);
     s.frontend.wait_close_diff(view.id).await;
+    assert_eq!(s.frontend.close_reason(view.id), Some(CloseReason::Decided));
 }
 
 #[tokio::test]
@@ -136,6 +137,10 @@ async fn close_tab_twice_while_pending_settles_once_and_closes_once() {
         vec!["DIFF_REJECTED".to_string(), t.clone()]
     );
     s.frontend.wait_close_diff(view.id).await;
+    assert_eq!(
+        s.frontend.close_reason(view.id),
+        Some(CloseReason::ClaudeClosed)
+    );
     // Nothing else follows: no second close, no file-tab close.
     c.assert_none("more answers", |m| m.get("id").is_some(), QUIET)
         .await;
@@ -186,6 +191,10 @@ async fn close_all_diff_tabs_settles_and_closes_only_this_connections_diffs() {
     assert_eq!(result_texts(&a.response(a2).await)[0], "DIFF_REJECTED");
     s.frontend.wait_close_diff(va1.id).await;
     s.frontend.wait_close_diff(va2.id).await;
+    assert_eq!(
+        s.frontend.close_reason(va1.id),
+        Some(CloseReason::NewPrompt)
+    );
     assert_eq!(
         s.frontend.close_diff_count(vb1.id),
         0,
@@ -280,6 +289,7 @@ async fn the_same_tab_name_twice_settles_and_closes_the_first() {
         vec!["DIFF_REJECTED".to_string(), t.clone()]
     );
     s.frontend.wait_close_diff(v1.id).await;
+    assert_eq!(s.frontend.close_reason(v1.id), Some(CloseReason::Replaced));
     assert_eq!(s.frontend.close_diff_count(v2.id), 0);
     decide(&s, v2.id, DiffDecision::Accepted { contents: None }).await;
     assert_eq!(

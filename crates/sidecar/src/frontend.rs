@@ -27,7 +27,8 @@ use ccbridge_protocol::jsonrpc::{code, Message, Notification, RawJson, Request, 
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::tools::OpenFileArgs;
 use ccbridge_server::{
-    Capabilities, ClientId, ClientInfo, DiffId, DiffView, Frontend, FrontendError, OpenedFile,
+    Capabilities, ClientId, ClientInfo, CloseReason, DiffId, DiffView, Frontend, FrontendError,
+    OpenedFile,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -219,10 +220,10 @@ impl Frontend for StdioFrontend {
             .map(drop)
     }
 
-    async fn close_diff(&self, id: DiffId) -> Result<(), FrontendError> {
+    async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError> {
         self.call(
             method::CLOSE_DIFF,
-            &messages::CloseDiffParams { id },
+            &messages::CloseDiffParams { id, reason },
             self.bounded(),
         )
         .await
@@ -591,10 +592,13 @@ mod tests {
         let (fe, mut editor) = setup(LIMIT);
         let call = tokio::spawn({
             let fe = fe.clone();
-            async move { fe.close_diff(DiffId(1)).await }
+            async move { fe.close_diff(DiffId(1), CloseReason::NewPrompt).await }
         });
         let req = next_request(&mut editor).await;
-        assert_eq!(req.params_value(), Some(json!({"id": 1})));
+        assert_eq!(
+            req.params_value(),
+            Some(json!({"id": 1, "reason": "newPrompt"}))
+        );
         fe.disconnect();
         assert_eq!(call.await.unwrap(), Err(FrontendError::Disconnected));
         assert_eq!(fe.show_diff(diff()).await, Err(FrontendError::Disconnected));

@@ -13,7 +13,9 @@ use ccbridge_protocol::editor::{Diagnostic, EditorTab, Range, Selection};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::uri::{normalize, percent_decode};
-use ccbridge_server::{Capabilities, ClientId, ClientInfo, DiffDecision, DiffId, EditorEvent};
+use ccbridge_server::{
+    Capabilities, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, EditorEvent,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -416,9 +418,12 @@ pub struct InvalidNotificationParams {
 /// `showDiff` params: the engine's view, which has the wire shape.
 pub type ShowDiffParams = ccbridge_server::DiffView;
 
+/// `closeDiff` params; `reason` (version 2) says why, for an editor that
+/// wants to tell the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloseDiffParams {
     pub id: DiffId,
+    pub reason: CloseReason,
 }
 
 /// `openFile` params: the `openFile` tool's arguments.

@@ -23,8 +23,8 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
         let d = diffs.close_tab(&a.tab_name);
         (d, diffs.was_recently_closed(&a.tab_name))
     };
-    if let Some(id) = diff {
-        shared.close_views(vec![id]);
+    if let Some(closed) = diff {
+        shared.close_views(vec![closed]);
     } else if !recent && shared.frontend.capabilities().close_tab {
         if let Err(e) = shared.editor(shared.frontend.close_tab(a.tab_name)).await {
             tracing::debug!("close_tab: {e}");

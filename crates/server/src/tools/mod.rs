@@ -77,6 +77,19 @@ impl Reply {
         matches!(self, Reply::Result(r) if r.is_error)
     }
 
+    /// The start of the answer's first text, for activity lists.
+    pub fn summary(&self) -> String {
+        const SHOWN: usize = 160;
+        let text = match self {
+            Reply::Result(r) => r.first_text().unwrap_or(""),
+            Reply::Serialized(_) => "(diagnostics)",
+        };
+        match text.char_indices().nth(SHOWN) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text.to_owned(),
+        }
+    }
+
     /// The JSON-RPC response carrying this answer.
     pub fn into_response(self, id: &RequestId) -> String {
         match self {

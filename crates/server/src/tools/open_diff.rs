@@ -10,7 +10,7 @@ use super::{args, editor_error};
 use crate::connection::Conn;
 use crate::diffs::Settled;
 use crate::engine::lock;
-use crate::frontend::{DiffDecision, DiffView};
+use crate::frontend::{CloseReason, DiffDecision, DiffView};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{diff_rejected, file_saved, OpenDiffArgs, Tool};
@@ -39,7 +39,8 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
         proposed_contents: a.new_file_contents.clone(),
     };
     if let Err(e) = shared.editor(shared.frontend.show_diff(view)).await {
-        lock(&shared.diffs).close(id);
+        // Never shown: only the registry forgets it (no view to close).
+        lock(&shared.diffs).close(id, CloseReason::ClaudeClosed);
         return editor_error("The editor could not show the diff", e);
     }
     match decision.await {

@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::tools::OpenFileArgs;
 use ccbridge_server::{
-    Capabilities, ClientId, ClientInfo, Config, DiffId, DiffView, EditorEvent, EngineHandle,
-    Frontend, FrontendError, OpenedFile, Server, ServerError,
+    Capabilities, ClientId, ClientInfo, CloseReason, Config, DiffId, DiffView, EditorEvent,
+    EngineHandle, Frontend, FrontendError, OpenedFile, Server, ServerError,
 };
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -69,7 +69,7 @@ pub async fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> b
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
     ShowDiff(DiffView),
-    CloseDiff(DiffId),
+    CloseDiff(DiffId, CloseReason),
     OpenFile(OpenFileArgs),
     OpenFiles(Vec<String>),
     CloseTab(String),
@@ -194,13 +194,24 @@ impl FakeFrontend {
     /// Waits until `close_diff(id)` was called.
     pub async fn wait_close_diff(&self, id: DiffId) {
         self.wait_for(&format!("close_diff({id})"), |calls| {
-            calls.contains(&Call::CloseDiff(id)).then_some(())
+            calls
+                .iter()
+                .any(|c| matches!(c, Call::CloseDiff(i, _) if *i == id))
+                .then_some(())
         })
         .await
     }
 
+    /// Why `id` was closed (the first close seen).
+    pub fn close_reason(&self, id: DiffId) -> Option<CloseReason> {
+        self.calls().iter().find_map(|c| match c {
+            Call::CloseDiff(i, r) if *i == id => Some(*r),
+            _ => None,
+        })
+    }
+
     pub fn close_diff_count(&self, id: DiffId) -> usize {
-        self.count(|c| *c == Call::CloseDiff(id))
+        self.count(|c| matches!(c, Call::CloseDiff(i, _) if *i == id))
     }
 
     pub fn count(&self, pred: impl Fn(&Call) -> bool) -> usize {
@@ -224,8 +235,8 @@ impl Frontend for FakeFrontend {
         self.answers().show_diff
     }
 
-    async fn close_diff(&self, id: DiffId) -> Result<(), FrontendError> {
-        self.record(Call::CloseDiff(id));
+    async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError> {
+        self.record(Call::CloseDiff(id, reason));
         self.answers().close_diff
     }
 
