@@ -239,12 +239,10 @@ fn a_directory_swapped_for_a_link_mid_read_never_leaks() {
     };
     let mut inside = 0;
     for _ in 0..5_000 {
-        match w.read_text("dir/passwd", LIMIT) {
-            Ok(t) => {
-                assert_eq!(text(t), "inside\n", "read outside data");
-                inside += 1;
-            }
-            Err(_) => {}
+        // A failed read is fine; outside data never is.
+        if let Ok(t) = w.read_text("dir/passwd", LIMIT) {
+            assert_eq!(text(t), "inside\n", "read outside data");
+            inside += 1;
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
