@@ -1,6 +1,9 @@
 //! `ccbridge`: a thin command line over the library crates.
 //!
-//! - `serve --stdio`: the editor sidecar (`ccbridge-sidecar`).
+//! - `serve`: the IDE server with the browser UI as the editor
+//!   (`ccbridge-webui`); `serve --stdio`: the editor sidecar
+//!   (`ccbridge-sidecar`).
+//! - `claude`: `serve` plus Claude Code in this terminal, connected to it.
 //! - `list`, `call`, `clean`: discovery and a client for any running IDE
 //!   server (`ccbridge-client`).
 //!
@@ -21,8 +24,10 @@ use std::process::ExitCode;
     long_about = "ccbridge runs the editor side of Claude Code's IDE integration: a local \
 WebSocket MCP server advertised in ~/.claude/ide/<port>.lock that the Claude Code CLI \
 connects to for the editor's selection, diffs and diagnostics.\n\n\
-An editor plugin spawns `ccbridge serve --stdio` and talks JSON-RPC over stdio \
-(see docs/editor-protocol.md)."
+`ccbridge serve` in a project folder makes ccbridge itself the IDE, with a review \
+page in the browser; `ccbridge claude` also starts Claude Code connected to it. \
+An editor plugin instead spawns `ccbridge serve --stdio` and talks JSON-RPC over \
+stdio (see docs/editor-protocol.md)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,8 +36,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the IDE server for an editor (sidecar over stdio).
+    /// Run the IDE server: with the browser UI as the editor, or for an
+    /// editor plugin (--stdio).
     Serve(cmd::serve::Args),
+    /// Run the IDE server with the browser UI, and Claude Code in this
+    /// terminal, connected to it.
+    Claude(cmd::claude::Args),
     /// List the IDE servers advertised in every lock-file directory the CLI scans.
     List(cmd::list::Args),
     /// Call a tool on a running IDE server (ccbridge, VS Code, claudecode.nvim, ...).
@@ -59,6 +68,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(a) => cmd::serve::run(a).await,
+            Command::Claude(a) => cmd::claude::run(a).await,
             Command::List(a) => cmd::list::run(a).await,
             Command::Call(a) => cmd::call::run(a).await,
             Command::Clean(a) => cmd::clean::run(a).await,

@@ -196,6 +196,21 @@ impl IdeClient {
         token: Option<&str>,
         timeout: Duration,
     ) -> Result<IdeClient, ClientError> {
+        Self::connect_as(port, token, timeout, CLIENT_NAME).await
+    }
+
+    /// [`connect`](Self::connect) with another `clientInfo.name`. ccbridge
+    /// treats [`CLIENT_NAME`] as a one-shot tool (it neither evicts Claude's
+    /// session nor receives notifications); `"claude-code"` makes this
+    /// client a Claude session: it evicts others (unless the server serves
+    /// several) and, once it has listed the tools, receives the selection
+    /// and @-mentions. Tests play Claude that way.
+    pub async fn connect_as(
+        port: u16,
+        token: Option<&str>,
+        timeout: Duration,
+        client_name: &str,
+    ) -> Result<IdeClient, ClientError> {
         let attempt = async {
             let ws = match Self::upgrade(port, token, true).await {
                 Err(ClientError::Handshake(e))
@@ -222,7 +237,7 @@ impl IdeClient {
             let params = json!({
                 "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {},
-                "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+                "clientInfo": {"name": client_name, "version": env!("CARGO_PKG_VERSION")},
             });
             let result = client.round_trip("initialize", Some(params)).await?;
             if !result.is_object() {

@@ -37,12 +37,19 @@ impl fmt::Display for DiffId {
 #[serde(rename_all = "camelCase")]
 pub struct DiffView {
     pub id: DiffId,
+    /// The Claude session that asked, when known.
+    #[serde(default)]
+    pub client_id: Option<ClientId>,
     pub tab_name: String,
     pub old_file_path: String,
     pub new_file_path: String,
     /// The file's current contents as read by the engine, or `None` when the
     /// file does not exist yet (a new file) or could not be read as UTF-8.
     pub original_contents: Option<String>,
+    /// The file does not exist yet (otherwise a `None` original means it
+    /// could not be read: binary, not UTF-8 or over 16 MiB).
+    #[serde(default)]
+    pub is_new_file: bool,
     /// The whole proposed file.
     pub proposed_contents: String,
 }
@@ -117,7 +124,7 @@ pub enum FrontendError {
 }
 
 /// Which client a request came from; lets frontends tell sessions apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ClientId(pub u64);
 

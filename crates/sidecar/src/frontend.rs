@@ -385,10 +385,12 @@ mod tests {
     fn diff() -> DiffView {
         DiffView {
             id: DiffId(7),
+            client_id: None,
             tab_name: "✻ [Claude Code] a.rs ⧉".into(),
             old_file_path: "/w/a.rs".into(),
             new_file_path: "/w/a.rs".into(),
             original_contents: Some("old\n".into()),
+            is_new_file: false,
             proposed_contents: "new\n".into(),
         }
     }

@@ -727,17 +727,20 @@ mod tests {
     fn outgoing_shapes() {
         let v = serde_json::to_value(ShowDiffParams {
             id: DiffId(1),
+            client_id: None,
             tab_name: "t".into(),
             old_file_path: "/w/a".into(),
             new_file_path: "/w/a".into(),
             original_contents: None,
+            is_new_file: false,
             proposed_contents: "x".into(),
         })
         .unwrap();
         assert_eq!(
             v,
-            json!({"id": 1, "tabName": "t", "oldFilePath": "/w/a", "newFilePath": "/w/a",
-                   "originalContents": null, "proposedContents": "x"})
+            json!({"id": 1, "clientId": null, "tabName": "t", "oldFilePath": "/w/a",
+                   "newFilePath": "/w/a", "originalContents": null, "isNewFile": false,
+                   "proposedContents": "x"})
         );
         let v = serde_json::to_value(ClientInfo {
             id: ClientId(2),

@@ -1,6 +1,7 @@
 //! One module per subcommand; each has `Args` (clap) and `run`.
 
 pub mod call;
+pub mod claude;
 pub mod clean;
 pub mod list;
 pub mod serve;

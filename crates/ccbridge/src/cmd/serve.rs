@@ -1,9 +1,11 @@
-//! `ccbridge serve --stdio`: the editor sidecar.
+//! `ccbridge serve`: the IDE server, for an editor plugin (`--stdio`, the
+//! sidecar) or with the browser UI as the editor (standalone).
 //!
-//! Builds the engine [`Config`] from flags, routes logs to stderr (stdout
-//! belongs to the protocol), and runs until the editor closes stdin, sends
-//! `shutdown`, or a SIGINT/SIGTERM/SIGHUP arrives. Every one of those ends
-//! removes the lock file before the process exits.
+//! Builds the engine [`Config`] from flags, routes logs to stderr (with
+//! `--stdio`, stdout belongs to the protocol), and runs until the editor
+//! closes stdin or sends `shutdown` (sidecar), or a SIGINT/SIGTERM/SIGHUP
+//! arrives. Every one of those ends removes the lock file before the
+//! process exits.
 
 use anyhow::{bail, Context};
 use ccbridge_server::Config;
@@ -22,51 +24,83 @@ each ({ts, peer: claude|editor, conn, dir: in|out, msg}), the auth token \
 redacted: the first thing to look at when Claude does not see what the editor \
 sends.")]
 pub struct Args {
-    /// Speak the editor protocol (JSON-RPC, LSP framing) on stdin/stdout.
+    /// Speak the editor protocol (JSON-RPC, LSP framing) on stdin/stdout,
+    /// for an editor plugin. Without it, the browser UI is the editor.
     #[arg(long)]
     stdio: bool,
+    #[command(flatten)]
+    pub ui: UiArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// The browser UI's options (standalone mode).
+#[derive(clap::Args)]
+pub struct UiArgs {
+    /// Also open the browser UI in the default browser.
+    #[arg(long)]
+    pub open: bool,
+    /// Serve the browser UI on this port instead of an OS-assigned one.
+    #[arg(long, value_name = "PORT")]
+    pub ui_port: Option<u16>,
+}
+
+/// What every mode of the IDE server takes.
+#[derive(clap::Args)]
+pub struct ServerArgs {
     /// A workspace folder; repeat for several. Defaults to the current directory.
     #[arg(long = "workspace", value_name = "DIR")]
-    workspaces: Vec<PathBuf>,
+    pub(crate) workspaces: Vec<PathBuf>,
     /// The name Claude Code shows for this editor.
     #[arg(long, default_value = "ccbridge")]
-    ide_name: String,
-    /// The editor's pid for the lock file. Defaults to ccbridge's parent process.
+    pub(crate) ide_name: String,
+    /// The editor's pid for the lock file. Defaults to ccbridge's parent
+    /// process with --stdio (the editor that spawned it), else ccbridge's own.
     #[arg(long)]
-    pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// Listen on this port (10000-65535) instead of an OS-assigned one.
     #[arg(long, value_parser = clap::value_parser!(u16).range(10000..))]
-    port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// Also accept this Host name (WSL, containers); repeatable.
     #[arg(long = "allow-host", value_name = "NAME")]
-    allow_hosts: Vec<String>,
+    pub(crate) allow_hosts: Vec<String>,
     /// Serve several Claude Code sessions at once instead of "newest wins".
     #[arg(long)]
-    multi_client: bool,
+    pub(crate) multi_client: bool,
     /// Quiet time before a selection is sent to Claude, in milliseconds.
     #[arg(long, default_value_t = 100)]
-    selection_debounce_ms: u64,
+    pub(crate) selection_debounce_ms: u64,
     /// Lock-file directory. Defaults to $CLAUDE_CONFIG_DIR/ide or ~/.claude/ide.
     #[arg(long, value_name = "DIR")]
-    lock_dir: Option<PathBuf>,
+    pub(crate) lock_dir: Option<PathBuf>,
     /// Write logs to this file instead of stderr.
     #[arg(long, value_name = "PATH")]
-    log_file: Option<PathBuf>,
+    pub(crate) log_file: Option<PathBuf>,
     /// Write every message to and from Claude Code and the editor to this
     /// file as JSON lines (created 0600, appended to).
     #[arg(long, value_name = "FILE")]
-    log_traffic: Option<PathBuf>,
+    pub(crate) log_traffic: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !args.stdio {
-        bail!(
-            "only the editor sidecar is available yet: run `ccbridge serve --stdio` from an editor plugin \
-             (see docs/editor-protocol.md)"
-        );
+    if args.stdio && (args.ui.open || args.ui.ui_port.is_some()) {
+        bail!("--open and --ui-port are for the browser UI, which --stdio does not serve");
     }
-    init_logging(args.log_file.as_deref())?;
-    let config = config_from(&args)?;
+    init_logging(args.server.log_file.as_deref(), "info")?;
+    if !args.stdio {
+        let standalone = start_standalone(&args.server, &args.ui, std::process::id()).await?;
+        println!("{}", banner(&standalone, &args.server));
+        if args.ui.open {
+            open_in_browser(standalone.url());
+        }
+        standalone.run(termination_signal()).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The editor that spawned us; the CLI checks this pid is alive.
+    let parent = rustix::process::getppid()
+        .and_then(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
+        .unwrap_or_else(std::process::id);
+    let config = config_from(&args.server, parent)?;
     let reason = ccbridge_sidecar::run(
         config,
         tokio::io::stdin(),
@@ -91,7 +125,59 @@ fn protocol_output() -> anyhow::Result<tokio::fs::File> {
     Ok(tokio::fs::File::from_std(std::fs::File::from(fd)))
 }
 
-fn config_from(args: &Args) -> anyhow::Result<Config> {
+/// Starts the engine with the browser UI (standalone mode). `pid` is the
+/// lock file's process when `--pid` is not given: ccbridge itself.
+pub async fn start_standalone(
+    server: &ServerArgs,
+    ui: &UiArgs,
+    pid: u32,
+) -> anyhow::Result<ccbridge_webui::Standalone> {
+    let config = config_from(server, pid)?;
+    Ok(ccbridge_webui::Standalone::start(config, ui.ui_port).await?)
+}
+
+/// What `ccbridge serve` prints for its user.
+fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
+    let folders = s.engine().workspace_folders().join(", ");
+    let lock = s
+        .engine()
+        .lock_path()
+        .map(|p| format!(" ({})", p.display()))
+        .unwrap_or_default();
+    format!(
+        "ccbridge is the IDE for {folders}\n\
+         \n  Review UI: {url}\n             (open it in your browser; the link works once)\n\
+         \n  Claude Code finds it by its lock file{lock}:\n  \
+         start `claude` in that folder and it connects (or run `ccbridge claude`).\n\
+         \nLogs go to {logs}. Press Ctrl-C to stop.",
+        url = s.url(),
+        logs = server
+            .log_file
+            .as_ref()
+            .map_or_else(|| "stderr".to_owned(), |p| p.display().to_string()),
+    )
+}
+
+/// Opens `url` with the desktop's opener, warning (not failing) without one.
+pub fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    match std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(_) => {}
+        Err(e) => eprintln!("ccbridge: warning: cannot open a browser with {opener} ({e}); open the link above yourself"),
+    }
+}
+
+fn config_from(args: &ServerArgs, default_pid: u32) -> anyhow::Result<Config> {
     let mut folders = Vec::new();
     let dirs = if args.workspaces.is_empty() {
         vec![std::env::current_dir().context("cannot read the current directory")?]
@@ -116,12 +202,7 @@ fn config_from(args: &Args) -> anyhow::Result<Config> {
         });
     }
     let mut config = Config::new(args.ide_name.clone(), folders);
-    // The editor that spawned us; the CLI checks this pid is alive.
-    config.pid = args.pid.unwrap_or_else(|| {
-        rustix::process::getppid()
-            .and_then(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
-            .unwrap_or_else(std::process::id)
-    });
+    config.pid = args.pid.unwrap_or(default_pid);
     config.port = args.port;
     config.allowed_hosts = args.allow_hosts.clone();
     config.multi_client = args.multi_client;
@@ -136,11 +217,13 @@ fn config_from(args: &Args) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-fn init_logging(file: Option<&std::path::Path>) -> anyhow::Result<()> {
+/// Logs to `file` or stderr, at `CCBRIDGE_LOG`'s level (else `RUST_LOG`'s,
+/// else `default`).
+pub(crate) fn init_logging(file: Option<&std::path::Path>, default: &str) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CCBRIDGE_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+        .unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false);
@@ -159,7 +242,7 @@ fn init_logging(file: Option<&std::path::Path>) -> anyhow::Result<()> {
 }
 
 /// Resolves on SIGINT, SIGTERM or SIGHUP.
-async fn termination_signal() {
+pub async fn termination_signal() {
     use tokio::signal::unix::{signal, Signal, SignalKind};
     async fn recv(s: &mut Option<Signal>) {
         match s {

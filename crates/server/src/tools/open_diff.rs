@@ -25,17 +25,19 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
         Err(e) => return e,
     };
     let shared = &conn.shared;
-    let original = read_original(&a.old_file_path).await;
+    let (original, is_new_file) = read_original(&a.old_file_path).await;
     let (id, decision, replaced) = lock(&shared.diffs).open(&a.tab_name, conn.id);
     if let Some(old) = replaced {
         shared.close_views(vec![old]);
     }
     let view = DiffView {
         id,
+        client_id: Some(conn.client_id()),
         tab_name: a.tab_name.clone(),
         old_file_path: a.old_file_path,
         new_file_path: a.new_file_path,
         original_contents: original,
+        is_new_file,
         proposed_contents: a.new_file_contents.clone(),
     };
     if let Err(e) = shared.editor(shared.frontend.show_diff(view)).await {
@@ -53,10 +55,18 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
     }
 }
 
-async fn read_original(path: &str) -> Option<String> {
-    let meta = tokio::fs::metadata(path).await.ok()?;
+/// The file's text, and whether it does not exist at all (a new file).
+async fn read_original(path: &str) -> (Option<String>, bool) {
+    let meta = match tokio::fs::metadata(path).await {
+        Ok(m) => m,
+        Err(e) => return (None, e.kind() == std::io::ErrorKind::NotFound),
+    };
     if !meta.is_file() || meta.len() > MAX_ORIGINAL {
-        return None;
+        return (None, false);
     }
-    String::from_utf8(tokio::fs::read(path).await.ok()?).ok()
+    let text = match tokio::fs::read(path).await {
+        Ok(bytes) => String::from_utf8(bytes).ok(),
+        Err(_) => None,
+    };
+    (text, false)
 }

@@ -560,10 +560,12 @@ async fn answers_reach_the_frontend_and_are_never_answered() {
     let fe = ed.frontend.clone();
     let diff = DiffView {
         id: DiffId(1),
+        client_id: None,
         tab_name: "t".into(),
         old_file_path: "/w/a".into(),
         new_file_path: "/w/a".into(),
         original_contents: None,
+        is_new_file: false,
         proposed_contents: "x".into(),
     };
     // A good answer.

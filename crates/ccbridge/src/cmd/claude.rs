@@ -1,0 +1,145 @@
+//! `ccbridge claude [OPTIONS] [-- CLAUDE ARGS...]`: the browser-UI IDE
+//! server and Claude Code in one command.
+//!
+//! Starts the same server as `ccbridge serve` (its options), prints the
+//! review UI's link, then runs `claude` in this terminal with
+//! `CLAUDE_CODE_SSE_PORT` and `ENABLE_IDE_INTEGRATION=true`, so it connects
+//! at once. Claude owns the terminal from then on: Ctrl-C is Claude's
+//! (ccbridge ignores SIGINT while Claude runs), SIGTERM and SIGHUP are
+//! passed on to it. When Claude exits, the server stops, the lock file is
+//! removed, and ccbridge exits with Claude's status (128 + the signal when
+//! a signal ended it).
+
+use super::serve::{self, ServerArgs, UiArgs};
+use anyhow::Context;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Claude Code could not be found (the shell's "command not found").
+const EXIT_NO_CLAUDE: u8 = 127;
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Example: ccbridge claude --open -- --permission-mode default
+
+Claude Code is looked up on PATH as `claude` unless --claude gives its path. \
+Everything after `--` is passed to it. The exit status is Claude's.")]
+pub struct Args {
+    /// The Claude Code executable. Default: `claude` on PATH.
+    #[arg(long, value_name = "PATH")]
+    claude: Option<PathBuf>,
+    #[command(flatten)]
+    ui: UiArgs,
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Arguments for Claude Code (after `--`).
+    #[arg(last = true, value_name = "CLAUDE ARGS")]
+    claude_args: Vec<OsString>,
+}
+
+/// `name` on PATH, as the shell would find it.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(c.clamp(0, 255) as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        (None, None) => ExitCode::FAILURE,
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let claude = match &args.claude {
+        Some(p) if Path::new(p).is_file() => p.clone(),
+        Some(p) => {
+            eprintln!(
+                "ccbridge: --claude {}: no such file; pass the path of the `claude` executable",
+                crate::display::path(p)
+            );
+            return Ok(ExitCode::from(EXIT_NO_CLAUDE));
+        }
+        None => match on_path("claude") {
+            Some(p) => p,
+            None => {
+                eprintln!(
+                    "ccbridge: `claude` is not on PATH: install Claude Code \
+                     (npm install -g @anthropic-ai/claude-code) or pass --claude PATH"
+                );
+                return Ok(ExitCode::from(EXIT_NO_CLAUDE));
+            }
+        },
+    };
+    // Logs must not write over Claude's screen: without --log-file only
+    // errors reach the terminal (unless CCBRIDGE_LOG says otherwise).
+    let quiet = if args.server.log_file.is_none() {
+        "error"
+    } else {
+        "info"
+    };
+    serve::init_logging(args.server.log_file.as_deref(), quiet)?;
+    let standalone = serve::start_standalone(&args.server, &args.ui, std::process::id()).await?;
+    let port = standalone.engine().port();
+    eprintln!(
+        "ccbridge: review Claude's edits at {}\n          (the link works once; Claude Code connects on port {port})",
+        standalone.url()
+    );
+    if args.ui.open {
+        serve::open_in_browser(standalone.url());
+    }
+
+    let mut child = tokio::process::Command::new(&claude)
+        .args(&args.claude_args)
+        .env("CLAUDE_CODE_SSE_PORT", port.to_string())
+        .env("ENABLE_IDE_INTEGRATION", "true")
+        .spawn()
+        .with_context(|| format!("cannot start {}", claude.display()))?;
+    let child_pid = child.id();
+
+    // Ctrl-C belongs to Claude (it reaches the whole foreground group);
+    // SIGTERM and SIGHUP are passed on to it.
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(standalone.run(async move {
+        let _ = stopped.await;
+    }));
+    async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    let forward = |sig: rustix::process::Signal| {
+        if let Some(pid) = child_pid
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    };
+    let status = loop {
+        tokio::select! {
+            s = child.wait() => break s.context("waiting for Claude Code")?,
+            () = recv(&mut int) => {}
+            () = recv(&mut term) => forward(rustix::process::Signal::TERM),
+            () = recv(&mut hup) => forward(rustix::process::Signal::HUP),
+        }
+    };
+    let _ = stop.send(());
+    server.await.context("the IDE server task")??;
+    Ok(exit_code(status))
+}

@@ -1,0 +1,381 @@
+//! Everything the page shows, in one place, and the stream of changes to it.
+//!
+//! The engine reaches the hub through [`crate::BrowserFrontend`] (a diff to
+//! review, a session connected, a tool call answered); the page reaches it
+//! through the HTTP API (a decision, an edit, a selection). The hub keeps
+//! the state a reloaded page needs (reviews with their working text,
+//! sessions, the activity log, the open tabs) and publishes every change as
+//! one JSON event on a broadcast channel that each page's event stream
+//! follows. A page that falls behind is sent a fresh snapshot.
+
+use crate::reviews::{Asker, Outcome, Review, ReviewError};
+use ccbridge_protocol::editor::FileDiagnostics;
+use ccbridge_server::{
+    Activity, ApplyError, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, DiffView,
+    EditorEvent, EngineHandle,
+};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::broadcast;
+
+/// Activity entries kept for a reloaded page.
+pub const ACTIVITY_KEPT: usize = 200;
+/// Events a slow page may fall behind by before it gets a new snapshot.
+const EVENT_BACKLOG: usize = 256;
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A connected Claude Code session as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: ClientId,
+    pub name: String,
+    pub version: String,
+    pub pid: Option<u32>,
+    pub connected_at: u64,
+}
+
+/// The files open in the page's viewer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Tabs {
+    pub open: Vec<String>,
+    pub active: Option<String>,
+}
+
+/// What the server tells the page about itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerView {
+    pub version: String,
+    pub ide_name: String,
+    pub workspace_folders: Vec<String>,
+    pub ide_port: u16,
+}
+
+#[derive(Default)]
+struct Inner {
+    reviews: BTreeMap<DiffId, Review>,
+    sessions: BTreeMap<ClientId, SessionView>,
+    activity: VecDeque<Value>,
+    tabs: Tabs,
+}
+
+/// Why a page's request about a review failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("there is no review {0}")]
+    Unknown(DiffId),
+    #[error("{error}")]
+    Review {
+        error: ReviewError,
+        review: Box<Review>,
+    },
+    #[error("ccbridge is stopping")]
+    Stopped,
+}
+
+/// The shared state; cheap to clone (`Arc`).
+pub struct Hub {
+    inner: Mutex<Inner>,
+    events: broadcast::Sender<Arc<str>>,
+    engine: OnceLock<EngineHandle>,
+    server: OnceLock<ServerView>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            inner: Mutex::default(),
+            events: broadcast::channel(EVENT_BACKLOG).0,
+            engine: OnceLock::new(),
+            server: OnceLock::new(),
+        }
+    }
+}
+
+impl Hub {
+    pub fn new() -> Arc<Hub> {
+        Arc::new(Hub::default())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Connects the hub to the running engine (once).
+    pub fn attach(&self, engine: EngineHandle, server: ServerView) {
+        let _ = self.engine.set(engine);
+        let _ = self.server.set(server);
+    }
+
+    pub fn engine(&self) -> Option<&EngineHandle> {
+        self.engine.get()
+    }
+
+    /// Follows every change from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+        self.events.subscribe()
+    }
+
+    fn publish(&self, event: Value) {
+        // No page open is fine.
+        let _ = self.events.send(event.to_string().into());
+    }
+
+    /// The whole state, as the `snapshot` event.
+    pub fn snapshot(&self) -> Value {
+        let (diagnostics, source) = self.diagnostics();
+        let inner = self.lock();
+        json!({
+            "type": "snapshot",
+            "server": self.server.get(),
+            "sessions": inner.sessions.values().collect::<Vec<_>>(),
+            "reviews": inner.reviews.values().rev().collect::<Vec<_>>(),
+            "activity": inner.activity,
+            "tabs": inner.tabs,
+            "diagnostics": diagnostics,
+            "diagnosticsSource": source,
+        })
+    }
+
+    /// Every file's diagnostics, and whether anything reports them (in
+    /// standalone mode nothing does).
+    pub fn diagnostics(&self) -> (Vec<Value>, bool) {
+        let files: Vec<FileDiagnostics> = self
+            .engine
+            .get()
+            .map(EngineHandle::diagnostics)
+            .unwrap_or_default();
+        let files = files
+            .into_iter()
+            .map(|f| {
+                let path = f.uri.strip_prefix("file://").unwrap_or(&f.uri).to_owned();
+                json!({"path": path, "diagnostics": f.diagnostics})
+            })
+            .collect();
+        (files, false)
+    }
+
+    fn log(&self, inner: &mut Inner, mut entry: Value) {
+        if let Some(o) = entry.as_object_mut() {
+            o.insert("at".into(), now_ms().into());
+        }
+        inner.activity.push_back(entry.clone());
+        while inner.activity.len() > ACTIVITY_KEPT {
+            inner.activity.pop_front();
+        }
+        self.publish(json!({"type": "activity", "entry": entry}));
+    }
+
+    fn publish_sessions(&self, inner: &Inner) {
+        self.publish(json!({
+            "type": "sessions",
+            "sessions": inner.sessions.values().collect::<Vec<_>>(),
+        }));
+    }
+
+    // ---------------------------------------------------------- from the engine
+
+    pub fn show_diff(&self, view: DiffView) {
+        let mut inner = self.lock();
+        let session = view
+            .client_id
+            .and_then(|c| inner.sessions.get(&c))
+            .map(|s| Asker {
+                id: s.id,
+                name: s.name.clone(),
+            });
+        let review = Review::new(view, session, now_ms());
+        self.publish(json!({"type": "review", "review": review}));
+        inner.reviews.insert(review.id, review);
+    }
+
+    pub fn close_diff(&self, id: DiffId, reason: CloseReason) {
+        let mut inner = self.lock();
+        let Some(review) = inner.reviews.remove(&id) else {
+            return;
+        };
+        let note = format!("{}: {}", review.path, reason.describe());
+        self.publish(json!({"type": "closed", "id": id, "reason": reason, "note": note}));
+        self.log(
+            &mut inner,
+            json!({"kind": "closed", "review": id, "path": review.path,
+                   "reason": reason, "note": note}),
+        );
+    }
+
+    pub fn open_file(&self, path: &str, line: Option<u32>) {
+        self.publish(json!({"type": "open", "path": path, "line": line}));
+    }
+
+    pub fn client_connected(&self, info: &ClientInfo) {
+        let mut inner = self.lock();
+        let view = SessionView {
+            id: info.id,
+            name: info.name.clone(),
+            version: info.version.clone(),
+            pid: info.pid,
+            connected_at: now_ms(),
+        };
+        inner.sessions.insert(info.id, view.clone());
+        self.publish_sessions(&inner);
+        self.log(&mut inner, json!({"kind": "connected", "session": view}));
+    }
+
+    pub fn client_disconnected(&self, id: ClientId) {
+        let mut inner = self.lock();
+        if inner.sessions.remove(&id).is_some() {
+            self.publish_sessions(&inner);
+            self.log(&mut inner, json!({"kind": "disconnected", "session": id}));
+        }
+    }
+
+    pub fn activity(&self, event: Activity) {
+        let mut inner = self.lock();
+        let entry = match event {
+            Activity::ToolCall {
+                client,
+                tool,
+                is_error,
+                summary,
+                elapsed_ms,
+            } => json!({"kind": "toolCall", "session": client, "tool": tool,
+                        "isError": is_error, "summary": summary, "elapsedMs": elapsed_ms}),
+            Activity::SessionReplaced { old, by } => {
+                json!({"kind": "replaced", "old": old, "by": by})
+            }
+        };
+        self.log(&mut inner, entry);
+    }
+
+    // ---------------------------------------------------------- from the page
+
+    pub fn set_tabs(&self, tabs: Tabs) {
+        self.lock().tabs = tabs;
+    }
+
+    /// Applies `act` to review `id`, publishes the result, and tells the
+    /// engine when the review finished (or was dismissed).
+    pub async fn review_action(
+        &self,
+        id: DiffId,
+        act: impl FnOnce(&mut Review) -> Result<Outcome, ReviewError>,
+    ) -> Result<Review, ActionError> {
+        let (review, decision) = {
+            let mut inner = self.lock();
+            let review = inner.reviews.get_mut(&id).ok_or(ActionError::Unknown(id))?;
+            let outcome = act(review).map_err(|error| ActionError::Review {
+                error,
+                review: Box::new(review.clone()),
+            })?;
+            let decision = match outcome {
+                Outcome::Pending if review.status == crate::reviews::Status::Dismissed => {
+                    Some(DiffDecision::Dismissed)
+                }
+                Outcome::Pending => None,
+                Outcome::Accept(text) => Some(DiffDecision::Accepted {
+                    contents: Some(text),
+                }),
+                Outcome::Reject => Some(DiffDecision::Rejected),
+            };
+            let review = review.clone();
+            self.publish(json!({"type": "review", "review": review}));
+            (review, decision)
+        };
+        if let Some(decision) = decision {
+            let engine = self.engine.get().ok_or(ActionError::Stopped)?;
+            match engine
+                .apply(EditorEvent::DiffResolved { id, decision })
+                .await
+            {
+                Ok(()) => {}
+                // Claude closed it meanwhile; the close event follows.
+                Err(ApplyError::DiffNotOpen(_)) => {}
+                Err(_) => return Err(ActionError::Stopped),
+            }
+        }
+        Ok(review)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(id: u64) -> DiffView {
+        DiffView {
+            id: DiffId(id),
+            client_id: Some(ClientId(7)),
+            tab_name: format!("tab {id}"),
+            old_file_path: "/w/a.py".into(),
+            new_file_path: "/w/a.py".into(),
+            original_contents: Some("a\n".into()),
+            is_new_file: false,
+            proposed_contents: "b\n".into(),
+        }
+    }
+
+    #[test]
+    fn reviews_are_newest_first_name_their_session_and_leave_with_a_note() {
+        let hub = Hub::new();
+        let mut events = hub.subscribe();
+        hub.client_connected(&ClientInfo {
+            id: ClientId(7),
+            name: "claude-code".into(),
+            version: "2.1.328".into(),
+            pid: Some(42),
+        });
+        hub.show_diff(view(1));
+        hub.show_diff(view(2));
+        let snap = hub.snapshot();
+        let ids: Vec<u64> = snap["reviews"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ids, vec![2, 1]);
+        assert_eq!(snap["reviews"][0]["session"]["name"], "claude-code");
+        assert_eq!(snap["sessions"][0]["pid"], 42);
+        hub.close_diff(DiffId(1), CloseReason::NewPrompt);
+        let mut kinds = Vec::new();
+        while let Ok(e) = events.try_recv() {
+            let v: Value = serde_json::from_str(&e).unwrap();
+            kinds.push(v["type"].as_str().unwrap().to_owned());
+            if v["type"] == "closed" {
+                assert_eq!(v["reason"], "newPrompt");
+                assert!(v["note"].as_str().unwrap().starts_with("/w/a.py: "));
+            }
+        }
+        assert_eq!(
+            kinds,
+            ["sessions", "activity", "review", "review", "closed", "activity"]
+        );
+        assert_eq!(hub.snapshot()["reviews"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_activity_log_is_bounded() {
+        let hub = Hub::new();
+        for i in 0..(ACTIVITY_KEPT + 10) {
+            hub.activity(Activity::SessionReplaced {
+                old: ClientId(i as u64),
+                by: ClientId(i as u64 + 1),
+            });
+        }
+        let snap = hub.snapshot();
+        let log = snap["activity"].as_array().unwrap();
+        assert_eq!(log.len(), ACTIVITY_KEPT);
+        assert_eq!(log[0]["old"], 10);
+        assert!(log[0]["at"].as_u64().unwrap() > 0);
+    }
+}

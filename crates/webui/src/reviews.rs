@@ -1,0 +1,364 @@
+//! The reviews the page shows: each pending diff, its working text and the
+//! reviewer's decisions, kept here rather than in the page.
+//!
+//! The page is a view: a reload, a second tab or a crash of the browser must
+//! not lose an edit or a decision, and nothing may be accepted that the
+//! reviewer did not accept. So the server holds, per diff, the original,
+//! Claude's proposal, and `working`: the right side as the reviewer left it
+//! (their edits, rejected hunks reverted). Hunks are always the differences
+//! between the original and `working` (`ccbridge_server::hunks`), and a
+//! decision names a hunk by its index in the version the page saw.
+//!
+//! - Rejecting a hunk reverts it in `working`, so it stops being a hunk.
+//! - Accepting a hunk marks it; the mark follows the hunk's content
+//!   (fingerprint) through later edits elsewhere.
+//! - When no undecided hunk is left, the review finishes by itself:
+//!   accepted with `working` if anything was accepted, rejected otherwise.
+//! - Every change bumps `version`; a request made against an older version
+//!   is refused (the page gets the current review back).
+
+use ccbridge_server::hunks::{self, Hunk};
+use ccbridge_server::{ClientId, DiffId, DiffView};
+use serde::Serialize;
+use std::collections::HashSet;
+
+/// Where a review stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Status {
+    Pending,
+    /// Decided; waiting for Claude to close it.
+    Accepted,
+    Rejected,
+    /// Closed in the page without a decision: the terminal decides.
+    Dismissed,
+}
+
+/// One hunk as the page sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HunkView {
+    #[serde(flatten)]
+    pub hunk: Hunk,
+    pub accepted: bool,
+}
+
+/// Who asked for a review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Asker {
+    pub id: ClientId,
+    pub name: String,
+}
+
+/// One diff under review, in the shape the page reads (docs/web-ui.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review {
+    pub id: DiffId,
+    pub tab_name: String,
+    pub path: String,
+    pub is_new_file: bool,
+    /// `None` for a new file, or when the original cannot be shown.
+    pub original: Option<String>,
+    pub original_unreadable: bool,
+    pub proposed: String,
+    pub working: String,
+    pub version: u64,
+    pub hunks: Vec<HunkView>,
+    pub session: Option<Asker>,
+    pub created_at: u64,
+    pub status: Status,
+    /// Fingerprints of the accepted hunks.
+    #[serde(skip)]
+    accepted: HashSet<u64>,
+}
+
+/// What a decision led to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// More to decide.
+    Pending,
+    /// Finished: tell Claude `FILE_SAVED` with this text.
+    Accept(String),
+    /// Finished: tell Claude `DIFF_REJECTED`.
+    Reject,
+}
+
+/// Why a request about a review was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReviewError {
+    #[error("the review changed since version {seen} (it is at {now}); reload it")]
+    Stale { seen: u64, now: u64 },
+    #[error("this review is already {0:?}")]
+    Finished(Status),
+    #[error("there is no hunk {0}")]
+    NoHunk(usize),
+    #[error(
+        "the original cannot be displayed, so only the whole file can be accepted or rejected"
+    )]
+    Unreadable,
+}
+
+impl Review {
+    pub fn new(view: DiffView, session: Option<Asker>, created_at: u64) -> Review {
+        let original_unreadable = view.original_contents.is_none() && !view.is_new_file;
+        let mut r = Review {
+            id: view.id,
+            tab_name: view.tab_name,
+            path: view.new_file_path,
+            is_new_file: view.is_new_file,
+            original: view.original_contents,
+            original_unreadable,
+            working: view.proposed_contents.clone(),
+            proposed: view.proposed_contents,
+            version: 1,
+            hunks: Vec::new(),
+            session,
+            created_at,
+            status: Status::Pending,
+            accepted: HashSet::new(),
+        };
+        r.rehunk();
+        r
+    }
+
+    fn base(&self) -> &str {
+        self.original.as_deref().unwrap_or("")
+    }
+
+    /// Recomputes the hunks of `working`, keeping the accepted marks of
+    /// hunks whose content is unchanged.
+    fn rehunk(&mut self) {
+        if self.original_unreadable {
+            self.hunks.clear();
+            return;
+        }
+        let base = self.base();
+        let found = hunks::hunks(base, &self.working);
+        let prints: Vec<u64> = found
+            .iter()
+            .map(|h| hunks::fingerprint(base, &self.working, h))
+            .collect();
+        self.accepted.retain(|p| prints.contains(p));
+        self.hunks = found
+            .into_iter()
+            .zip(&prints)
+            .map(|(hunk, p)| HunkView {
+                hunk,
+                accepted: self.accepted.contains(p),
+            })
+            .collect();
+    }
+
+    fn check(&self, seen: u64) -> Result<(), ReviewError> {
+        if self.status != Status::Pending {
+            return Err(ReviewError::Finished(self.status));
+        }
+        if seen != self.version {
+            return Err(ReviewError::Stale {
+                seen,
+                now: self.version,
+            });
+        }
+        Ok(())
+    }
+
+    /// The reviewer edited the right side.
+    pub fn set_text(&mut self, text: String, seen: u64) -> Result<(), ReviewError> {
+        self.check(seen)?;
+        self.working = text;
+        self.version += 1;
+        self.rehunk();
+        Ok(())
+    }
+
+    /// Accepts or rejects hunk `index` of version `seen`.
+    pub fn decide(
+        &mut self,
+        index: usize,
+        accept: bool,
+        seen: u64,
+    ) -> Result<Outcome, ReviewError> {
+        self.check(seen)?;
+        if self.original_unreadable {
+            return Err(ReviewError::Unreadable);
+        }
+        let h = self
+            .hunks
+            .get(index)
+            .ok_or(ReviewError::NoHunk(index))?
+            .hunk;
+        if accept {
+            let p = hunks::fingerprint(self.base(), &self.working, &h);
+            self.accepted.insert(p);
+        } else {
+            let all: Vec<Hunk> = self.hunks.iter().map(|h| h.hunk).collect();
+            let keep: Vec<bool> = (0..all.len()).map(|i| i != index).collect();
+            self.working = hunks::apply(self.base(), &self.working, &all, &keep);
+        }
+        self.version += 1;
+        self.rehunk();
+        Ok(self.finish_if_decided())
+    }
+
+    /// Finishes the review once every hunk has a decision.
+    fn finish_if_decided(&mut self) -> Outcome {
+        if self.hunks.iter().any(|h| !h.accepted) {
+            return Outcome::Pending;
+        }
+        if self.hunks.is_empty() && !self.is_new_file {
+            // Everything rejected: the file stays as it was.
+            self.status = Status::Rejected;
+            Outcome::Reject
+        } else {
+            self.status = Status::Accepted;
+            Outcome::Accept(self.working.clone())
+        }
+    }
+
+    /// Accepts `working` as it is (the remaining hunks with it).
+    pub fn accept(&mut self, seen: u64) -> Result<Outcome, ReviewError> {
+        self.check(seen)?;
+        self.status = Status::Accepted;
+        self.version += 1;
+        Ok(Outcome::Accept(self.working.clone()))
+    }
+
+    /// Rejects the whole proposal.
+    pub fn reject(&mut self) -> Result<Outcome, ReviewError> {
+        if self.status != Status::Pending {
+            return Err(ReviewError::Finished(self.status));
+        }
+        self.status = Status::Rejected;
+        self.version += 1;
+        Ok(Outcome::Reject)
+    }
+
+    /// Leaves the decision to Claude's prompt in the terminal.
+    pub fn dismiss(&mut self) -> Result<(), ReviewError> {
+        if self.status != Status::Pending {
+            return Err(ReviewError::Finished(self.status));
+        }
+        self.status = Status::Dismissed;
+        self.version += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ORIGINAL: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n";
+    const PROPOSED: &str = "ONE\ntwo\nthree\nFOUR\nfive\nsix\nSEVEN\n";
+
+    fn review(original: Option<&str>, proposed: &str, is_new_file: bool) -> Review {
+        Review::new(
+            DiffView {
+                id: DiffId(1),
+                client_id: None,
+                tab_name: "t".into(),
+                old_file_path: "/w/a".into(),
+                new_file_path: "/w/a".into(),
+                original_contents: original.map(str::to_owned),
+                is_new_file,
+                proposed_contents: proposed.into(),
+            },
+            None,
+            0,
+        )
+    }
+
+    #[test]
+    fn accepting_hunks_one_and_three_and_rejecting_two_keeps_exactly_those() {
+        let mut r = review(Some(ORIGINAL), PROPOSED, false);
+        assert_eq!(r.hunks.len(), 3);
+        assert_eq!(r.decide(0, true, 1), Ok(Outcome::Pending));
+        assert_eq!(r.decide(1, false, 2), Ok(Outcome::Pending));
+        assert_eq!(r.hunks.len(), 2, "the rejected hunk is reverted");
+        assert!(r.hunks[0].accepted && !r.hunks[1].accepted);
+        let done = r.decide(1, true, 3).unwrap();
+        assert_eq!(
+            done,
+            Outcome::Accept("ONE\ntwo\nthree\nfour\nfive\nsix\nSEVEN\n".into())
+        );
+        assert_eq!(r.status, Status::Accepted);
+        assert!(matches!(
+            r.decide(0, true, 4),
+            Err(ReviewError::Finished(_))
+        ));
+    }
+
+    #[test]
+    fn rejecting_every_hunk_rejects_the_review() {
+        let mut r = review(Some(ORIGINAL), PROPOSED, false);
+        let mut v = r.version;
+        for _ in 0..3 {
+            let o = r.decide(0, false, v).unwrap();
+            v = r.version;
+            if r.hunks.is_empty() {
+                assert_eq!(o, Outcome::Reject);
+            }
+        }
+        assert_eq!(r.status, Status::Rejected);
+        assert_eq!(r.working, ORIGINAL);
+    }
+
+    #[test]
+    fn edits_keep_the_marks_of_untouched_hunks_and_stale_versions_are_refused() {
+        let mut r = review(Some(ORIGINAL), PROPOSED, false);
+        r.decide(2, true, 1).unwrap();
+        let edited = PROPOSED.replace("FOUR", "FOUR!");
+        r.set_text(edited.clone(), 2).unwrap();
+        assert_eq!(r.hunks.len(), 3);
+        assert!(!r.hunks[1].accepted, "the edited hunk needs a new look");
+        assert!(r.hunks[2].accepted, "the untouched hunk keeps its mark");
+        assert_eq!(
+            r.set_text("x".into(), 2),
+            Err(ReviewError::Stale { seen: 2, now: 3 })
+        );
+        let out = r.accept(3).unwrap();
+        assert_eq!(out, Outcome::Accept(edited));
+    }
+
+    #[test]
+    fn new_files_are_one_added_hunk_and_unreadable_originals_allow_only_the_whole_file() {
+        let mut r = review(None, "a\nb\n", true);
+        assert_eq!(r.hunks.len(), 1);
+        assert_eq!(r.hunks[0].hunk.old_lines, 0);
+        assert_eq!(r.decide(0, true, 1), Ok(Outcome::Accept("a\nb\n".into())));
+        let mut u = review(None, "x\n", false);
+        assert!(u.original_unreadable);
+        assert!(u.hunks.is_empty());
+        assert_eq!(u.decide(0, true, 1), Err(ReviewError::Unreadable));
+        assert_eq!(u.accept(1), Ok(Outcome::Accept("x\n".into())));
+    }
+
+    #[test]
+    fn the_page_sees_the_documented_shape() {
+        let r = review(Some("a\n"), "b\n", false);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["hunks"],
+            serde_json::json!([{"oldStart": 0, "oldLines": 1, "newStart": 0, "newLines": 1,
+                                "accepted": false}])
+        );
+        for k in [
+            "id",
+            "tabName",
+            "path",
+            "isNewFile",
+            "original",
+            "originalUnreadable",
+            "proposed",
+            "working",
+            "version",
+            "session",
+            "createdAt",
+            "status",
+        ] {
+            assert!(v.get(k).is_some(), "{k} missing from {v}");
+        }
+        assert_eq!(v["status"], "pending");
+    }
+}

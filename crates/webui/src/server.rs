@@ -1,0 +1,677 @@
+//! The UI's HTTP server: the routes of docs/web-ui.md on `axum`, behind the
+//! checks of [`crate::guard`], served with hyper directly so reading a
+//! request's head is bounded in time (axum's own `serve` sets no header
+//! timeout) and connections are bounded in number.
+
+use crate::assets;
+use crate::guard::{self, Credentials};
+use crate::hub::{ActionError, Hub, Tabs};
+use crate::reviews::Review;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ccbridge_protocol::editor::{EditorTab, Position, Range, Selection};
+use ccbridge_protocol::notifications::AtMentioned;
+use ccbridge_server::{DiffId, EditorEvent};
+use ccbridge_workspace::{FileText, Workspace, WorkspaceError};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Largest file the viewer shows.
+pub const MAX_VIEW_BYTES: u64 = 16 << 20;
+/// Largest request body (a review's working text can be a whole file).
+const MAX_BODY: usize = 40 << 20;
+/// Time allowed for a request's head.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once; more are closed at once.
+const MAX_CONNECTIONS: usize = 64;
+/// How often the event stream sends a keep-alive comment.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// What the handlers share.
+pub struct Ui {
+    pub hub: Arc<Hub>,
+    pub workspace: Workspace,
+    pub credentials: Credentials,
+    pub port: u16,
+}
+
+/// A JSON error answer.
+fn error(status: StatusCode, msg: impl std::fmt::Display) -> Response {
+    (status, Json(json!({ "error": msg.to_string() }))).into_response()
+}
+
+fn workspace_error(e: WorkspaceError) -> Response {
+    let status = match e {
+        WorkspaceError::NotFound(_) => StatusCode::NOT_FOUND,
+        WorkspaceError::Outside(_)
+        | WorkspaceError::ParentComponent(_)
+        | WorkspaceError::Escapes(_) => StatusCode::FORBIDDEN,
+        WorkspaceError::Io { .. } | WorkspaceError::Folder { .. } => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+        _ => StatusCode::BAD_REQUEST,
+    };
+    error(status, e)
+}
+
+/// The router with every route and check.
+pub fn router(ui: Arc<Ui>) -> Router {
+    let api = Router::new()
+        .route("/session", post(session))
+        .route("/link", post(link))
+        .route("/state", get(state))
+        .route("/events", get(events))
+        .route("/reviews/{id}/text", post(review_text))
+        .route("/reviews/{id}/hunks/{index}", post(review_hunk))
+        .route("/reviews/{id}/accept", post(review_accept))
+        .route("/reviews/{id}/reject", post(review_reject))
+        .route("/reviews/{id}/dismiss", post(review_dismiss))
+        .route("/tree", get(tree))
+        .route("/file", get(file))
+        .route("/diagnostics", get(diagnostics))
+        .route("/selection", post(selection))
+        .route("/tabs", post(tabs))
+        .route("/mention", post(mention))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such API") });
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/app.js", get(app_js))
+        .route("/assets/app.css", get(app_css))
+        .nest("/api", api)
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "not found") })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(ui.clone(), check))
+        .with_state(ui)
+}
+
+/// The checks of [`crate::guard`], before any handler.
+fn header_value(h: &HeaderMap, name: header::HeaderName) -> Option<String> {
+    h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+async fn check(State(ui): State<Arc<Ui>>, req: Request, next: Next) -> Response {
+    let h = req.headers();
+    let header = |name| header_value(h, name);
+    let host = header(header::HOST).unwrap_or_default();
+    if !guard::host_ok(&host, ui.port) {
+        return harden(
+            error(
+                StatusCode::MISDIRECTED_REQUEST,
+                "this server answers only to its loopback address",
+            ),
+            true,
+        );
+    }
+    if let Some(origin) = header(header::ORIGIN) {
+        if !guard::origin_ok(&origin, &host) {
+            return harden(
+                error(StatusCode::FORBIDDEN, "cross-origin requests are refused"),
+                true,
+            );
+        }
+    }
+    let path = req.uri().path().to_owned();
+    let api = path.starts_with("/api/");
+    if req.method() != Method::GET && req.method() != Method::POST {
+        return harden(
+            error(StatusCode::METHOD_NOT_ALLOWED, "only GET and POST"),
+            api,
+        );
+    }
+    let json = header(header::CONTENT_TYPE).is_some_and(|c| guard::is_json(&c));
+    let cookie = header(header::COOKIE).unwrap_or_default();
+    if req.method() == Method::POST && !json {
+        return harden(
+            error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "requests must be application/json",
+            ),
+            api,
+        );
+    }
+    if api && path != "/api/session" && !ui.credentials.authorized(&cookie) {
+        return harden(
+            error(
+                StatusCode::UNAUTHORIZED,
+                "this page is not signed in: open the link ccbridge printed (it works once)",
+            ),
+            true,
+        );
+    }
+    harden(next.run(req).await, api)
+}
+
+/// The headers every answer carries.
+fn harden(mut resp: Response, api: bool) -> Response {
+    let h = resp.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
+    if api {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    resp
+}
+
+/// A fresh nonce for the page's styles.
+fn nonce() -> String {
+    let mut b = [0u8; 16];
+    let _ = getrandom::fill(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+async fn index() -> Response {
+    let nonce = nonce();
+    let csp = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self' 'nonce-{nonce}'; \
+         img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; \
+         form-action 'none'; frame-ancestors 'none'"
+    );
+    let mut resp = (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        assets::index_html(&nonce),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        resp.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+async fn app_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        assets::APP_JS,
+    )
+        .into_response()
+}
+
+async fn app_css() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        assets::APP_CSS,
+    )
+        .into_response()
+}
+
+// ------------------------------------------------------------ session
+
+#[derive(Deserialize)]
+struct TokenBody {
+    token: String,
+}
+
+async fn session(
+    State(ui): State<Arc<Ui>>,
+    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    Json(body): Json<TokenBody>,
+) -> Response {
+    match ui.credentials.exchange(&body.token) {
+        Some(value) => {
+            let cookie = format!(
+                "{}={value}; Path=/; HttpOnly; SameSite=Strict",
+                ui.credentials.cookie_name()
+            );
+            let mut resp = StatusCode::NO_CONTENT.into_response();
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                resp.headers_mut().insert(header::SET_COOKIE, v);
+            }
+            resp
+        }
+        None => {
+            let wait = ui
+                .credentials
+                .throttle
+                .failed(peer.ip(), tokio::time::Instant::now());
+            tokio::time::sleep(wait).await;
+            error(
+                StatusCode::UNAUTHORIZED,
+                "this link is not valid (it works once): open the newest link ccbridge printed",
+            )
+        }
+    }
+}
+
+async fn link(State(ui): State<Arc<Ui>>) -> Response {
+    match ui.credentials.new_link() {
+        Some(token) => {
+            Json(json!({ "url": format!("http://127.0.0.1:{}/#token={token}", ui.port) }))
+                .into_response()
+        }
+        None => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "no randomness for a token",
+        ),
+    }
+}
+
+// ------------------------------------------------------------ state
+
+async fn state(State(ui): State<Arc<Ui>>) -> Json<Value> {
+    Json(ui.hub.snapshot())
+}
+
+async fn events(State(ui): State<Arc<Ui>>) -> Response {
+    let rx = ui.hub.subscribe();
+    let first = ui.hub.snapshot().to_string();
+    let hub = ui.hub.clone();
+    // Subscribed before the snapshot was taken: nothing falls in between.
+    let updates = futures_util::stream::unfold(rx, move |mut rx| {
+        let hub = hub.clone();
+        async move {
+            let text: Arc<str> = match tokio::time::timeout(KEEPALIVE, rx.recv()).await {
+                Ok(Ok(event)) => event,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                    hub.snapshot().to_string().into()
+                }
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return None,
+                Err(_) => {
+                    return Some((
+                        Ok::<_, std::convert::Infallible>(": keep-alive\n\n".to_owned()),
+                        rx,
+                    ))
+                }
+            };
+            Some((Ok(format!("data: {text}\n\n")), rx))
+        }
+    });
+    let stream =
+        futures_util::stream::once(async move { Ok(format!("data: {first}\n\n")) }).chain(updates);
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+// ------------------------------------------------------------ reviews
+
+fn review_answer(r: Result<Review, ActionError>) -> Response {
+    match r {
+        Ok(review) => Json(review).into_response(),
+        Err(ActionError::Review { error: e, review }) => {
+            let status = match e {
+                crate::reviews::ReviewError::Stale { .. } => StatusCode::CONFLICT,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            (
+                status,
+                Json(json!({ "error": e.to_string(), "review": review })),
+            )
+                .into_response()
+        }
+        Err(e @ ActionError::Unknown(_)) => error(StatusCode::NOT_FOUND, e),
+        Err(e @ ActionError::Stopped) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+#[derive(Deserialize)]
+struct TextBody {
+    text: String,
+    version: u64,
+}
+
+async fn review_text(
+    State(ui): State<Arc<Ui>>,
+    Path(id): Path<u64>,
+    Json(b): Json<TextBody>,
+) -> Response {
+    review_answer(
+        ui.hub
+            .review_action(DiffId(id), |r| {
+                r.set_text(b.text, b.version)
+                    .map(|()| crate::reviews::Outcome::Pending)
+            })
+            .await,
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum HunkDecision {
+    Accept,
+    Reject,
+}
+
+#[derive(Deserialize)]
+struct HunkBody {
+    decision: HunkDecision,
+    version: u64,
+}
+
+async fn review_hunk(
+    State(ui): State<Arc<Ui>>,
+    Path((id, index)): Path<(u64, usize)>,
+    Json(b): Json<HunkBody>,
+) -> Response {
+    let accept = matches!(b.decision, HunkDecision::Accept);
+    review_answer(
+        ui.hub
+            .review_action(DiffId(id), |r| r.decide(index, accept, b.version))
+            .await,
+    )
+}
+
+#[derive(Deserialize)]
+struct VersionBody {
+    version: u64,
+}
+
+async fn review_accept(
+    State(ui): State<Arc<Ui>>,
+    Path(id): Path<u64>,
+    Json(b): Json<VersionBody>,
+) -> Response {
+    review_answer(
+        ui.hub
+            .review_action(DiffId(id), |r| r.accept(b.version))
+            .await,
+    )
+}
+
+async fn review_reject(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
+    review_answer(ui.hub.review_action(DiffId(id), |r| r.reject()).await)
+}
+
+async fn review_dismiss(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
+    review_answer(
+        ui.hub
+            .review_action(DiffId(id), |r| {
+                r.dismiss().map(|()| crate::reviews::Outcome::Pending)
+            })
+            .await,
+    )
+}
+
+// ------------------------------------------------------------ files
+
+#[derive(Deserialize)]
+struct PathQuery {
+    path: Option<String>,
+}
+
+/// Runs blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    ui: &Arc<Ui>,
+    f: impl FnOnce(&Workspace) -> T + Send + 'static,
+) -> Option<T> {
+    let ui = ui.clone();
+    tokio::task::spawn_blocking(move || f(&ui.workspace))
+        .await
+        .ok()
+}
+
+async fn tree(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response {
+    let Some(path) = q.path else {
+        let entries: Vec<Value> = ui
+            .workspace
+            .folders()
+            .map(|f| {
+                let name = f.file_name().map_or_else(
+                    || f.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                json!({"name": name, "kind": "dir", "path": f.display().to_string()})
+            })
+            .collect();
+        return Json(json!({"path": null, "entries": entries, "truncated": false})).into_response();
+    };
+    let listed = blocking(&ui, move |w| {
+        let at = w.locate(&path)?;
+        let dir = w.absolute(&at);
+        w.list_dir(&path).map(|l| (dir, l))
+    })
+    .await;
+    match listed {
+        Some(Ok((dir, listing))) => {
+            let entries: Vec<Value> = listing
+                .entries
+                .iter()
+                .map(|e| {
+                    json!({"name": e.name, "kind": e.kind,
+                           "path": dir.join(&e.name).display().to_string()})
+                })
+                .collect();
+            Json(
+                json!({"path": dir.display().to_string(), "entries": entries,
+                        "truncated": listing.truncated}),
+            )
+            .into_response()
+        }
+        Some(Err(e)) => workspace_error(e),
+        None => error(StatusCode::INTERNAL_SERVER_ERROR, "listing failed"),
+    }
+}
+
+/// A language id for syntax highlighting, from the file name.
+pub fn language_of(path: &str) -> &'static str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name
+        .rsplit_once('.')
+        .map_or("", |(_, e)| e)
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "rs" => "rust",
+        "py" | "pyi" => "python",
+        "js" | "mjs" | "cjs" | "jsx" => "javascript",
+        "ts" | "tsx" | "mts" | "cts" => "typescript",
+        "json" => "json",
+        "md" | "markdown" => "markdown",
+        "html" | "htm" => "html",
+        "css" => "css",
+        "go" => "go",
+        "java" => "java",
+        "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" => "cpp",
+        "yaml" | "yml" => "yaml",
+        "toml" => "toml",
+        "sh" | "bash" => "shell",
+        _ => "text",
+    }
+}
+
+async fn file(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response {
+    let Some(path) = q.path else {
+        return error(StatusCode::BAD_REQUEST, "?path= is required");
+    };
+    let asked = path.clone();
+    let read = blocking(&ui, move |w| {
+        let at = w.locate(&path)?;
+        let abs = w.absolute(&at);
+        w.read_text(&path, MAX_VIEW_BYTES).map(|t| (abs, t))
+    })
+    .await;
+    match read {
+        Some(Ok((abs, FileText::Text { text }))) => {
+            let p = abs.display().to_string();
+            Json(json!({"path": p, "kind": "text", "text": text, "language": language_of(&p)}))
+                .into_response()
+        }
+        Some(Ok((abs, FileText::Binary { size }))) => {
+            Json(json!({"path": abs.display().to_string(), "kind": "binary", "size": size}))
+                .into_response()
+        }
+        Some(Err(e)) => workspace_error(e),
+        None => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{asked}: reading failed"),
+        ),
+    }
+}
+
+async fn diagnostics(State(ui): State<Arc<Ui>>) -> Json<Value> {
+    let (files, source) = ui.hub.diagnostics();
+    Json(json!({"diagnostics": files, "diagnosticsSource": source}))
+}
+
+/// Sends an editor event to the engine.
+async fn to_engine(ui: &Ui, event: EditorEvent) -> Response {
+    match ui.hub.engine() {
+        Some(e) if e.send(event).await.is_ok() => StatusCode::NO_CONTENT.into_response(),
+        _ => error(StatusCode::SERVICE_UNAVAILABLE, "ccbridge is stopping"),
+    }
+}
+
+/// A workspace path made absolute, or why it is not one.
+fn inside(ui: &Ui, path: &str) -> Result<String, WorkspaceError> {
+    ui.workspace
+        .locate(path)
+        .map(|at| ui.workspace.absolute(&at).display().to_string())
+}
+
+#[derive(Deserialize)]
+struct SelectionBody {
+    path: Option<String>,
+    #[serde(default)]
+    text: String,
+    selection: Option<Range>,
+}
+
+async fn selection(State(ui): State<Arc<Ui>>, Json(b): Json<SelectionBody>) -> Response {
+    let Some(path) = b.path else {
+        return to_engine(&ui, EditorEvent::Selection(None)).await;
+    };
+    let file_path = match inside(&ui, &path) {
+        Ok(p) => p,
+        Err(e) => return workspace_error(e),
+    };
+    let mut range = b
+        .selection
+        .unwrap_or_else(|| Range::new(Position::new(0, 0), Position::new(0, 0)));
+    if range.end < range.start {
+        std::mem::swap(&mut range.start, &mut range.end);
+    }
+    let sel = Selection {
+        file_path,
+        text: b.text,
+        range,
+    };
+    to_engine(&ui, EditorEvent::Selection(Some(sel))).await
+}
+
+async fn tabs(State(ui): State<Arc<Ui>>, Json(t): Json<Tabs>) -> Response {
+    let mut open = Vec::with_capacity(t.open.len());
+    for p in &t.open {
+        match inside(&ui, p) {
+            Ok(p) => open.push(p),
+            Err(e) => return workspace_error(e),
+        }
+    }
+    let active = match t.active.as_deref().map(|p| inside(&ui, p)).transpose() {
+        Ok(a) => a,
+        Err(e) => return workspace_error(e),
+    };
+    let editor_tabs = open
+        .iter()
+        .map(|p| EditorTab {
+            path: p.clone(),
+            is_active: active.as_deref() == Some(p.as_str()),
+            is_dirty: false,
+            language_id: Some(language_of(p).to_owned()),
+            label: None,
+            is_untitled: false,
+        })
+        .collect();
+    ui.hub.set_tabs(Tabs { open, active });
+    to_engine(&ui, EditorEvent::OpenEditors(editor_tabs)).await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MentionBody {
+    path: String,
+    line_start: Option<u32>,
+    line_end: Option<u32>,
+}
+
+async fn mention(State(ui): State<Arc<Ui>>, Json(b): Json<MentionBody>) -> Response {
+    let file_path = match inside(&ui, &b.path) {
+        Ok(p) => p,
+        Err(e) => return workspace_error(e),
+    };
+    let (mut line_start, mut line_end) = (b.line_start, b.line_end);
+    if let (Some(a), Some(z)) = (line_start, line_end) {
+        if z < a {
+            (line_start, line_end) = (Some(z), Some(a));
+        }
+    }
+    to_engine(
+        &ui,
+        EditorEvent::AtMention(AtMentioned {
+            file_path,
+            line_start,
+            line_end,
+        }),
+    )
+    .await
+}
+
+// ------------------------------------------------------------ serving
+
+/// Serves `router` on `listener` until `shutdown` resolves: HTTP/1.1 with a
+/// bounded request-head time, at most [`MAX_CONNECTIONS`] at once; at
+/// shutdown open connections (event streams) are closed.
+pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let mut conns = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => {
+                let Ok((stream, peer)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                if conns.len() >= MAX_CONNECTIONS {
+                    tracing::debug!("too many UI connections; closing a new one");
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                let svc = router
+                    .clone()
+                    .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+                let svc = hyper_util::service::TowerToHyperService::new(svc);
+                conns.spawn(async move {
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .serve_connection(TokioIo::new(stream), svc);
+                    if let Err(e) = conn.await {
+                        tracing::trace!("UI connection ended: {e}");
+                    }
+                });
+            }
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}

@@ -1,0 +1,709 @@
+//! The browser UI's HTTP API over real sockets, with a WebSocket client
+//! playing Claude Code on the other side of the engine: the security model
+//! of docs/web-ui.md attacked request by request, and every way a review,
+//! a selection or a mention travels between the page and Claude.
+
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_server::Config;
+use ccbridge_webui::Standalone;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Rig {
+    ui_port: u16,
+    ide_port: u16,
+    ide_token: String,
+    token: String,
+    ws: PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    join: Option<tokio::task::JoinHandle<()>>,
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+impl Rig {
+    async fn start() -> Rig {
+        let ws_dir = tempfile::tempdir().unwrap();
+        let cfg = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(ws_dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.py"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
+        std::fs::create_dir_all(ws.join("build")).unwrap();
+        let mut config = Config::new("UiTest", vec![ws.display().to_string()]);
+        config.lock_dir = Some(cfg.path().join("ide"));
+        config.notify_delay = Duration::from_millis(10);
+        config.selection_debounce = Duration::ZERO;
+        config.multi_client = true;
+        let s = Standalone::start(config, None).await.unwrap();
+        let token = s.url().rsplit_once("#token=").unwrap().1.to_owned();
+        let ui_port = s.ui_port();
+        let ide_port = s.engine().port();
+        let ide_token = {
+            let lock = s.engine().lock_path().unwrap();
+            let l = ccbridge_protocol::lockfile::LockFile::parse(&std::fs::read(lock).unwrap())
+                .unwrap();
+            l.auth_token.unwrap()
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let join = tokio::spawn(async move {
+            s.run(async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Rig {
+            ui_port,
+            ide_port,
+            ide_token,
+            token,
+            ws,
+            _dirs: (ws_dir, cfg),
+            stop: Some(stop),
+            join: Some(join),
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(WAIT, self.join.take().unwrap())
+            .await
+            .expect("the server stops")
+            .unwrap();
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.ui_port)
+    }
+
+    /// One request on a fresh connection; `headers` replace the defaults
+    /// (Host, and for a body `Content-Type: application/json`).
+    async fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut s = TcpStream::connect(("127.0.0.1", self.ui_port))
+            .await
+            .unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\n");
+        let has = |n: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        if !has("host") {
+            req.push_str(&format!("Host: {}\r\n", self.host()));
+        }
+        if !body.is_empty() && !has("content-type") {
+            req.push_str("Content-Type: application/json\r\n");
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ));
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        tokio::time::timeout(WAIT, s.read_to_end(&mut raw))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        Answer {
+            status,
+            head: head.to_owned(),
+            body: body.to_owned(),
+        }
+    }
+
+    /// Signs in with the printed link's token; returns the `Cookie` header.
+    async fn sign_in(&self) -> String {
+        let a = self
+            .raw(
+                "POST",
+                "/api/session",
+                &[],
+                &json!({"token": self.token}).to_string(),
+            )
+            .await;
+        assert_eq!(a.status, 204, "{}", a.head);
+        let set = a.header("set-cookie").expect("a cookie");
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        set.split(';').next().unwrap().to_owned()
+    }
+
+    async fn get(&self, cookie: &str, path: &str) -> Answer {
+        self.raw("GET", path, &[("Cookie", cookie)], "").await
+    }
+
+    async fn post(&self, cookie: &str, path: &str, body: Value) -> Answer {
+        self.raw("POST", path, &[("Cookie", cookie)], &body.to_string())
+            .await
+    }
+
+    /// A client playing Claude Code (receives notifications once ready).
+    async fn claude(&self) -> IdeClient {
+        let mut c =
+            IdeClient::connect_as(self.ide_port, Some(&self.ide_token), WAIT, "claude-code")
+                .await
+                .unwrap();
+        c.list_tools().await.unwrap();
+        c
+    }
+
+    /// A one-shot client, for calls that wait (openDiff).
+    async fn tool_client(&self) -> IdeClient {
+        IdeClient::connect(self.ide_port, Some(&self.ide_token), WAIT)
+            .await
+            .unwrap()
+    }
+
+    /// Waits until the state has a review for `path`; returns it.
+    async fn review_for(&self, cookie: &str, path: &Path) -> Value {
+        let want = path.display().to_string();
+        for _ in 0..200 {
+            let s = self.get(cookie, "/api/state").await.json();
+            if let Some(r) = s["reviews"]
+                .as_array()
+                .and_then(|rs| rs.iter().find(|r| r["path"] == want.as_str()))
+            {
+                return r.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no review for {want}");
+    }
+}
+
+fn texts(result: &Value) -> Vec<String> {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Starts an `openDiff` on its own connection; the task ends with its result.
+fn open_diff(
+    mut c: IdeClient,
+    path: &Path,
+    contents: &str,
+    tab: &str,
+) -> tokio::task::JoinHandle<Value> {
+    let args = json!({"old_file_path": path, "new_file_path": path,
+        "new_file_contents": contents, "tab_name": tab});
+    tokio::spawn(async move { c.call_tool_raw("openDiff", args, None).await.unwrap() })
+}
+
+#[tokio::test]
+async fn without_the_cookie_nothing_is_readable_or_writable() {
+    let rig = Rig::start().await;
+    for (m, p) in [
+        ("GET", "/api/state"),
+        ("GET", "/api/events"),
+        ("GET", "/api/tree"),
+        ("GET", "/api/file?path=src/a.py"),
+        ("GET", "/api/diagnostics"),
+        ("POST", "/api/selection"),
+        ("POST", "/api/link"),
+        ("POST", "/api/reviews/1/accept"),
+    ] {
+        let body = if m == "POST" { "{}" } else { "" };
+        let a = rig
+            .raw(m, p, &[("Cookie", "ccbridge_ui_1=forged")], body)
+            .await;
+        assert_eq!(a.status, 401, "{m} {p}: {}", a.head);
+        assert!(!a.body.contains("one\ntwo"), "{m} {p} leaked the file");
+    }
+    // The page shell and its code are public (they hold no data).
+    assert_eq!(rig.raw("GET", "/", &[], "").await.status, 200);
+    assert_eq!(rig.raw("GET", "/assets/app.js", &[], "").await.status, 200);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn the_link_token_works_once_and_new_links_can_be_made() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let again = rig
+        .raw(
+            "POST",
+            "/api/session",
+            &[],
+            &json!({"token": rig.token}).to_string(),
+        )
+        .await;
+    assert_eq!(again.status, 401, "a used token is refused");
+    assert!(again.header("set-cookie").is_none());
+    assert_eq!(rig.get(&cookie, "/api/state").await.status, 200);
+    // A new link for another browser, also once.
+    let url = rig.post(&cookie, "/api/link", json!({})).await.json()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = url.rsplit_once("#token=").unwrap().1;
+    assert!(url.starts_with(&format!("http://127.0.0.1:{}/#token=", rig.ui_port)));
+    let other = rig
+        .raw(
+            "POST",
+            "/api/session",
+            &[],
+            &json!({"token": token}).to_string(),
+        )
+        .await;
+    assert_eq!(other.status, 204);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refused() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    // DNS rebinding: the right address, another name.
+    for host in ["evil.example", "evil.example:1", "localhost.evil.example"] {
+        let h = format!("{host}:{}", rig.ui_port);
+        let a = rig
+            .raw(
+                "GET",
+                "/api/state",
+                &[("Host", &h), ("Cookie", &cookie)],
+                "",
+            )
+            .await;
+        assert_eq!(a.status, 421, "{host}");
+        assert_eq!(rig.raw("GET", "/", &[("Host", &h)], "").await.status, 421);
+    }
+    let ok_host = format!("localhost:{}", rig.ui_port);
+    assert_eq!(
+        rig.raw(
+            "GET",
+            "/api/state",
+            &[("Host", &ok_host), ("Cookie", &cookie)],
+            ""
+        )
+        .await
+        .status,
+        200
+    );
+    // Another origin, even with the cookie.
+    for origin in [
+        "http://evil.example",
+        "null",
+        &format!("http://localhost:{}", rig.ui_port),
+    ] {
+        let a = rig
+            .raw(
+                "GET",
+                "/api/state",
+                &[("Origin", origin), ("Cookie", &cookie)],
+                "",
+            )
+            .await;
+        assert_eq!(a.status, 403, "{origin}");
+    }
+    let own = format!("http://{}", rig.host());
+    assert_eq!(
+        rig.raw(
+            "GET",
+            "/api/state",
+            &[("Origin", &own), ("Cookie", &cookie)],
+            ""
+        )
+        .await
+        .status,
+        200
+    );
+    // "Simple" cross-site requests: no JSON content type, no effect.
+    let mut claude = rig.claude().await;
+    for ct in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ] {
+        let body = json!({"path": "src/a.py", "text": "x",
+            "selection": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}});
+        let a = rig
+            .raw(
+                "POST",
+                "/api/selection",
+                &[("Content-Type", ct), ("Cookie", &cookie)],
+                &body.to_string(),
+            )
+            .await;
+        assert_eq!(a.status, 415, "{ct}");
+    }
+    assert!(
+        claude
+            .next_notification(Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none(),
+        "a refused request changed nothing"
+    );
+    // No CORS, ever; preflights are refused.
+    let pre = rig
+        .raw(
+            "OPTIONS",
+            "/api/selection",
+            &[
+                ("Origin", "http://evil.example"),
+                ("Access-Control-Request-Method", "POST"),
+            ],
+            "",
+        )
+        .await;
+    assert!(pre.status >= 400);
+    for a in [&pre, &rig.get(&cookie, "/api/state").await] {
+        assert!(
+            !a.head.to_ascii_lowercase().contains("access-control-"),
+            "{}",
+            a.head
+        );
+    }
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_a_strict_policy() {
+    let rig = Rig::start().await;
+    let a = rig.raw("GET", "/", &[], "").await;
+    let csp = a.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    assert!(
+        !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+        "{csp}"
+    );
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .unwrap()
+        .split('\'')
+        .next()
+        .unwrap();
+    assert!(a.body.contains(nonce), "the page gets its nonce");
+    assert_eq!(
+        a.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    let b = rig.raw("GET", "/", &[], "").await;
+    assert_ne!(
+        b.header("content-security-policy"),
+        Some(csp),
+        "a fresh nonce per page"
+    );
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn files_are_confined_to_the_workspace() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    std::os::unix::fs::symlink("/etc", rig.ws.join("etc-link")).unwrap();
+    let a = rig.get(&cookie, "/api/file?path=src/a.py").await;
+    assert_eq!(a.json()["text"], "one\ntwo\nthree\n");
+    assert_eq!(
+        a.json()["path"],
+        rig.ws.join("src/a.py").display().to_string()
+    );
+    for p in [
+        "../../etc/passwd",
+        "/etc/passwd",
+        "etc-link/passwd",
+        "src/%2e%2e/%2e%2e/etc/passwd",
+    ] {
+        let a = rig.get(&cookie, &format!("/api/file?path={p}")).await;
+        assert_eq!(a.status, 403, "{p}: {}", a.body);
+        assert!(!a.body.contains("root:"), "{p}");
+    }
+    let tree = rig
+        .get(&cookie, &format!("/api/tree?path={}", rig.ws.display()))
+        .await
+        .json();
+    let names: Vec<&str> = tree["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"src") && !names.contains(&"build"),
+        "{names:?}"
+    );
+    let roots = rig.get(&cookie, "/api/tree").await.json();
+    assert_eq!(roots["entries"][0]["path"], rig.ws.display().to_string());
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let file = rig.ws.join("three.txt");
+    std::fs::write(&file, "a\nb\nc\nd\ne\nf\ng\n").unwrap();
+    let call = open_diff(
+        rig.tool_client().await,
+        &file,
+        "A\nb\nc\nD\ne\nf\nG\n",
+        "tab-3",
+    );
+    let r = rig.review_for(&cookie, &file).await;
+    assert_eq!(r["hunks"].as_array().unwrap().len(), 3);
+    assert_eq!(r["original"], "a\nb\nc\nd\ne\nf\ng\n");
+    let id = r["id"].as_u64().unwrap();
+    let mut v = r["version"].as_u64().unwrap();
+    for (index, decision) in [(0, "accept"), (1, "reject")] {
+        let a = rig
+            .post(
+                &cookie,
+                &format!("/api/reviews/{id}/hunks/{index}"),
+                json!({"decision": decision, "version": v}),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        v = a.json()["version"].as_u64().unwrap();
+    }
+    // A stale version is refused with the current review.
+    let stale = rig
+        .post(
+            &cookie,
+            &format!("/api/reviews/{id}/hunks/1"),
+            json!({"decision": "accept", "version": 1}),
+        )
+        .await;
+    assert_eq!(stale.status, 409);
+    assert_eq!(stale.json()["review"]["version"], v);
+    // Hunk 3 is now the second one left.
+    let last = rig
+        .post(
+            &cookie,
+            &format!("/api/reviews/{id}/hunks/1"),
+            json!({"decision": "accept", "version": v}),
+        )
+        .await;
+    assert_eq!(last.json()["status"], "accepted");
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(texts(&result), vec!["FILE_SAVED", "A\nb\nc\nd\ne\nf\nG\n"]);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn edit_then_accept_reject_and_closing_by_claude() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let file = rig.ws.join("src/a.py");
+    // Edit the proposal, then accept.
+    let call = open_diff(
+        rig.tool_client().await,
+        &file,
+        "one\nTWO\nthree\n",
+        "tab-edit",
+    );
+    let r = rig.review_for(&cookie, &file).await;
+    let id = r["id"].as_u64().unwrap();
+    let edited = rig
+        .post(
+            &cookie,
+            &format!("/api/reviews/{id}/text"),
+            json!({"text": "one\nTWO (edited)\nthree\n", "version": r["version"]}),
+        )
+        .await;
+    assert_eq!(edited.status, 200);
+    let v = edited.json()["version"].clone();
+    rig.post(
+        &cookie,
+        &format!("/api/reviews/{id}/accept"),
+        json!({"version": v}),
+    )
+    .await;
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(
+        texts(&result),
+        vec!["FILE_SAVED", "one\nTWO (edited)\nthree\n"]
+    );
+
+    // Reject.
+    let mut tools = rig.tool_client().await;
+    tools
+        .call_tool("close_tab", json!({"tab_name": "tab-edit"}), Some(WAIT))
+        .await
+        .unwrap();
+    let call = open_diff(rig.tool_client().await, &file, "zzz\n", "tab-reject");
+    let r = rig.review_for(&cookie, &file).await;
+    let a = rig
+        .post(
+            &cookie,
+            &format!("/api/reviews/{}/reject", r["id"]),
+            json!({}),
+        )
+        .await;
+    assert_eq!(a.json()["status"], "rejected");
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(texts(&result)[0], "DIFF_REJECTED");
+
+    // Claude closes a pending review itself: it leaves the state, with a note.
+    tools
+        .call_tool("close_tab", json!({"tab_name": "tab-reject"}), Some(WAIT))
+        .await
+        .unwrap();
+    let call = open_diff(rig.tool_client().await, &file, "yyy\n", "tab-closed");
+    let r = rig.review_for(&cookie, &file).await;
+    tools
+        .call_tool("close_tab", json!({"tab_name": "tab-closed"}), Some(WAIT))
+        .await
+        .unwrap();
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(texts(&result)[0], "DIFF_REJECTED");
+    let state = rig.get(&cookie, "/api/state").await.json();
+    assert!(state["reviews"].as_array().unwrap().is_empty(), "{state}");
+    let closed = state["activity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "closed" && e["review"] == r["id"])
+        .expect("the close is in the activity");
+    assert_eq!(closed["reason"], "claudeClosed");
+    assert!(closed["note"]
+        .as_str()
+        .unwrap()
+        .contains("answered in the terminal"));
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn selection_tabs_and_mentions_reach_claude_with_zero_based_positions() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let mut claude = rig.claude().await;
+    let file = rig.ws.join("src/a.py").display().to_string();
+    let sel = json!({"path": "src/a.py", "text": "two\nth",
+        "selection": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 2}}});
+    assert_eq!(rig.post(&cookie, "/api/selection", sel).await.status, 204);
+    let n = loop {
+        let n = claude
+            .next_notification(WAIT)
+            .await
+            .unwrap()
+            .expect("a notification");
+        if n.method == "selection_changed" {
+            break n;
+        }
+    };
+    let p = n.params_value().unwrap();
+    assert_eq!(p["filePath"], file);
+    assert_eq!(p["text"], "two\nth");
+    assert_eq!(p["selection"]["start"], json!({"line": 1, "character": 0}));
+    assert_eq!(p["selection"]["end"], json!({"line": 2, "character": 2}));
+    assert_eq!(
+        rig.post(
+            &cookie,
+            "/api/mention",
+            json!({"path": file, "lineStart": 0, "lineEnd": 1})
+        )
+        .await
+        .status,
+        204
+    );
+    let n = loop {
+        let n = claude
+            .next_notification(WAIT)
+            .await
+            .unwrap()
+            .expect("a notification");
+        if n.method == "at_mentioned" {
+            break n;
+        }
+    };
+    assert_eq!(
+        n.params_value().unwrap(),
+        json!({"filePath": file, "lineStart": 0, "lineEnd": 1})
+    );
+    assert_eq!(
+        rig.post(
+            &cookie,
+            "/api/tabs",
+            json!({"open": [file], "active": file})
+        )
+        .await
+        .status,
+        204
+    );
+    let editors = claude
+        .call_tool("getOpenEditors", json!({}), Some(WAIT))
+        .await
+        .unwrap();
+    let listed: Value = serde_json::from_str(editors.first_text().unwrap()).unwrap();
+    assert_eq!(listed["tabs"][0]["isActive"], true, "{listed}");
+    // A selection outside the workspace is refused, not sent.
+    let out = json!({"path": "/etc/passwd", "text": "",
+        "selection": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}});
+    assert_eq!(rig.post(&cookie, "/api/selection", out).await.status, 403);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn the_event_stream_starts_with_a_snapshot_and_follows_reviews() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let mut s = TcpStream::connect(("127.0.0.1", rig.ui_port))
+        .await
+        .unwrap();
+    let req = format!(
+        "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n",
+        rig.host()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    read_until(&mut s, &mut buf, "\"type\":\"snapshot\"").await;
+    assert!(String::from_utf8_lossy(&buf).contains("text/event-stream"));
+    let file = rig.ws.join("new.txt");
+    let _call = open_diff(rig.tool_client().await, &file, "fresh\n", "tab-new");
+    read_until(&mut s, &mut buf, "\"isNewFile\":true").await;
+    rig.stop().await;
+}
+
+/// Reads from `s` into `buf` until it holds `want` (bounded).
+async fn read_until(s: &mut TcpStream, buf: &mut Vec<u8>, want: &str) {
+    let mut chunk = [0u8; 65536];
+    let found = tokio::time::timeout(WAIT, async {
+        while !String::from_utf8_lossy(buf).contains(want) {
+            let n = s.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await;
+    assert!(
+        found.is_ok(),
+        "{want} did not arrive: {}",
+        String::from_utf8_lossy(buf)
+    );
+}
