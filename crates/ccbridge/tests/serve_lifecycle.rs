@@ -330,14 +330,6 @@ fn regression_lock_orphaned_by_sigkill_is_cleaned() {
     wait_until(Duration::from_secs(10), || next.try_wait().unwrap()).expect("exits");
 }
 
-#[test]
-fn serve_without_stdio_says_what_to_do() {
-    let out = Command::new(BIN).args(["serve"]).output().unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--stdio"), "{err}");
-}
-
 /// Issue 11, defect 6: every refused upgrade wrote a line at the default
 /// level (1.6 MB of log in 5 s from one local process). Now the first is
 /// logged and the rest summarised.

@@ -1,0 +1,257 @@
+//! `ccbridge serve` without `--stdio` and `ccbridge claude`, through the
+//! real binary: the link is printed, the lock file is written at once and
+//! removed on every way out, and `claude` runs connected, its exit status
+//! becoming ccbridge's.
+
+use ccbridge_protocol::lockfile::LockFile;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
+
+fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn lock_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "lock"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+struct Sandbox {
+    home: tempfile::TempDir,
+    ws: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let home = tempfile::tempdir().unwrap();
+        let ws = home.path().join("project");
+        std::fs::create_dir(&ws).unwrap();
+        let ws = std::fs::canonicalize(ws).unwrap();
+        Sandbox { home, ws }
+    }
+
+    fn ide(&self) -> PathBuf {
+        self.home.path().join("cfg/ide")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(&self.ws)
+            .env("HOME", self.home.path())
+            .env("CLAUDE_CONFIG_DIR", self.home.path().join("cfg"))
+            .env_remove("CCBRIDGE_LOG");
+        c
+    }
+
+    /// A stand-in for Claude Code: a script that records its environment
+    /// and the lock file it can see, then runs `body`.
+    fn fake_claude(&self, body: &str) -> PathBuf {
+        let path = self.home.path().join("fake-claude");
+        let out = self.home.path().join("seen");
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\n\
+                 echo \"port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION args=$*\" > {out}\n\
+                 ls {ide} >> {out}\n\
+                 {body}\n",
+                out = out.display(),
+                ide = self.ide().display(),
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn seen(&self) -> String {
+        std::fs::read_to_string(self.home.path().join("seen")).unwrap_or_default()
+    }
+}
+
+fn signal(child: &Child, sig: rustix::process::Signal) {
+    rustix::process::kill_process(rustix::process::Pid::from_child(child), sig).unwrap();
+}
+
+fn exits(child: &mut Child) -> std::process::ExitStatus {
+    wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("ccbridge exits")
+}
+
+fn serve_until(sig: rustix::process::Signal) {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .command(&["serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = wait_until(Duration::from_secs(10), || {
+        lock_files(&sb.ide()).into_iter().next()
+    })
+    .expect("the lock file is written at once");
+    let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
+    assert_eq!(parsed.pid, Some(child.id()), "ccbridge is the editor");
+    assert_eq!(parsed.workspace_folders, vec![sb.ws.display().to_string()]);
+    signal(&child, sig);
+    assert!(exits(&mut child).success(), "{sig:?}");
+    assert!(!lock.exists(), "the lock file outlived {sig:?}");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let url = out
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no link printed: {out}"));
+    let token = url
+        .split_once("/#token=")
+        .expect("the token is in the fragment")
+        .1;
+    assert_eq!(token.len(), 64);
+}
+
+#[test]
+fn serve_prints_a_one_time_link_and_cleans_up_on_sigint() {
+    serve_until(rustix::process::Signal::INT);
+}
+
+#[test]
+fn serve_cleans_up_on_sigterm() {
+    serve_until(rustix::process::Signal::TERM);
+}
+
+#[test]
+fn serve_cleans_up_on_sighup() {
+    serve_until(rustix::process::Signal::HUP);
+}
+
+#[test]
+fn claude_runs_connected_and_its_exit_status_is_ours() {
+    let sb = Sandbox::new();
+    let fake = sb.fake_claude("exit 3");
+    let mut child = sb
+        .command(&[
+            "claude",
+            "--claude",
+            fake.to_str().unwrap(),
+            "--",
+            "--permission-mode",
+            "default",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = exits(&mut child);
+    assert_eq!(status.code(), Some(3), "Claude's status");
+    let seen = sb.seen();
+    let port: u16 = seen
+        .split("port=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port: {seen}"));
+    assert!(seen.contains("ide=true"), "{seen}");
+    assert!(seen.contains("args=--permission-mode default"), "{seen}");
+    assert!(
+        seen.contains(&format!("{port}.lock")),
+        "the lock file existed while Claude ran: {seen}"
+    );
+    assert!(
+        lock_files(&sb.ide()).is_empty(),
+        "removed after Claude exited"
+    );
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("/#token="),
+        "the link is printed before Claude starts: {err}"
+    );
+}
+
+#[test]
+fn ctrl_c_belongs_to_claude_and_ccbridge_waits_for_it() {
+    let sb = Sandbox::new();
+    let go = sb.home.path().join("go");
+    let fake = sb.fake_claude(&format!(
+        "trap '' INT\nwhile [ ! -e {} ]; do sleep 0.05; done\nexit 0",
+        go.display()
+    ));
+    let mut child = sb
+        .command(&["claude", "--claude", fake.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(Duration::from_secs(10), || {
+        (!sb.seen().is_empty()).then_some(())
+    })
+    .expect("Claude started");
+    signal(&child, rustix::process::Signal::INT);
+    // ccbridge must still be there (bounded check: it would exit at once).
+    let gone = wait_until(Duration::from_millis(500), || child.try_wait().unwrap());
+    assert!(
+        gone.is_none(),
+        "ccbridge stopped on Ctrl-C while Claude runs"
+    );
+    assert_eq!(lock_files(&sb.ide()).len(), 1);
+    std::fs::write(&go, "").unwrap();
+    assert!(exits(&mut child).success());
+    assert!(lock_files(&sb.ide()).is_empty());
+}
+
+#[test]
+fn claude_missing_is_a_clear_error() {
+    let sb = Sandbox::new();
+    let out = sb
+        .command(&["claude"])
+        .env("PATH", sb.home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`claude` is not on PATH") && err.contains("--claude"),
+        "{err}"
+    );
+    assert!(lock_files(&sb.ide()).is_empty(), "nothing was started");
+    let out = sb
+        .command(&["claude", "--claude", "/no/such/claude"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+}
