@@ -19,6 +19,7 @@
 //! [`wait_on`]); nothing
 //! sleeps for a fixed time hoping something happened.
 
+pub mod browser;
 pub mod claude;
 pub mod editor;
 pub mod mock_anthropic;
