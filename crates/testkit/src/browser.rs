@@ -118,7 +118,10 @@ impl Browser {
 
     /// Opens a named page with a colour scheme (`light` or `dark`).
     pub fn new_page(&mut self, name: &str, color_scheme: &str) {
-        self.must("newPage", json!({"page": name, "colorScheme": color_scheme}));
+        self.must(
+            "newPage",
+            json!({"page": name, "colorScheme": color_scheme}),
+        );
     }
 
     pub fn goto(&mut self, page: &str, url: &str) {
