@@ -1,0 +1,169 @@
+// The activity view (what Claude did, in order) and the connection status
+// at the top of the page (which Claude Code sessions are connected).
+
+import type { Activity, Session } from "./api";
+import { baseName, clock, duration, h, replace } from "./dom";
+
+/** Entries kept in the page (the server keeps the last 200). */
+const KEPT = 1000;
+
+const REASONS: Record<string, string> = {
+  decided: "decided",
+  claudeClosed: "closed by Claude",
+  newPrompt: "a new prompt started",
+  replaced: "replaced by a newer proposal",
+  disconnected: "Claude disconnected",
+  shutdown: "ccbridge stopped",
+};
+
+export class ActivityView {
+  readonly el: HTMLElement;
+  private readonly list: HTMLElement;
+  private readonly empty: HTMLElement;
+  private entries: Activity[] = [];
+  /** Session names by id, for entries that give only an id. */
+  private names = new Map<number, string>();
+
+  constructor() {
+    this.list = h("ol", { class: "activity-list" });
+    this.empty = h("div", { class: "empty" }, h("p", { class: "empty-title" }, "No activity yet"), h("p", null, "Tool calls, connections and closed reviews appear here."));
+    this.el = h("div", { class: "activity" }, h("div", { class: "view-toolbar" }, h("h1", { class: "view-title" }, "Activity")), this.empty, this.list);
+  }
+
+  learn(sessions: Session[]): void {
+    for (const s of sessions) this.names.set(s.id, s.name);
+  }
+
+  setAll(entries: Activity[]): void {
+    this.entries = entries.slice(-KEPT);
+    for (const e of this.entries) if (e.kind === "connected") this.names.set(e.session.id, e.session.name);
+    replace(this.list, ...this.entries.map((e) => this.row(e)));
+    this.empty.hidden = this.entries.length > 0;
+  }
+
+  add(e: Activity): void {
+    if (e.kind === "connected") this.names.set(e.session.id, e.session.name);
+    this.entries.push(e);
+    this.list.append(this.row(e));
+    while (this.entries.length > KEPT) {
+      this.entries.shift();
+      this.list.firstElementChild?.remove();
+    }
+    this.empty.hidden = true;
+  }
+
+  private who(id: number | null): string {
+    if (id === null) return "unknown session";
+    const name = this.names.get(id);
+    return name ? `${name} #${id}` : `session #${id}`;
+  }
+
+  private row(e: Activity): HTMLElement {
+    let kind = "";
+    let main: (string | HTMLElement)[] = [];
+    let detail = "";
+    let tone = "";
+    switch (e.kind) {
+      case "toolCall":
+        kind = "tool";
+        main = [h("code", { class: "tool" }, e.tool)];
+        detail = [this.who(e.session), e.summary, duration(e.elapsedMs)].filter(Boolean).join(" · ");
+        tone = e.isError ? "error" : "";
+        break;
+      case "connected":
+        kind = "connected";
+        main = [`${e.session.name} ${e.session.version} connected`];
+        detail = [`#${e.session.id}`, e.session.pid === null ? "" : `pid ${e.session.pid}`].filter(Boolean).join(" · ");
+        tone = "good";
+        break;
+      case "disconnected":
+        kind = "disconnected";
+        main = [`${this.who(e.session)} disconnected`];
+        break;
+      case "replaced":
+        kind = "replaced";
+        main = [`${this.who(e.old)} replaced by ${this.who(e.by)}`];
+        break;
+      case "closed":
+        kind = "closed";
+        main = [`Review of ${baseName(e.path)} closed`];
+        detail = e.note || REASONS[e.reason] || e.reason;
+        break;
+      default: {
+        const other = e as { kind?: unknown };
+        kind = "other";
+        main = [String(other.kind ?? "event")];
+      }
+    }
+    return h(
+      "li",
+      { class: `act act-${kind}`, "data-kind": kind, "data-tone": tone || null },
+      h("time", { class: "act-time", datetime: new Date(e.at).toISOString() }, clock(e.at)),
+      h("span", { class: "act-dot", "aria-hidden": "true" }),
+      h("span", { class: "act-main" }, ...main, e.kind === "toolCall" && e.isError ? h("span", { class: "badge error" }, "error") : null),
+      detail ? h("span", { class: "act-detail" }, detail) : null,
+    );
+  }
+}
+
+/** The connection status ([data-connection]): the sessions, or how to
+ * start one. */
+export class ConnectionStatus {
+  readonly el: HTMLElement;
+  private sessions: Session[] = [];
+  private folders: readonly string[] = [];
+
+  constructor() {
+    this.el = h("div", { class: "connection", "data-connection": "", "aria-live": "polite" });
+    this.render();
+  }
+
+  set(sessions: Session[], folders: readonly string[]): void {
+    this.sessions = sessions;
+    this.folders = folders;
+    this.render();
+  }
+
+  count(): number {
+    return this.sessions.length;
+  }
+
+  private render(): void {
+    this.el.dataset["sessions"] = String(this.sessions.length);
+    if (!this.sessions.length) {
+      const folder = this.folders[0] ?? "your project folder";
+      replace(
+        this.el,
+        h("span", { class: "conn-dot off", "aria-hidden": "true" }),
+        h(
+          "span",
+          { class: "conn-text" },
+          "No Claude Code session connected — start ",
+          h("code", null, "claude"),
+          " in ",
+          h("code", { class: "folder" }, folder),
+          " (or run ",
+          h("code", null, "ccbridge claude"),
+          ")",
+        ),
+      );
+      return;
+    }
+    replace(
+      this.el,
+      ...this.sessions.map((s) =>
+        h(
+          "span",
+          {
+            class: "session",
+            "data-session": s.id,
+            title: `Claude Code session #${s.id}${s.pid === null ? "" : `, pid ${s.pid}`}, connected at ${clock(s.connectedAt)}`,
+          },
+          h("span", { class: "conn-dot on", "aria-hidden": "true" }),
+          h("span", { class: "session-name" }, s.name),
+          h("span", { class: "session-meta" }, [s.version, s.pid === null ? null : `pid ${s.pid}`, `since ${clock(s.connectedAt)}`].filter(Boolean).join(" · ")),
+        ),
+      ),
+    );
+  }
+}

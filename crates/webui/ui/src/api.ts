@@ -1,0 +1,249 @@
+// The typed client of the HTTP API in docs/web-ui.md. Every request is
+// same-origin with the session cookie; every POST is application/json (the
+// server refuses anything else). Nothing here touches the DOM.
+
+export interface ServerInfo {
+  version: string;
+  ideName: string;
+  workspaceFolders: string[];
+  idePort: number;
+}
+
+export interface Session {
+  id: number;
+  name: string;
+  version: string;
+  pid: number | null;
+  connectedAt: number;
+}
+
+export interface Hunk {
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  accepted: boolean;
+}
+
+export type ReviewStatus = "pending" | "accepted" | "rejected" | "dismissed";
+
+export interface Review {
+  id: number;
+  tabName: string;
+  path: string;
+  isNewFile: boolean;
+  original: string | null;
+  originalUnreadable: boolean;
+  proposed: string;
+  working: string;
+  version: number;
+  hunks: Hunk[];
+  session: { id: number; name: string } | null;
+  createdAt: number;
+  status: ReviewStatus;
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export type Severity = "Error" | "Warning" | "Information" | "Hint";
+
+export interface Diagnostic {
+  message: string;
+  severity: Severity;
+  range: Range;
+  source?: string;
+  code?: string | number;
+}
+
+export interface FileDiagnostics {
+  path: string;
+  diagnostics: Diagnostic[];
+}
+
+export type Activity =
+  | { at: number; kind: "toolCall"; session: number | null; tool: string; isError: boolean; summary: string; elapsedMs: number }
+  | { at: number; kind: "connected"; session: Session }
+  | { at: number; kind: "disconnected"; session: number }
+  | { at: number; kind: "replaced"; old: number; by: number }
+  | { at: number; kind: "closed"; review: number; path: string; reason: string; note: string };
+
+export interface Tabs {
+  open: string[];
+  active: string | null;
+}
+
+export interface Snapshot {
+  type: "snapshot";
+  server: ServerInfo | null;
+  sessions: Session[];
+  reviews: Review[];
+  activity: Activity[];
+  tabs: Tabs;
+  diagnostics: FileDiagnostics[];
+  diagnosticsSource: boolean;
+}
+
+export type ServerEvent =
+  | Snapshot
+  | { type: "review"; review: Review }
+  | { type: "closed"; id: number; reason: string; note: string }
+  | { type: "sessions"; sessions: Session[] }
+  | { type: "activity"; entry: Activity }
+  | { type: "open"; path: string; line: number | null }
+  | { type: "diagnostics"; diagnostics: FileDiagnostics[]; diagnosticsSource: boolean };
+
+export type EntryKind = "dir" | "file" | "symlink" | "other";
+
+export interface TreeEntry {
+  name: string;
+  kind: EntryKind;
+  path: string;
+}
+
+export interface TreeListing {
+  path: string | null;
+  entries: TreeEntry[];
+  truncated?: boolean;
+}
+
+export type FileContent =
+  | { path: string; kind: "text"; text: string; language: string }
+  | { path: string; kind: "binary"; size: number };
+
+/** A request that got an error answer (or none at all: `status` 0). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** The answer's JSON body, when it had one (a 409 carries `review`). */
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+
+  /** The current review a refused review request carries (409 and 400). */
+  get review(): Review | null {
+    const b = this.body;
+    if (b && typeof b === "object" && "review" in b) {
+      const r = (b as { review: unknown }).review;
+      if (isReview(r)) return r;
+    }
+    return null;
+  }
+}
+
+export function isReview(v: unknown): v is Review {
+  if (!v || typeof v !== "object") return false;
+  const r = v as Record<string, unknown>;
+  return (
+    typeof r["id"] === "number" &&
+    typeof r["path"] === "string" &&
+    typeof r["working"] === "string" &&
+    typeof r["version"] === "number" &&
+    Array.isArray(r["hunks"])
+  );
+}
+
+async function request(method: "GET" | "POST", path: string, body?: unknown, keepalive = false): Promise<unknown> {
+  const init: RequestInit = { method, credentials: "same-origin", cache: "no-store", keepalive };
+  if (method === "POST") {
+    init.headers = { "Content-Type": "application/json" };
+    init.body = JSON.stringify(body ?? {});
+  }
+  let resp: Response;
+  try {
+    resp = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError(0, "ccbridge did not answer (is it still running?)", null);
+  }
+  if (resp.status === 204) return null;
+  const text = await resp.text();
+  let parsed: unknown = null;
+  if (text) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+  }
+  if (!resp.ok) {
+    const msg =
+      parsed && typeof parsed === "object" && typeof (parsed as { error?: unknown }).error === "string"
+        ? (parsed as { error: string }).error
+        : `${resp.status} ${resp.statusText}`;
+    throw new ApiError(resp.status, msg, parsed);
+  }
+  return parsed;
+}
+
+function expectReview(v: unknown): Review {
+  if (!isReview(v)) throw new ApiError(500, "ccbridge answered with something that is not a review", v);
+  return v;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  /** Trades the one-time token of the printed link for the session cookie. */
+  async session(token: string): Promise<void> {
+    await request("POST", "/api/session", { token });
+  },
+  /** A new one-time link, for another browser. */
+  async link(): Promise<string> {
+    const v = (await request("POST", "/api/link", {})) as { url?: unknown } | null;
+    if (!v || typeof v.url !== "string") throw new ApiError(500, "no link in the answer", v);
+    return v.url;
+  },
+  async state(): Promise<Snapshot> {
+    return (await request("GET", "/api/state")) as Snapshot;
+  },
+  async reviewText(id: number, text: string, version: number, keepalive = false): Promise<Review> {
+    return expectReview(await request("POST", `/api/reviews/${id}/text`, { text, version }, keepalive));
+  },
+  async reviewHunk(id: number, index: number, decision: "accept" | "reject", version: number): Promise<Review> {
+    return expectReview(await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version }));
+  },
+  async reviewAccept(id: number, version: number): Promise<Review> {
+    return expectReview(await request("POST", `/api/reviews/${id}/accept`, { version }));
+  },
+  async reviewReject(id: number): Promise<Review> {
+    return expectReview(await request("POST", `/api/reviews/${id}/reject`, {}));
+  },
+  async reviewDismiss(id: number): Promise<Review> {
+    return expectReview(await request("POST", `/api/reviews/${id}/dismiss`, {}));
+  },
+  async tree(path: string | null): Promise<TreeListing> {
+    const v = (await request("GET", path === null ? "/api/tree" : `/api/tree?path=${enc(path)}`)) as TreeListing;
+    if (!v || !Array.isArray(v.entries)) throw new ApiError(500, "no entries in the listing", v);
+    return v;
+  },
+  async file(path: string): Promise<FileContent> {
+    return (await request("GET", `/api/file?path=${enc(path)}`)) as FileContent;
+  },
+  async selection(path: string | null, text = "", start?: Position, end?: Position): Promise<void> {
+    const body = path === null ? { path: null } : { path, text, selection: { start, end } };
+    await request("POST", "/api/selection", body);
+  },
+  async tabs(tabs: Tabs): Promise<void> {
+    await request("POST", "/api/tabs", tabs);
+  },
+  async mention(path: string, lineStart?: number, lineEnd?: number): Promise<void> {
+    const body: { path: string; lineStart?: number; lineEnd?: number } = { path };
+    if (lineStart !== undefined && lineEnd !== undefined) {
+      body.lineStart = lineStart;
+      body.lineEnd = lineEnd;
+    }
+    await request("POST", "/api/mention", body);
+  },
+  async diagnostics(): Promise<{ diagnostics: FileDiagnostics[]; diagnosticsSource: boolean }> {
+    return (await request("GET", "/api/diagnostics")) as { diagnostics: FileDiagnostics[]; diagnosticsSource: boolean };
+  },
+};

@@ -1,0 +1,1299 @@
+// The reviews view: one card per review, newest first. Each card shows the
+// diff as the server computed it, side by side (MergeView: original on the
+// left, read-only; `working` on the right, editable) or unified, with the
+// reviewer's decisions per hunk and per file.
+//
+// The server holds the truth (the working text, the decisions, the
+// version); the card is a view of it that never decides on its own:
+// - every decision names the version whose hunks were on screen, and hunk
+//   buttons are disabled while an edit is unsaved or a request is out;
+// - edits are posted ~200 ms after the last keystroke (and flushed when the
+//   page is hidden); until the server answers, CodeMirror's own diff is
+//   drawn; then the server's hunks, keeping cursor and scroll;
+// - a 409 (another tab changed the review) takes the server's review.
+
+import { Annotation, ChangeSet, Compartment, EditorSelection, EditorState, RangeSet, StateEffect, StateField, Text, Transaction, type Extension, type Range as CMRange } from "@codemirror/state";
+import { Decoration, EditorView, WidgetType, type DecorationSet, type ViewUpdate } from "@codemirror/view";
+import { MergeView, unifiedMergeView, updateOriginalDoc } from "@codemirror/merge";
+import { api, ApiError, type Review } from "./api";
+import { baseEditor } from "./editor";
+import { ServerDiff, installExactChunks, lineSeparatorOf, serverDiffConfig, textOf } from "./hunks";
+import { languageForPath } from "./languages";
+import { forgetScheme, trackScheme } from "./theme";
+import { baseName, clock, displayPath, flag, h, replace } from "./dom";
+import { note } from "./notes";
+import { prefs, type Layout } from "./prefs";
+
+installExactChunks();
+
+/** Edits are posted this long after the last keystroke. */
+const EDIT_DEBOUNCE_MS = 200;
+const COLLAPSE = { margin: 3, minSize: 6 };
+/** Narrower than this, side by side falls back to unified. */
+const wideQuery = window.matchMedia("(min-width: 900px)");
+
+/** Marks a transaction the page made itself (a server text, a redraw), as
+ * opposed to the reviewer's typing. */
+const Remote = Annotation.define<boolean>();
+
+// ---------------------------------------------------------------- hunk decorations
+
+const setHunkDeco = StateEffect.define<DecorationSet>();
+
+/** Per editor: hunk markers (proposed side), accepted/current line colours. */
+const hunkDeco = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    for (const e of tr.effects) if (e.is(setHunkDeco)) return e.value;
+    return tr.docChanged ? deco.map(tr.changes) : deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+interface MarkerActions {
+  decide(index: number, decision: "accept" | "reject"): void;
+  select(index: number): void;
+}
+
+class HunkMarker extends WidgetType {
+  constructor(
+    readonly index: number,
+    readonly total: number,
+    readonly accepted: boolean,
+    readonly current: boolean,
+    readonly enabled: boolean,
+    readonly added: number,
+    readonly removed: number,
+    readonly actions: MarkerActions,
+  ) {
+    super();
+  }
+
+  override eq(o: HunkMarker): boolean {
+    return (
+      o.index === this.index &&
+      o.total === this.total &&
+      o.accepted === this.accepted &&
+      o.current === this.current &&
+      o.enabled === this.enabled &&
+      o.added === this.added &&
+      o.removed === this.removed &&
+      o.actions === this.actions
+    );
+  }
+
+  toDOM(): HTMLElement {
+    const n = this.index + 1;
+    const counts = h("span", { class: "hunk-counts" });
+    if (this.added) counts.append(h("span", { class: "added" }, `+${this.added}`));
+    if (this.removed) counts.append(h("span", { class: "removed" }, `−${this.removed}`));
+    const accept = h(
+      "button",
+      {
+        type: "button",
+        class: "btn small accept",
+        "data-action": "accept-hunk",
+        "aria-label": `Accept hunk ${n}`,
+        title: "Accept this hunk (a)",
+        disabled: !this.enabled || this.accepted,
+        onclick: () => this.actions.decide(this.index, "accept"),
+      },
+      this.accepted ? "Accepted" : "Accept",
+    );
+    const reject = h(
+      "button",
+      {
+        type: "button",
+        class: "btn small reject",
+        "data-action": "reject-hunk",
+        "aria-label": `Reject hunk ${n}`,
+        title: "Reject this hunk: put the original lines back (r)",
+        disabled: !this.enabled,
+        onclick: () => this.actions.decide(this.index, "reject"),
+      },
+      "Reject",
+    );
+    const label = h("span", { class: "hunk-label" }, this.accepted ? "✓ " : "", `Hunk ${n} of ${this.total}`);
+    const el = h(
+      "div",
+      {
+        class: "hunk-marker",
+        "data-hunk": this.index,
+        "data-accepted": this.accepted,
+        "data-current": this.current,
+        onmousedown: (e: Event) => {
+          if (!(e.target instanceof HTMLButtonElement)) this.actions.select(this.index);
+        },
+      },
+      label,
+      counts,
+      accept,
+      reject,
+    );
+    return el;
+  }
+
+  override ignoreEvent(): boolean {
+    return true;
+  }
+
+  override get estimatedHeight(): number {
+    return 28;
+  }
+}
+
+/** The original side's twin of a hunk marker (side by side), so both
+ * sides start a hunk at the same height. Shows, decides nothing. */
+class HunkMirror extends WidgetType {
+  constructor(
+    readonly index: number,
+    readonly total: number,
+    readonly accepted: boolean,
+    readonly current: boolean,
+    readonly removed: number,
+  ) {
+    super();
+  }
+
+  override eq(o: HunkMirror): boolean {
+    return o.index === this.index && o.total === this.total && o.accepted === this.accepted && o.current === this.current && o.removed === this.removed;
+  }
+
+  toDOM(): HTMLElement {
+    return h(
+      "div",
+      { class: "hunk-marker mirror", "aria-hidden": "true", "data-accepted-mirror": this.accepted, "data-current": this.current },
+      h("span", { class: "hunk-label" }, this.accepted ? "✓ " : "", `Hunk ${this.index + 1} of ${this.total}`),
+      h("span", { class: "hunk-counts" }, this.removed ? h("span", { class: "removed" }, `−${this.removed} original`) : h("span", null, "nothing removed")),
+    );
+  }
+
+  override get estimatedHeight(): number {
+    return 28;
+  }
+}
+
+const acceptedLine = Decoration.line({ class: "cm-hunkAccepted" });
+const currentLine = Decoration.line({ class: "cm-hunkCurrent" });
+
+function lineDecos(doc: Text, from: number, to: number, deco: Decoration, out: CMRange<Decoration>[]): void {
+  if (to <= from) return;
+  const end = Math.min(to, doc.length + 1) - 1;
+  for (let pos = from; pos <= Math.min(end, doc.length); ) {
+    const line = doc.lineAt(pos);
+    out.push(deco.range(line.from));
+    pos = line.to + 1;
+  }
+}
+
+// ---------------------------------------------------------------- the card
+
+type Editors =
+  | { kind: "split"; merge: MergeView; a: EditorView; b: EditorView }
+  | { kind: "unified"; b: EditorView }
+  | { kind: "single"; b: EditorView };
+
+export interface ReviewHost {
+  folders(): readonly string[];
+  /** Something changed that the view's badges show. */
+  changed(): void;
+  /** The card took the keyboard focus (or was picked). */
+  focused(card: ReviewCard): void;
+}
+
+const STATUS_TEXT: Record<string, string> = {
+  pending: "Waiting for your review",
+  accepted: "Accepted — Claude is writing the file",
+  rejected: "Rejected — the file stays as it was",
+  dismissed: "Dismissed — answer in the terminal",
+};
+
+export class ReviewCard {
+  readonly el: HTMLElement;
+  review: Review;
+  /** This card's own layout, when the reviewer toggled it. */
+  private ownLayout: Layout | null = null;
+  private showAll = false;
+  private editors: Editors | null = null;
+  private original: Text;
+  private sepA: string;
+  private sepB: string;
+  private serverDiff: ServerDiff | null = null;
+  private readonly diffConfig = serverDiffConfig(() => this.serverDiff);
+  private readonly readOnly = new Compartment();
+  private readonly unifiedConf = new Compartment();
+
+  /** Unsaved typing; posted after the debounce. */
+  private dirty = false;
+  /** The text request out, if any. */
+  private sending: Promise<boolean> | null = null;
+  private timer = 0;
+  private retry = 0;
+  /** A decision or file action is out. */
+  private busy = false;
+  current = 0;
+  private actions: MarkerActions;
+
+  // Parts of the card updated in place.
+  private statusEl: HTMLElement;
+  private statusText: HTMLElement;
+  private countsEl: HTMLElement;
+  private saveEl: HTMLElement;
+  private hunkLabel: HTMLElement;
+  private editorBox: HTMLElement;
+  private messageBox: HTMLElement;
+  private buttons: Record<string, HTMLButtonElement> = {};
+
+  constructor(
+    review: Review,
+    private readonly host: ReviewHost,
+    private globalLayout: Layout,
+  ) {
+    this.review = review;
+    const orig = review.original ?? "";
+    this.sepA = lineSeparatorOf(orig);
+    this.sepB = lineSeparatorOf(review.working || orig);
+    this.original = textOf(orig, this.sepA);
+    this.actions = {
+      decide: (i, d) => void this.decideHunk(i, d),
+      select: (i) => this.setCurrent(i, false),
+    };
+
+    const folders = host.folders();
+    const shown = displayPath(review.path, folders);
+    const slash = shown.lastIndexOf("/");
+    const dir = slash >= 0 ? shown.slice(0, slash + 1) : "";
+    const btn = (action: string, label: string, title: string, onclick: () => void, cls = "btn") => {
+      const b = h("button", { type: "button", class: cls, "data-action": action, title, onclick }, label);
+      this.buttons[action] = b;
+      return b;
+    };
+    this.statusText = h("span", { class: "status-text" });
+    this.statusEl = h("span", { class: "status" }, this.statusText);
+    this.countsEl = h("span", { class: "counts" });
+    this.saveEl = h("span", { class: "save-state", "aria-live": "polite" });
+    this.hunkLabel = h("span", { class: "hunk-position", "aria-live": "polite" });
+    this.editorBox = h("div", { class: "editor-box" });
+    this.messageBox = h("div", { class: "review-message", hidden: true });
+
+    const header = h(
+      "header",
+      { class: "card-header" },
+      h(
+        "h2",
+        { class: "path", title: review.path },
+        dir ? h("span", { class: "dir" }, dir) : null,
+        h("span", { class: "name" }, baseName(shown)),
+      ),
+      review.isNewFile ? h("span", { class: "badge new" }, "New file") : null,
+      this.countsEl,
+      this.statusEl,
+      h("span", { class: "spacer" }),
+      h(
+        "span",
+        { class: "meta" },
+        review.session ? `from ${review.session.name} #${review.session.id} · ` : "",
+        clock(review.createdAt),
+      ),
+    );
+
+    const toolbar = h(
+      "div",
+      { class: "card-toolbar", role: "toolbar", "aria-label": `Review of ${baseName(review.path)}` },
+      h(
+        "div",
+        { class: "group hunk-nav" },
+        btn("prev-hunk", "‹", "Previous hunk (k)", () => this.moveHunk(-1), "btn icon"),
+        this.hunkLabel,
+        btn("next-hunk", "›", "Next hunk (j)", () => this.moveHunk(1), "btn icon"),
+        btn("accept-hunk", "Accept hunk", "Accept the current hunk (a)", () => void this.decideHunk(this.current, "accept"), "btn accept"),
+        btn("reject-hunk", "Reject hunk", "Reject the current hunk (r)", () => void this.decideHunk(this.current, "reject"), "btn reject"),
+      ),
+      this.saveEl,
+      h("span", { class: "spacer" }),
+      h(
+        "div",
+        { class: "group" },
+        btn("toggle-collapse", "Show all lines", "Show or fold the unchanged lines (e)", () => this.toggleShowAll(), "btn quiet"),
+        btn("toggle-layout", "Unified", "Switch between side by side and unified for this review (l)", () => this.toggleLayout(), "btn quiet"),
+      ),
+      h(
+        "div",
+        { class: "group decide" },
+        btn("dismiss", "Dismiss", "Close without deciding: Claude's prompt in the terminal decides", () => void this.fileAction("dismiss")),
+        btn("reject-file", "Reject file", "Reject every change to this file (R)", () => void this.fileAction("reject"), "btn reject"),
+        btn("accept-file", "Accept file", "Accept the file as it is on the right (A)", () => void this.fileAction("accept"), "btn primary"),
+      ),
+    );
+
+    this.el = h(
+      "article",
+      {
+        class: "card review",
+        "data-review": review.id,
+        "data-status": review.status,
+        tabindex: -1,
+        "aria-label": `Review of ${shown}`,
+        onfocusin: () => this.host.focused(this),
+      },
+      header,
+      toolbar,
+      this.messageBox,
+      this.editorBox,
+    );
+    this.el.addEventListener("mousedown", () => this.host.focused(this));
+    this.renderChrome();
+  }
+
+  get id(): number {
+    return this.review.id;
+  }
+
+  get pending(): boolean {
+    return this.review.status === "pending";
+  }
+
+  /** Creates the editors (separately from the constructor, so the page can
+   * paint the first card before building the others). */
+  mount(): void {
+    if (this.editors) return;
+    const t = performance.now();
+    this.build();
+    // For measurements (dev/check-page.mjs): how long building the editors took.
+    performance.measure(`ccbridge:mount:${this.id}`, { start: t, end: performance.now() });
+  }
+
+  private layout(): "split" | "unified" | "single" {
+    if (this.review.originalUnreadable) return "single";
+    const chosen = this.ownLayout ?? (this.review.isNewFile ? "unified" : this.globalLayout);
+    return chosen === "split" && wideQuery.matches ? "split" : "unified";
+  }
+
+  // ------------------------------------------------------------ building
+
+  private proposedExtensions(): Extension[] {
+    return [
+      baseEditor({ lineSeparator: this.sepB, editable: true, onEscape: () => this.el.focus() }),
+      languageForPath(this.review.path),
+      EditorView.editorAttributes.of({ "data-side": "proposed" }),
+      EditorView.lineWrapping,
+      this.readOnly.of(EditorState.readOnly.of(!this.pending)),
+      hunkDeco,
+      EditorView.updateListener.of((u) => this.onUpdate(u)),
+    ];
+  }
+
+  private build(keep?: { doc: string; head: number; topLine: number }): void {
+    const kind = this.layout();
+    const working = keep ? keep.doc : this.review.working;
+    const b = textOf(working, this.sepB);
+    if (!keep) this.serverDiff = new ServerDiff(this.original, b, this.review.hunks);
+    replace(this.editorBox);
+    const collapse = this.showAll ? undefined : COLLAPSE;
+    if (kind === "split") {
+      const merge = new MergeView({
+        a: {
+          doc: this.original,
+          extensions: [
+            baseEditor({ lineSeparator: this.sepA, editable: false, onEscape: () => this.el.focus() }),
+            languageForPath(this.review.path),
+            EditorView.editorAttributes.of({ "data-side": "original" }),
+            EditorView.lineWrapping,
+            EditorView.contentAttributes.of({ "aria-label": "Original text (read-only)" }),
+            hunkDeco,
+          ],
+        },
+        b: { doc: b, extensions: this.proposedExtensions() },
+        parent: this.editorBox,
+        gutter: true,
+        highlightChanges: true,
+        diffConfig: this.diffConfig,
+        ...(collapse ? { collapseUnchanged: collapse } : {}),
+      });
+      this.editors = { kind, merge, a: merge.a, b: merge.b };
+      trackScheme(merge.a);
+      trackScheme(merge.b);
+    } else if (kind === "unified") {
+      const view = new EditorView({
+        parent: this.editorBox,
+        state: EditorState.create({
+          doc: b,
+          extensions: [this.proposedExtensions(), this.unifiedConf.of(this.unifiedExtension())],
+        }),
+      });
+      this.editors = { kind, b: view };
+      trackScheme(view);
+    } else {
+      const view = new EditorView({
+        parent: this.editorBox,
+        state: EditorState.create({ doc: b, extensions: this.proposedExtensions() }),
+      });
+      this.editors = { kind, b: view };
+      trackScheme(view);
+    }
+    this.editorBox.dataset["layout"] = kind;
+    const bView = this.editors.b;
+    if (keep) {
+      const head = Math.min(keep.head, bView.state.doc.length);
+      const line = bView.state.doc.line(Math.min(Math.max(1, keep.topLine), bView.state.doc.lines));
+      bView.dispatch({ selection: EditorSelection.cursor(head), annotations: Remote.of(true) });
+      this.redraw();
+      if (keep.topLine > 1) this.scrollTo(line.from, "top");
+    } else {
+      this.redraw();
+    }
+    this.renderChrome();
+  }
+
+  private unifiedExtension(): Extension {
+    return unifiedMergeView({
+      original: this.original,
+      mergeControls: false,
+      gutter: true,
+      highlightChanges: true,
+      syntaxHighlightDeletions: true,
+      diffConfig: this.diffConfig,
+      ...(this.showAll ? {} : { collapseUnchanged: COLLAPSE }),
+    });
+  }
+
+  private destroyEditors(): { doc: string; head: number; topLine: number } | null {
+    const ed = this.editors;
+    if (!ed) return null;
+    const b = ed.b;
+    const scroller = ed.kind === "split" ? ed.merge.dom : b.scrollDOM;
+    const rect = scroller.getBoundingClientRect();
+    const top = b.lineBlockAtHeight(Math.max(0, rect.top - b.documentTop + 4));
+    const keep = {
+      doc: b.state.sliceDoc(),
+      head: b.state.selection.main.head,
+      topLine: b.state.doc.lineAt(top.from).number,
+    };
+    if (ed.kind === "split") {
+      forgetScheme(ed.a);
+      forgetScheme(ed.b);
+      ed.merge.destroy();
+    } else {
+      forgetScheme(b);
+      b.destroy();
+    }
+    this.editors = null;
+    return keep;
+  }
+
+  /** Rebuilds the editors (layout change), keeping text, cursor, scroll. */
+  private rebuild(): void {
+    const keep = this.destroyEditors();
+    this.build(keep ?? undefined);
+  }
+
+  setGlobalLayout(l: Layout): void {
+    this.globalLayout = l;
+    this.ownLayout = null;
+    this.relayout();
+  }
+
+  /** Re-checks the effective layout (window width, choices). */
+  relayout(): void {
+    if (!this.editors) return;
+    const want = this.layout();
+    if (want !== this.editors.kind) this.rebuild();
+    else this.renderChrome();
+  }
+
+  toggleLayout(): void {
+    const now = this.layout();
+    if (now === "single") return;
+    this.ownLayout = now === "split" ? "unified" : "split";
+    if (this.ownLayout === "split" && !wideQuery.matches) {
+      note("The window is too narrow for side by side; showing unified.");
+    }
+    this.relayout();
+  }
+
+  toggleShowAll(): void {
+    this.showAll = !this.showAll;
+    const ed = this.editors;
+    if (ed?.kind === "split") {
+      ed.merge.reconfigure({ collapseUnchanged: this.showAll ? undefined : COLLAPSE });
+    } else if (ed?.kind === "unified") {
+      ed.b.dispatch({ effects: this.unifiedConf.reconfigure(this.unifiedExtension()) });
+    }
+    this.renderChrome();
+  }
+
+  destroy(): void {
+    window.clearTimeout(this.timer);
+    this.destroyEditors();
+  }
+
+  // ------------------------------------------------------------ drawing
+
+  /** Whether the editors show exactly the texts of the server's hunks. */
+  private exact(): boolean {
+    const ed = this.editors;
+    if (!ed || !this.serverDiff || !this.serverDiff.changes) return false;
+    return !this.dirty && this.serverDiff.matches(this.originalDoc(), ed.b.state.doc);
+  }
+
+  private originalDoc(): Text {
+    const ed = this.editors;
+    return ed?.kind === "split" ? ed.a.state.doc : this.original;
+  }
+
+  /** Hunk markers and colours for the current state. */
+  private redraw(): void {
+    const ed = this.editors;
+    if (!ed) return;
+    const d = this.serverDiff;
+    const hunks = this.review.hunks;
+    const enabled = this.exact() && this.pending && !this.busy && !this.inFlight;
+    if (this.current >= hunks.length) this.current = Math.max(0, hunks.length - 1);
+    const decoB: CMRange<Decoration>[] = [];
+    const decoA: CMRange<Decoration>[] = [];
+    if (d?.changes && this.exact()) {
+      const a = this.originalDoc();
+      const b = ed.b.state.doc;
+      d.changes.forEach((c, i) => {
+        const hunk = hunks[i];
+        if (!hunk) return;
+        const current = i === this.current && this.pending;
+        decoB.push(
+          Decoration.widget({
+            widget: new HunkMarker(i, hunks.length, hunk.accepted, current, enabled, hunk.newLines, hunk.oldLines, this.actions),
+            block: true,
+            side: -2,
+          }).range(c.fromB),
+        );
+        if (ed.kind === "split") {
+          decoA.push(
+            Decoration.widget({
+              widget: new HunkMirror(i, hunks.length, hunk.accepted, current, hunk.oldLines),
+              block: true,
+              side: -2,
+            }).range(c.fromA),
+          );
+        }
+        if (hunk.accepted) {
+          lineDecos(b, c.fromB, c.toB, acceptedLine, decoB);
+          lineDecos(a, c.fromA, c.toA, acceptedLine, decoA);
+        }
+        if (current) {
+          lineDecos(b, c.fromB, c.toB, currentLine, decoB);
+          lineDecos(a, c.fromA, c.toA, currentLine, decoA);
+        }
+      });
+    }
+    ed.b.dispatch({ effects: setHunkDeco.of(RangeSet.of(decoB, true)), annotations: Remote.of(true) });
+    if (ed.kind === "split") {
+      ed.a.dispatch({ effects: setHunkDeco.of(RangeSet.of(decoA, true)), annotations: Remote.of(true) });
+    }
+    this.renderChrome();
+  }
+
+  /** Buttons, labels and status outside the editors. */
+  private renderChrome(): void {
+    const r = this.review;
+    this.el.dataset["status"] = r.status;
+    flag(this.el, "data-new-file", r.isNewFile);
+    const hunks = r.hunks;
+    const added = hunks.reduce((s, x) => s + x.newLines, 0);
+    const removed = hunks.reduce((s, x) => s + x.oldLines, 0);
+    replace(
+      this.countsEl,
+      r.originalUnreadable ? null : h("span", { class: "added" }, `+${added}`),
+      r.originalUnreadable ? null : h("span", { class: "removed" }, `−${removed}`),
+    );
+    const accepted = hunks.filter((x) => x.accepted).length;
+    this.statusText.textContent =
+      r.status === "pending" && accepted ? `${STATUS_TEXT["pending"]} · ${accepted} of ${hunks.length} hunks accepted` : (STATUS_TEXT[r.status] ?? r.status);
+    this.statusEl.dataset["status"] = r.status;
+
+    const exact = this.exact();
+    const canHunk = this.pending && exact && !this.busy && !this.inFlight && hunks.length > 0 && !r.originalUnreadable;
+    const cur = hunks[this.current];
+    this.hunkLabel.textContent = r.originalUnreadable
+      ? "whole file only"
+      : hunks.length
+        ? `Hunk ${Math.min(this.current + 1, hunks.length)} of ${hunks.length}`
+        : "No changes";
+    const set = (name: string, enabled: boolean) => {
+      const b = this.buttons[name];
+      if (b) b.disabled = !enabled;
+    };
+    set("prev-hunk", hunks.length > 1 && exact);
+    set("next-hunk", hunks.length > 1 && exact);
+    set("accept-hunk", canHunk && !!cur && !cur.accepted);
+    set("reject-hunk", canHunk && !!cur);
+    set("accept-file", this.pending && !this.busy);
+    set("reject-file", this.pending && !this.busy);
+    set("dismiss", this.pending && !this.busy);
+    const kind = this.editors?.kind ?? this.layout();
+    const layoutBtn = this.buttons["toggle-layout"];
+    if (layoutBtn) {
+      layoutBtn.textContent = kind === "split" ? "Unified" : "Side by side";
+      layoutBtn.setAttribute("aria-label", kind === "split" ? "Show unified" : "Show side by side");
+      layoutBtn.hidden = kind === "single";
+    }
+    const collapseBtn = this.buttons["toggle-collapse"];
+    if (collapseBtn) {
+      collapseBtn.textContent = this.showAll ? "Fold unchanged" : "Show all lines";
+      collapseBtn.hidden = kind === "single";
+    }
+    for (const name of ["prev-hunk", "next-hunk", "accept-hunk", "reject-hunk"]) {
+      const b = this.buttons[name];
+      if (b) b.hidden = r.originalUnreadable;
+    }
+    if (r.originalUnreadable) {
+      this.messageBox.hidden = false;
+      this.messageBox.textContent =
+        "Cannot display the original (binary, not UTF-8, or over 16 MiB). Only the whole file can be accepted or rejected; the proposed text is below.";
+    } else {
+      this.messageBox.hidden = true;
+    }
+    this.el.classList.toggle("is-dirty", this.dirty || this.inFlight);
+    this.el.classList.toggle("is-finished", !this.pending);
+  }
+
+  private setSaveState(text: string, kind: "" | "saving" | "error" = ""): void {
+    this.saveEl.textContent = text;
+    this.saveEl.dataset["kind"] = kind;
+  }
+
+  // ------------------------------------------------------------ server updates
+
+  /** A review from the event stream (or a snapshot). */
+  serverUpdate(r: Review): void {
+    if (r.id !== this.review.id) return;
+    if (r.version < this.review.version) return;
+    if (r.version === this.review.version && r.status === this.review.status) return;
+    if (this.dirty || this.inFlight || this.busy) {
+      // Our own request's answer brings it (or a 409 does).
+      return;
+    }
+    this.apply(r);
+  }
+
+  /** Shows `r`: its text on the right, its hunks, its status. */
+  private apply(r: Review): void {
+    const statusChanged = r.status !== this.review.status;
+    this.review = r;
+    const ed = this.editors;
+    if (!ed) {
+      this.renderChrome();
+      return;
+    }
+    if (r.working.includes("\n") && lineSeparatorOf(r.working) !== this.sepB) {
+      // The line endings changed: start over with the new ones.
+      this.sepB = lineSeparatorOf(r.working);
+      this.destroyEditors();
+      this.build();
+      this.host.changed();
+      return;
+    }
+    const b = ed.b;
+    const next = textOf(r.working, this.sepB);
+    this.serverDiff = new ServerDiff(this.originalDoc(), next, r.hunks);
+    const effects: StateEffect<unknown>[] = [];
+    if (statusChanged) effects.push(this.readOnly.reconfigure(EditorState.readOnly.of(!this.pending)));
+    const change = smallestChange(b.state.doc, next);
+    if (change) {
+      b.dispatch({
+        changes: change,
+        effects,
+        annotations: [Remote.of(true), Transaction.addToHistory.of(false)],
+      });
+    } else {
+      this.touch(effects);
+    }
+    this.redraw();
+    this.host.changed();
+  }
+
+  /** Makes the merge view recompute its chunks (from the server's hunks)
+   * without changing any text. */
+  private touch(effects: StateEffect<unknown>[]): void {
+    const ed = this.editors;
+    if (!ed) return;
+    const annotations = [Remote.of(true), Transaction.addToHistory.of(false)];
+    if (ed.kind === "unified") {
+      const orig = this.original;
+      effects.push(updateOriginalDoc.of({ doc: orig, changes: ChangeSet.empty(orig.length) }));
+      ed.b.dispatch({ effects, annotations });
+    } else if (ed.kind === "split") {
+      // MergeView recomputes chunks only when a document changes: replace
+      // one character by itself.
+      const target = ed.b.state.doc.length ? ed.b : ed.a.state.doc.length ? ed.a : null;
+      if (target) {
+        target.dispatch({ changes: { from: 0, to: 1, insert: target.state.sliceDoc(0, 1) }, annotations });
+      }
+      if (effects.length) ed.b.dispatch({ effects, annotations });
+    } else if (effects.length) {
+      ed.b.dispatch({ effects, annotations });
+    }
+  }
+
+  // ------------------------------------------------------------ typing
+
+  private onUpdate(u: ViewUpdate): void {
+    const typed = u.transactions.some((tr) => tr.docChanged && !tr.annotation(Remote));
+    if (typed) {
+      this.dirty = true;
+      window.clearTimeout(this.timer);
+      this.timer = window.setTimeout(() => void this.flush(), EDIT_DEBOUNCE_MS);
+      this.setSaveState("Editing…", "saving");
+      // Markers cannot be redrawn inside an update; next frame.
+      requestAnimationFrame(() => this.redraw());
+    } else if (u.selectionSet && !u.transactions.some((tr) => tr.annotation(Remote))) {
+      const i = this.hunkAt(u.state.selection.main.head);
+      if (i !== null && i !== this.current) {
+        this.current = i;
+        requestAnimationFrame(() => this.redraw());
+        prefs.setFocus(this.id, i);
+      }
+    }
+  }
+
+  /** The hunk whose proposed lines hold `pos`, if any. */
+  private hunkAt(pos: number): number | null {
+    const ch = this.exact() ? this.serverDiff?.changes : null;
+    if (!ch) return null;
+    let lo = 0;
+    let hi = ch.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const c = ch[mid]!;
+      if (pos < c.fromB) hi = mid - 1;
+      else if (pos > Math.max(c.fromB, c.toB - 1)) lo = mid + 1;
+      else return mid;
+    }
+    return null;
+  }
+
+  /** Posts the right side's text if it changed. Resolves when the server
+   * has it (true) or refused it or could not be reached (false). */
+  async flush(keepalive = false): Promise<boolean> {
+    window.clearTimeout(this.timer);
+    while (this.sending) await this.sending;
+    if (!this.dirty || !this.editors) return !this.dirty;
+    this.sending = this.send(keepalive);
+    try {
+      return await this.sending;
+    } finally {
+      this.sending = null;
+    }
+  }
+
+  private get inFlight(): boolean {
+    return this.sending !== null;
+  }
+
+  private async send(keepalive: boolean): Promise<boolean> {
+    const ed = this.editors;
+    if (!ed) return false;
+    const text = ed.b.state.sliceDoc();
+    const version = this.review.version;
+    this.setSaveState("Saving…", "saving");
+    this.renderChrome();
+    try {
+      const r = await api.reviewText(this.id, text, version, keepalive);
+      this.retry = 0;
+      if (this.editors?.b.state.sliceDoc() === text) {
+        this.dirty = false;
+        this.setSaveState("Saved");
+        this.sending = null;
+        this.apply(r);
+      } else {
+        // More typing meanwhile: keep the new version; the pending timer
+        // posts the rest.
+        this.review = r;
+      }
+      return true;
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(0, String(e), null);
+      const current = err.review;
+      if (current) {
+        this.dirty = false;
+        this.setSaveState(err.status === 409 ? "Changed elsewhere" : "Not saved", "error");
+        note(
+          err.status === 409
+            ? `${baseName(this.review.path)} changed in another tab; showing its current text (the edit made here was not applied).`
+            : `${baseName(this.review.path)}: ${err.message}`,
+          "warn",
+        );
+        this.sending = null;
+        this.apply(current);
+      } else if (err.status === 404) {
+        this.dirty = false;
+        this.setSaveState("Review closed", "error");
+      } else {
+        // ccbridge unreachable or failing: keep the edit, try again.
+        this.retry = Math.min(this.retry + 1, 5);
+        const wait = 500 * 2 ** this.retry;
+        this.setSaveState(`Not saved yet — retrying in ${Math.round(wait / 1000)} s`, "error");
+        window.clearTimeout(this.timer);
+        this.timer = window.setTimeout(() => void this.flush(), wait);
+      }
+      return false;
+    } finally {
+      this.renderChrome();
+    }
+  }
+
+  // ------------------------------------------------------------ decisions
+
+  private ready(what: string): boolean {
+    if (!this.pending) {
+      note(`${baseName(this.review.path)} is already ${this.review.status}.`);
+      return false;
+    }
+    if (this.busy) return false;
+    if (this.dirty || this.inFlight || !this.exact()) {
+      note(`Wait a moment: your edit to ${baseName(this.review.path)} is being saved before you can ${what}.`);
+      return false;
+    }
+    return true;
+  }
+
+  async decideHunk(index: number, decision: "accept" | "reject"): Promise<void> {
+    if (this.review.originalUnreadable || !this.ready(`${decision} a hunk`)) return;
+    const hunk = this.review.hunks[index];
+    if (!hunk) return;
+    if (decision === "accept" && hunk.accepted) return;
+    this.busy = true;
+    this.current = index;
+    this.redraw();
+    try {
+      const r = await api.reviewHunk(this.id, index, decision, this.review.version);
+      this.busy = false;
+      if (decision === "accept") this.current = this.nextUndecided(index, r);
+      else this.current = this.nextUndecided(index - 1, r);
+      this.apply(r);
+      this.scrollToCurrent();
+    } catch (e) {
+      this.busy = false;
+      this.refused(e);
+    }
+    this.redraw();
+  }
+
+  /** The first undecided hunk after `from` (wrapping), else `from`. */
+  private nextUndecided(from: number, r: Review): number {
+    const n = r.hunks.length;
+    for (let k = 1; k <= n; k++) {
+      const i = (((from + k) % n) + n) % n;
+      if (!r.hunks[i]?.accepted) return i;
+    }
+    return Math.max(0, Math.min(from, n - 1));
+  }
+
+  async fileAction(kind: "accept" | "reject" | "dismiss"): Promise<void> {
+    if (!this.pending) {
+      note(`${baseName(this.review.path)} is already ${this.review.status}.`);
+      return;
+    }
+    if (this.busy) return;
+    this.busy = true;
+    this.renderChrome();
+    try {
+      let r: Review;
+      if (kind === "accept") {
+        // Accept what the reviewer sees: their last edit first.
+        if (this.dirty || this.inFlight) {
+          const saved = await this.flush();
+          if (!saved) {
+            note(`${baseName(this.review.path)} was not accepted: the last edit could not be saved.`, "error");
+            this.busy = false;
+            this.renderChrome();
+            return;
+          }
+        }
+        r = await api.reviewAccept(this.id, this.review.version);
+      } else {
+        window.clearTimeout(this.timer);
+        this.dirty = false;
+        r = kind === "reject" ? await api.reviewReject(this.id) : await api.reviewDismiss(this.id);
+      }
+      this.busy = false;
+      this.apply(r);
+    } catch (e) {
+      this.busy = false;
+      this.refused(e);
+    }
+    this.renderChrome();
+  }
+
+  private refused(e: unknown): void {
+    const err = e instanceof ApiError ? e : new ApiError(0, String(e), null);
+    const name = baseName(this.review.path);
+    if (err.review) {
+      note(
+        err.status === 409
+          ? `${name} changed in another tab, so nothing was decided: look at it again.`
+          : `${name}: ${err.message}`,
+        "warn",
+      );
+      this.dirty = false;
+      this.apply(err.review);
+    } else {
+      note(`${name}: ${err.message}`, "error");
+    }
+  }
+
+  // ------------------------------------------------------------ navigation
+
+  moveHunk(dir: 1 | -1): void {
+    const n = this.review.hunks.length;
+    if (!n) return;
+    this.setCurrent((((this.current + dir) % n) + n) % n, true);
+  }
+
+  setCurrent(i: number, scroll: boolean): void {
+    this.current = i;
+    prefs.setFocus(this.id, i);
+    this.redraw();
+    if (scroll) this.scrollToCurrent();
+  }
+
+  scrollToCurrent(): void {
+    const c = this.exact() ? this.serverDiff?.changes?.[this.current] : null;
+    if (c) this.scrollTo(c.fromB, "third");
+  }
+
+  /** Scrolls the proposed side so `pos` is a third down ("third") or at
+   * the top ("top") of the editor's scroller, and the editor in sight. */
+  private scrollTo(pos: number, where: "third" | "top"): void {
+    const ed = this.editors;
+    if (!ed) return;
+    if (ed.kind !== "split") {
+      ed.b.dispatch({
+        effects: EditorView.scrollIntoView(pos, where === "top" ? { y: "start" } : { y: "start", yMargin: ed.b.scrollDOM.clientHeight / 3 }),
+        annotations: Remote.of(true),
+      });
+      return;
+    }
+    // In a merge view the scroller is shared by both editors; CodeMirror's
+    // scrollIntoView on one of them fights the other's re-alignment (its
+    // measure loop restarts). Scroll the shared scroller directly, then
+    // correct once the heights around the target are measured.
+    const scroller = ed.merge.dom;
+    const b = ed.b;
+    const place = () => {
+      const box = scroller.getBoundingClientRect();
+      const top = b.documentTop - box.top + scroller.scrollTop + b.lineBlockAt(Math.min(pos, b.state.doc.length)).top;
+      return Math.max(0, top - (where === "top" ? 0 : scroller.clientHeight / 3));
+    };
+    scroller.scrollTop = place();
+    const box = this.editorBox.getBoundingClientRect();
+    if (where === "third" && (box.top < 0 || box.bottom > window.innerHeight)) this.editorBox.scrollIntoView({ block: "nearest" });
+    let tries = 0;
+    const settle = () => {
+      if (this.editors !== ed) return;
+      const want = place();
+      if (Math.abs(scroller.scrollTop - want) > 2 && tries++ < 4) {
+        scroller.scrollTop = want;
+        requestAnimationFrame(settle);
+      }
+    };
+    requestAnimationFrame(() => requestAnimationFrame(settle));
+  }
+
+  /** The current hunk's marker, for focus. */
+  focusCard(): void {
+    this.el.focus({ preventScroll: true });
+    this.el.scrollIntoView({ block: "nearest" });
+  }
+
+  /** Puts the keyboard in the proposed text. */
+  focusEditor(): void {
+    const b = this.editors?.b;
+    if (!b) return;
+    const c = this.exact() ? this.serverDiff?.changes?.[this.current] : null;
+    if (c) b.dispatch({ selection: EditorSelection.cursor(c.fromB), annotations: Remote.of(true) });
+    b.focus();
+  }
+
+  /** Sends unsaved edits as the page goes away. A keepalive request (which
+   * survives the page) carries at most 64 KiB; false when the edit is
+   * bigger and may be lost. */
+  flushOnExit(): boolean {
+    if (!this.dirty) return true;
+    const size = this.editors?.b.state.doc.length ?? 0;
+    const keepalive = size < 60_000;
+    void this.flush(keepalive);
+    return keepalive;
+  }
+
+  hasUnsaved(): boolean {
+    return this.dirty || this.inFlight;
+  }
+}
+
+/** The smallest replacement turning `cur` into `next` (common prefix and
+ * suffix kept), so the cursor and scroll stay where they are. Works on the
+ * "\n"-joined strings, whose indices are CodeMirror positions whatever the
+ * line separator; the inserted part is a Text, so it is never re-split. */
+function smallestChange(cur: Text, next: Text): { from: number; to: number; insert: Text } | null {
+  if (cur.length === next.length && cur.eq(next)) return null;
+  const a = cur.toString();
+  const b = next.toString();
+  const max = Math.min(a.length, b.length);
+  let start = 0;
+  while (start < max && a.charCodeAt(start) === b.charCodeAt(start)) start++;
+  let end = 0;
+  while (end < max - start && a.charCodeAt(a.length - 1 - end) === b.charCodeAt(b.length - 1 - end)) end++;
+  // Never split a surrogate pair.
+  if (start > 0 && isHighSurrogate(a.charCodeAt(start - 1))) start--;
+  if (end > 0 && isLowSurrogate(a.charCodeAt(a.length - end))) end--;
+  return { from: start, to: a.length - end, insert: next.slice(start, b.length - end) };
+}
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+// ---------------------------------------------------------------- the list
+
+export interface ReviewListHost {
+  folders(): readonly string[];
+  /** The pending count changed. */
+  counted(pending: number): void;
+  /** A review appeared that the reviewer has not seen. */
+  arrived(review: Review): void;
+}
+
+export class ReviewList {
+  readonly el: HTMLElement;
+  private readonly list: HTMLElement;
+  private readonly empty: HTMLElement;
+  private readonly cards = new Map<number, ReviewCard>();
+  private layout: Layout = prefs.layout();
+  private focusedId: number | null = null;
+  private readonly layoutButtons: Record<Layout, HTMLButtonElement>;
+  private restored = false;
+  private mountQueue: ReviewCard[] = [];
+
+  constructor(private readonly host: ReviewListHost) {
+    const seg = (l: Layout, label: string) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: "seg",
+          "data-layout": l,
+          "aria-pressed": String(this.layout === l),
+          onclick: () => this.setLayout(l),
+        },
+        label,
+      );
+    this.layoutButtons = { split: seg("split", "Side by side"), unified: seg("unified", "Unified") };
+    this.list = h("div", { class: "review-list" });
+    this.empty = h(
+      "div",
+      { class: "empty" },
+      h("p", { class: "empty-title" }, "Nothing to review"),
+      h("p", null, "When Claude proposes an edit, it appears here for you to accept or reject, hunk by hunk."),
+    );
+    this.el = h(
+      "div",
+      { class: "reviews" },
+      h(
+        "div",
+        { class: "view-toolbar" },
+        h("h1", { class: "view-title" }, "Reviews"),
+        h("span", { class: "spacer" }),
+        h("div", { class: "segmented", role: "group", "aria-label": "Layout of every review" }, this.layoutButtons.split, this.layoutButtons.unified),
+      ),
+      this.empty,
+      this.list,
+    );
+    wideQuery.addEventListener("change", () => {
+      for (const c of this.cards.values()) c.relayout();
+    });
+  }
+
+  private makeHost(): ReviewHost {
+    return {
+      folders: () => this.host.folders(),
+      changed: () => this.count(),
+      focused: (card) => this.setFocused(card.id, false),
+    };
+  }
+
+  /** The snapshot's reviews (newest first): the list becomes exactly these. */
+  setAll(reviews: Review[]): void {
+    const ids = new Set(reviews.map((r) => r.id));
+    for (const [id, card] of this.cards) {
+      if (!ids.has(id)) this.remove(id);
+      else card.serverUpdate(reviews.find((r) => r.id === id)!);
+    }
+    for (const r of reviews) if (!this.cards.has(r.id)) this.add(r, false);
+    this.order();
+    if (!this.restored) {
+      this.restored = true;
+      const f = prefs.focus();
+      const card = f ? this.cards.get(f.review) : undefined;
+      if (card && f) {
+        card.mount();
+        this.setFocused(card.id, false);
+        card.current = Math.min(f.hunk, Math.max(0, card.review.hunks.length - 1));
+        requestAnimationFrame(() => {
+          card.setCurrent(card.current, true);
+        });
+      } else {
+        const first = this.sorted()[0];
+        if (first) this.setFocused(first.id, false);
+      }
+    }
+    this.mountSoon();
+    this.count();
+  }
+
+  /** A review appeared or changed. */
+  update(r: Review): void {
+    const card = this.cards.get(r.id);
+    if (card) {
+      card.serverUpdate(r);
+      this.count();
+      return;
+    }
+    this.add(r, true);
+    this.order();
+    this.mountSoon();
+    this.count();
+    if (r.status === "pending") this.host.arrived(r);
+  }
+
+  /** Claude closed a review. */
+  closed(id: number, noteText: string): void {
+    if (this.cards.has(id)) {
+      note(noteText);
+      this.remove(id);
+      this.count();
+    }
+  }
+
+  private add(r: Review, fresh: boolean): void {
+    const card = new ReviewCard(r, this.makeHost(), this.layout);
+    this.cards.set(r.id, card);
+    this.mountQueue.push(card);
+    if (fresh && this.focusedId === null) this.focusedId = r.id;
+  }
+
+  private remove(id: number): void {
+    const card = this.cards.get(id);
+    if (!card) return;
+    const wasFocused = this.focusedId === id;
+    const next = wasFocused ? this.neighbour(id, 1) ?? this.neighbour(id, -1) : null;
+    card.destroy();
+    card.el.remove();
+    this.cards.delete(id);
+    this.mountQueue = this.mountQueue.filter((c) => c !== card);
+    if (wasFocused) {
+      this.focusedId = null;
+      if (next) this.setFocused(next.id, document.activeElement === document.body);
+    }
+  }
+
+  private sorted(): ReviewCard[] {
+    return [...this.cards.values()].sort((a, b) => b.review.createdAt - a.review.createdAt || b.id - a.id);
+  }
+
+  private order(): void {
+    const cards = this.sorted();
+    cards.forEach((c, i) => {
+      if (this.list.children[i] !== c.el) this.list.insertBefore(c.el, this.list.children[i] ?? null);
+    });
+    this.empty.hidden = cards.length > 0;
+  }
+
+  /** Builds the editors one card per frame, the focused and newest first,
+   * so a big review does not hold up the others' first paint. */
+  private mountSoon(): void {
+    const order = this.sorted();
+    this.mountQueue.sort((a, b) => {
+      const fa = a.id === this.focusedId ? -1 : order.indexOf(a);
+      const fb = b.id === this.focusedId ? -1 : order.indexOf(b);
+      return fa - fb;
+    });
+    const step = () => {
+      const card = this.mountQueue.shift();
+      if (!card) return;
+      if (this.cards.get(card.id) === card) card.mount();
+      if (this.mountQueue.length) requestAnimationFrame(step);
+    };
+    requestAnimationFrame(step);
+  }
+
+  private count(): void {
+    let pending = 0;
+    for (const c of this.cards.values()) if (c.pending) pending++;
+    this.host.counted(pending);
+  }
+
+  setLayout(l: Layout): void {
+    this.layout = l;
+    prefs.setLayout(l);
+    for (const [k, b] of Object.entries(this.layoutButtons)) b.setAttribute("aria-pressed", String(k === l));
+    for (const c of this.cards.values()) c.setGlobalLayout(l);
+  }
+
+  toggleGlobalLayout(): void {
+    this.setLayout(this.layout === "split" ? "unified" : "split");
+  }
+
+  private neighbour(id: number, dir: 1 | -1): ReviewCard | null {
+    const cards = this.sorted();
+    const i = cards.findIndex((c) => c.id === id);
+    return cards[i + dir] ?? null;
+  }
+
+  setFocused(id: number, move: boolean): void {
+    if (this.focusedId !== id) {
+      this.cards.get(this.focusedId ?? -1)?.el.classList.remove("is-focused");
+      this.focusedId = id;
+    }
+    const card = this.cards.get(id);
+    if (!card) return;
+    card.el.classList.add("is-focused");
+    prefs.setFocus(id, card.current);
+    if (move) card.focusCard();
+  }
+
+  /** The card the keys act on. */
+  focused(): ReviewCard | null {
+    const id = this.focusedId;
+    const card = id === null ? undefined : this.cards.get(id);
+    if (card) return card;
+    const first = this.sorted()[0];
+    if (first) this.setFocused(first.id, false);
+    return first ?? null;
+  }
+
+  moveReview(dir: 1 | -1): void {
+    const cur = this.focused();
+    if (!cur) return;
+    const next = this.neighbour(cur.id, dir);
+    if (next) this.setFocused(next.id, true);
+  }
+
+  pendingCount(): number {
+    let n = 0;
+    for (const c of this.cards.values()) if (c.pending) n++;
+    return n;
+  }
+
+  /** Saves every unsaved edit now; on exit, false if one may be lost. */
+  flushAll(exiting: boolean): boolean {
+    let safe = true;
+    for (const c of this.cards.values()) {
+      if (exiting) safe = c.flushOnExit() && safe;
+      else void c.flush();
+    }
+    return safe;
+  }
+
+  hasUnsaved(): boolean {
+    for (const c of this.cards.values()) if (c.hasUnsaved()) return true;
+    return false;
+  }
+}
