@@ -197,9 +197,24 @@ try {
   });
   ok(scroll.max < 250, "scrolling the big review does not freeze", `60 steps of 900 px: median frame ${scroll.median} ms, worst ${scroll.max} ms`);
   await page.screenshot({ path: join(SHOTS, "light-reviews-big.png") });
+  // Typing in the big review: keystrokes stay quick, the server's hunks come back.
+  await clear();
+  const bigLine = big.locator('[data-side="proposed"] .cm-line').nth(20);
+  await bigLine.click();
+  const keyTimes = [];
+  for (const ch of "// ok") {
+    const k0 = Date.now();
+    await page.keyboard.type(ch);
+    keyTimes.push(Date.now() - k0);
+  }
+  const typed = Date.now();
+  await until(async () => (await posts("/api/reviews/2/text")).length >= 1, 5000, "big text post");
+  await until(async () => !(await big.getAttribute("class")).includes("is-dirty"), 10000, "big saved");
+  ok(true, "typing in the big review", `keystrokes ${keyTimes.join("/")} ms; saved and redrawn with the server's hunks ${Date.now() - typed} ms after the last key (200 ms of it the debounce)`);
+  await page.keyboard.press("Escape");
   await clear();
   await page.keyboard.press("a");
-  await until(async () => (await posts("/api/reviews/2/hunks/100")).length === 1, 3000, "a on hunk 101");
+  await until(async () => (await posts("/api/reviews/2/hunks/")).length === 1, 3000, "a on the current hunk");
   ok(true, "a accepts the current hunk of the big review", JSON.stringify((await posts("/api/reviews/2/hunks/"))[0].body));
 
   // ------------------------------------------------------------ keys
@@ -316,6 +331,13 @@ try {
   await until(async () => (await posts("/api/reviews/5/text")).length === 1, 3000, "crlf text");
   p = await posts("/api/reviews/5/text");
   ok(p[0].body.textHead === "@echo off\r\nrem Builds the engine on Windows.\r\ncargo build --release --locked\r\nif errorlevel 1 exit /b 1\r\necho built ok\r\n", "an edit keeps CRLF line endings", JSON.stringify(p[0].body.textHead));
+  // Accepting right after typing sends the unsent edit with the acceptance.
+  await clear();
+  await page.keyboard.type("!");
+  await crlf.locator('[data-action="accept-file"]').click();
+  await until(async () => (await posts("/api/reviews/5/accept")).length === 1, 3000, "accept with text");
+  p = await posts("/api/reviews/5/");
+  ok(p.length === 1 && p[0].body.text?.includes("echo built ok!\r\n"), "Accept file right after typing carries the last edit", JSON.stringify(p.map((x) => [x.path, x.body])));
 
   // The 409 and the dropped stream above were caused on purpose.
   const unexpected = problems.filter((m) => !/status of 409|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(m));

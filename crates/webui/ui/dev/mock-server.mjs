@@ -638,6 +638,10 @@ async function api(req, res, url) {
     if (action === "accept") {
       const bad = r.check(body.version);
       if (bad) return reviewAnswer(res, r, ...bad);
+      if (typeof body.text === "string") {
+        r.working = body.text;
+        r.rehunk();
+      }
       r.status = "accepted";
       r.version++;
       return reviewAnswer(res, r);

@@ -211,8 +211,11 @@ export const api = {
   async reviewHunk(id: number, index: number, decision: "accept" | "reject", version: number): Promise<Review> {
     return expectReview(await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version }));
   },
-  async reviewAccept(id: number, version: number): Promise<Review> {
-    return expectReview(await request("POST", `/api/reviews/${id}/accept`, { version }));
+  /** Accepts `working`, or with `text` the page's right side (edits not
+   * yet sent), set and accepted in one step. */
+  async reviewAccept(id: number, version: number, text?: string): Promise<Review> {
+    const body = text === undefined ? { version } : { version, text };
+    return expectReview(await request("POST", `/api/reviews/${id}/accept`, body));
   },
   async reviewReject(id: number): Promise<Review> {
     return expectReview(await request("POST", `/api/reviews/${id}/reject`, {}));

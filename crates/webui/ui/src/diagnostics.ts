@@ -24,6 +24,7 @@ export interface DiagnosticsHost {
 export class DiagnosticsView {
   readonly el: HTMLElement;
   private readonly body: HTMLElement;
+  private readonly filters: HTMLElement;
   private readonly filterButtons = new Map<Severity, HTMLButtonElement>();
   private shown = prefs.severities();
   private files: FileDiagnostics[] = [];
@@ -31,6 +32,7 @@ export class DiagnosticsView {
 
   constructor(private readonly host: DiagnosticsHost) {
     const filters = h("div", { class: "segmented filters", role: "group", "aria-label": "Severities shown" });
+    this.filters = filters;
     for (const s of SEVERITIES) {
       const b = h(
         "button",
@@ -86,6 +88,7 @@ export class DiagnosticsView {
       if (c) c.textContent = counts.get(s) ? ` ${counts.get(s)}` : "";
     }
     const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    this.filters.hidden = total === 0;
     if (!this.source && total === 0) {
       replace(
         this.body,

@@ -476,8 +476,9 @@ export class FilesView {
         view.scrollDOM.scrollTop = f.scrollTop;
       }
       if (focus) view.focus();
-      // Opening a file tells Claude where the cursor is.
-      this.postSelection(true);
+      // Opening a file tells Claude where the cursor is (not a tab merely
+      // restored after a reload).
+      if (focus || line !== null) this.postSelection(true);
     } else if (f.content?.kind === "binary" || f.error) {
       void api.selection(null).catch(() => undefined);
     }

@@ -231,6 +231,8 @@ export class ReviewCard {
   private retry = 0;
   /** A decision or file action is out. */
   private busy = false;
+  /** The newest review the stream sent while a request was out. */
+  private later: Review | null = null;
   current = 0;
   private actions: MarkerActions;
 
@@ -541,10 +543,17 @@ export class ReviewCard {
     return ed?.kind === "split" ? ed.a.state.doc : this.original;
   }
 
-  /** Hunk markers and colours for the current state. */
+  /** Hunk markers and colours for the current state. While the right side
+   * has unsaved edits the markers stay where they are (mapped through the
+   * edits, so nothing jumps) and are switched off by the card's
+   * `is-dirty` class; the server's answer redraws them. */
   private redraw(): void {
     const ed = this.editors;
     if (!ed) return;
+    if (this.dirty && this.serverDiff) {
+      this.renderChrome();
+      return;
+    }
     const d = this.serverDiff;
     const hunks = this.review.hunks;
     const enabled = this.exact() && this.pending && !this.busy && !this.inFlight;
@@ -613,7 +622,7 @@ export class ReviewCard {
     const canHunk = this.pending && exact && !this.busy && !this.inFlight && hunks.length > 0 && !r.originalUnreadable;
     const cur = hunks[this.current];
     this.hunkLabel.textContent = r.originalUnreadable
-      ? "whole file only"
+      ? "Whole file only"
       : hunks.length
         ? `Hunk ${Math.min(this.current + 1, hunks.length)} of ${hunks.length}`
         : "No changes";
@@ -668,10 +677,20 @@ export class ReviewCard {
     if (r.version < this.review.version) return;
     if (r.version === this.review.version && r.status === this.review.status) return;
     if (this.dirty || this.inFlight || this.busy) {
-      // Our own request's answer brings it (or a 409 does).
+      // Our own request's answer may be older than this (the stream can
+      // overtake it): keep it for when the request is done.
+      if (!this.later || r.version > this.later.version) this.later = r;
       return;
     }
     this.apply(r);
+  }
+
+  /** After a request: shows a newer review the stream brought meanwhile.
+   * (With unsaved edits the next text request gets a 409 instead.) */
+  private catchUp(): void {
+    const r = this.later;
+    this.later = null;
+    if (r && !this.dirty && !this.inFlight && !this.busy && r.version > this.review.version) this.apply(r);
   }
 
   /** Shows `r`: its text on the right, its hunks, its status. */
@@ -781,6 +800,7 @@ export class ReviewCard {
       return await this.sending;
     } finally {
       this.sending = null;
+      this.catchUp();
     }
   }
 
@@ -874,6 +894,7 @@ export class ReviewCard {
       this.busy = false;
       this.refused(e);
     }
+    this.catchUp();
     this.redraw();
   }
 
@@ -898,17 +919,15 @@ export class ReviewCard {
     try {
       let r: Review;
       if (kind === "accept") {
-        // Accept what the reviewer sees: their last edit first.
-        if (this.dirty || this.inFlight) {
-          const saved = await this.flush();
-          if (!saved) {
-            note(`${baseName(this.review.path)} was not accepted: the last edit could not be saved.`, "error");
-            this.busy = false;
-            this.renderChrome();
-            return;
-          }
-        }
-        r = await api.reviewAccept(this.id, this.review.version);
+        // Accept what the reviewer sees, their last edit included: wait
+        // for a text request already out, then send what is still unsent
+        // with the acceptance itself.
+        window.clearTimeout(this.timer);
+        while (this.sending) await this.sending;
+        window.clearTimeout(this.timer);
+        const text = this.dirty ? this.editors?.b.state.sliceDoc() : undefined;
+        r = await api.reviewAccept(this.id, this.review.version, text);
+        if (text !== undefined && this.editors?.b.state.sliceDoc() === text) this.dirty = false;
       } else {
         window.clearTimeout(this.timer);
         this.dirty = false;
@@ -920,6 +939,7 @@ export class ReviewCard {
       this.busy = false;
       this.refused(e);
     }
+    this.catchUp();
     this.renderChrome();
   }
 
