@@ -1,0 +1,104 @@
+// Unit tests of src/hunks.ts (server hunks → CodeMirror changes and
+// chunks), run with `npm test` in crates/webui/ui. The module is bundled
+// with esbuild into a temporary file first (it is TypeScript).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { build } from "esbuild";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "ccbridge-ui-test-"));
+const out = join(dir, "hunks.mjs");
+await build({
+  stdin: {
+    contents: 'export * from "./src/hunks.ts"; export { Chunk, presentableDiff } from "@codemirror/merge";',
+    resolveDir: join(here, ".."),
+    loader: "ts",
+  },
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  outfile: out,
+  logLevel: "error",
+});
+const H = await import(pathToFileURL(out).href);
+rmSync(dir, { recursive: true, force: true });
+
+const hunk = (oldStart, oldLines, newStart, newLines) => ({ oldStart, oldLines, newStart, newLines, accepted: false });
+const doc = (s, sep = H.lineSeparatorOf(s)) => H.textOf(s, sep);
+const changes = (a, b, hs) => H.hunksToChanges(hs, doc(a), doc(b))?.map((c) => [c.fromA, c.toA, c.fromB, c.toB]);
+const chunks = (a, b, hs) => {
+  const A = doc(a);
+  const B = doc(b);
+  return H.chunksFor(H.hunksToChanges(hs, A, B), A, B).map((c) => [c.fromA, c.toA, c.fromB, c.toB]);
+};
+
+test("line separators: CRLF only when every break is one", () => {
+  assert.equal(H.lineSeparatorOf("a\r\nb\r\n"), "\r\n");
+  assert.equal(H.lineSeparatorOf("a\r\nb\n"), "\n");
+  assert.equal(H.lineSeparatorOf("a\nb"), "\n");
+  assert.equal(H.lineSeparatorOf(""), "\n");
+  assert.equal(H.lineSeparatorOf("\n"), "\n");
+});
+
+test("server lines: a last line without a newline counts, an empty text has none", () => {
+  assert.equal(H.serverLineCount(doc("a\nb\n")), 2);
+  assert.equal(H.serverLineCount(doc("a\nb")), 2);
+  assert.equal(H.serverLineCount(doc("")), 0);
+  assert.equal(H.serverLineCount(doc("\n")), 1);
+});
+
+test("a changed middle line", () => {
+  assert.deepEqual(changes("a\nb\nc\n", "a\nB\nc\n", [hunk(1, 1, 1, 1)]), [[2, 4, 2, 4]]);
+  assert.deepEqual(chunks("a\nb\nc\n", "a\nB\nc\n", [hunk(1, 1, 1, 1)]), [[2, 4, 2, 4]]);
+});
+
+test("the last line without a newline: the chunk ends one past the document", () => {
+  assert.deepEqual(changes("a\nb", "a\nc", [hunk(1, 1, 1, 1)]), [[2, 3, 2, 3]]);
+  assert.deepEqual(chunks("a\nb", "a\nc", [hunk(1, 1, 1, 1)]), [[2, 4, 2, 4]]);
+  // Adding the final newline changes the last line.
+  assert.deepEqual(chunks("a\nb", "a\nb\n", [hunk(1, 1, 1, 1)]), [[2, 4, 2, 4]]);
+});
+
+test("empty sides: a new file, a deleted tail, an emptied file", () => {
+  assert.deepEqual(chunks("", "x\ny\n", [hunk(0, 0, 0, 2)]), [[0, 0, 0, 4]]);
+  assert.deepEqual(chunks("a\nb\n", "a\n", [hunk(1, 1, 1, 0)]), [[2, 4, 2, 2]]);
+  assert.deepEqual(chunks("a\n", "", [hunk(0, 1, 0, 0)]), [[0, 2, 0, 0]]);
+  assert.deepEqual(chunks("a\nc\n", "a\nb\nc\n", [hunk(1, 0, 1, 1)]), [[2, 2, 2, 4]]);
+});
+
+test("CRLF texts: a line break is one position", () => {
+  assert.deepEqual(changes("a\r\nb\r\n", "a\r\nc\r\n", [hunk(1, 1, 1, 1)]), [[2, 4, 2, 4]]);
+});
+
+test("UTF-16 positions: a surrogate pair is two", () => {
+  assert.deepEqual(changes("😀\nx\n", "😀\ny\n", [hunk(1, 1, 1, 1)]), [[3, 5, 3, 5]]);
+});
+
+test("hunks that do not fit the texts are refused", () => {
+  assert.equal(changes("a\n", "b\n", [hunk(0, 2, 0, 1)]), undefined);
+  assert.equal(changes("a\nb\n", "a\nc\n", [hunk(1, 1, 1, 1), hunk(0, 1, 0, 1)]), undefined);
+});
+
+test("merge views draw exactly the server's hunks, even one empty line apart", () => {
+  H.installExactChunks();
+  const a = "x = 1\n\ny = 2\n";
+  const b = "x = 10\n\ny = 20\n";
+  const hs = [hunk(0, 1, 0, 1), hunk(2, 1, 2, 1)];
+  const d = new H.ServerDiff(doc(a), doc(b), hs);
+  const conf = H.serverDiffConfig(() => d);
+  const built = H.Chunk.build(doc(a), doc(b), conf).map((c) => [c.fromA, c.toA, c.fromB, c.toB]);
+  assert.deepEqual(built, [
+    [0, 6, 0, 7],
+    [7, 13, 8, 15],
+  ]);
+  // CodeMirror's own presentation would have merged them into one chunk.
+  const plain = H.Chunk.build(doc(a), doc(b), { override: (x, y) => conf.override(x, y) });
+  assert.equal(plain.length, 1);
+  // Other texts (the reviewer typing) get CodeMirror's diff.
+  const typed = H.Chunk.build(doc(a), doc("x = 1\n\ny = 3\n"), conf);
+  assert.equal(typed.length, 1);
+});
