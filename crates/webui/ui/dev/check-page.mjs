@@ -135,6 +135,16 @@ try {
   ok(p.length === 1 && p[0].path === "/api/reviews/4/hunks/1" && p[0].body.decision === "reject" && p[0].body.version === 2, "reject hunk 1 posts /hunks/1 reject at version 2", JSON.stringify(p));
   ok((await card.locator('[data-hunk="0"][data-accepted]').count()) === 1, "hunk 0 is still accepted");
 
+  // A reload restores the decisions (server), the layout and the focused hunk (page).
+  const before = await hunkLabel(page, 4);
+  await page.locator('.segmented [data-layout="unified"]').click();
+  await page.reload();
+  await page.waitForSelector('[data-review="4"] [data-hunk="0"][data-accepted]');
+  ok((await card.locator('[data-side="original"]').count()) === 0, "after a reload: the layout choice is kept (unified)");
+  ok((await hunkLabel(page, 4)) === before, "after a reload: the focused hunk is kept", `${before} → ${await hunkLabel(page, 4)}`);
+  await page.locator('.segmented [data-layout="split"]').click();
+  await page.waitForSelector('[data-review="4"] [data-side="original"] .cm-content');
+
   // ------------------------------------------------------------ typing
   await clear();
   const line = card.locator('[data-side="proposed"] .cm-line').nth(1);
@@ -335,9 +345,13 @@ try {
   await clear();
   await page.keyboard.type("!");
   await crlf.locator('[data-action="accept-file"]').click();
-  await until(async () => (await posts("/api/reviews/5/accept")).length === 1, 3000, "accept with text");
+  await until(async () => (await posts("/api/reviews/5/accept")).length === 1, 3000, "accept");
   p = await posts("/api/reviews/5/");
-  ok(p.length === 1 && p[0].body.text?.includes("echo built ok!\r\n"), "Accept file right after typing carries the last edit", JSON.stringify(p.map((x) => [x.path, x.body])));
+  ok(
+    p.length === 2 && p[0].path.endsWith("/text") && p[0].body.textHead.includes("echo built ok!\r\n") && p[1].path.endsWith("/accept") && p[1].body.version === p[0].body.version + 1,
+    "Accept file right after typing saves the last edit first, then accepts that version",
+    JSON.stringify(p.map((x) => [x.path, x.body.version])),
+  );
 
   // The 409 and the dropped stream above were caused on purpose.
   const unexpected = problems.filter((m) => !/status of 409|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(m));

@@ -919,13 +919,21 @@ export class ReviewCard {
     try {
       let r: Review;
       if (kind === "accept") {
-        // Accept what the reviewer sees, their last edit included: wait
-        // for a text request already out, then send what is still unsent
-        // with the acceptance itself.
+        // Accept what the reviewer sees, their last edit included. The edit
+        // is saved first (a server that predates `text` on accept would
+        // ignore it); a keystroke made in between goes with the acceptance.
+        if (this.dirty || this.inFlight) {
+          const saved = await this.flush();
+          if (!saved) {
+            note(`${baseName(this.review.path)} was not accepted: the last edit could not be saved.`, "error");
+            this.busy = false;
+            this.renderChrome();
+            return;
+          }
+        }
         window.clearTimeout(this.timer);
-        while (this.sending) await this.sending;
-        window.clearTimeout(this.timer);
-        const text = this.dirty ? this.editors?.b.state.sliceDoc() : undefined;
+        const now = this.editors?.b.state.sliceDoc();
+        const text = now !== undefined && now !== this.review.working ? now : undefined;
         r = await api.reviewAccept(this.id, this.review.version, text);
         if (text !== undefined && this.editors?.b.state.sliceDoc() === text) this.dirty = false;
       } else {
