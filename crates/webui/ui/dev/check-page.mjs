@@ -238,6 +238,11 @@ try {
   ok(true, "l switches the focused review to unified");
   await page.keyboard.press("l");
   await page.waitForSelector('[data-review="2"] [data-layout="split"]');
+  await page.keyboard.press("e");
+  await until(async () => (await big.locator('[data-action="toggle-collapse"]').textContent()) === "Fold unchanged", 3000, "e");
+  ok((await big.locator(".cm-collapsedLines").count()) === 0, "e shows every line of the focused review");
+  await page.keyboard.press("e");
+  await until(async () => (await big.locator(".cm-collapsedLines").count()) > 0, 3000, "folded again");
   await page.keyboard.press("n");
   ok(await page.evaluate(() => document.activeElement?.getAttribute("data-review") === "1"), "n moves to the next review");
 
