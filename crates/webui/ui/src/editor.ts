@@ -33,6 +33,8 @@ export interface EditorOptions {
   editable: boolean;
   /** Escape in the editor hands the keyboard back to the page. */
   onEscape?: (view: EditorView) => void;
+  /** The editor's accessible name. */
+  label: string;
 }
 
 /** The extensions shared by every editor. */
@@ -51,7 +53,7 @@ export function baseEditor(opts: EditorOptions): Extension[] {
     highlightSelectionMatches(),
     search({ top: true }),
     bracketMatching(),
-    EditorView.contentAttributes.of({ "aria-label": opts.editable ? "Proposed text (editable)" : "Text (read-only)" }),
+    EditorView.contentAttributes.of({ "aria-label": opts.label }),
   ];
   const keys = [...searchKeymap, ...defaultKeymap];
   if (opts.onEscape) {

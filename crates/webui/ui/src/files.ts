@@ -455,7 +455,7 @@ export class FilesView {
           f.state = EditorState.create({
             doc: f.content.text,
             extensions: [
-              baseEditor({ lineSeparator: sep, editable: false, onEscape: () => this.treeEl.focus() }),
+              baseEditor({ lineSeparator: sep, editable: false, onEscape: () => this.treeEl.focus(), label: `${baseName(f.path)} (read-only; s sends the selection to Claude)` }),
               languageExtension(f.content.language && f.content.language !== "text" ? f.content.language : languageOf(f.path)),
               EditorView.updateListener.of((u) => this.onViewerUpdate(u)),
             ],

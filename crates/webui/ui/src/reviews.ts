@@ -375,7 +375,12 @@ export class ReviewCard {
 
   private proposedExtensions(): Extension[] {
     return [
-      baseEditor({ lineSeparator: this.sepB, editable: true, onEscape: () => this.el.focus() }),
+      baseEditor({
+        lineSeparator: this.sepB,
+        editable: true,
+        onEscape: () => this.el.focus(),
+        label: `Proposed text of ${baseName(this.review.path)} (editable; Escape leaves it)`,
+      }),
       languageForPath(this.review.path),
       EditorView.editorAttributes.of({ "data-side": "proposed" }),
       EditorView.lineWrapping,
@@ -397,11 +402,15 @@ export class ReviewCard {
         a: {
           doc: this.original,
           extensions: [
-            baseEditor({ lineSeparator: this.sepA, editable: false, onEscape: () => this.el.focus() }),
+            baseEditor({
+              lineSeparator: this.sepA,
+              editable: false,
+              onEscape: () => this.el.focus(),
+              label: `Original text of ${baseName(this.review.path)} (read-only)`,
+            }),
             languageForPath(this.review.path),
             EditorView.editorAttributes.of({ "data-side": "original" }),
             EditorView.lineWrapping,
-            EditorView.contentAttributes.of({ "aria-label": "Original text (read-only)" }),
             hunkDeco,
           ],
         },
