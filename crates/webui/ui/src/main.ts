@@ -38,7 +38,10 @@ const panels = new Map<ViewName, HTMLElement>();
 const reviews = new ReviewList({
   folders,
   counted: (n) => setBadge("reviews", n),
-  arrived: (r) => reviewArrived(baseName(r.path)),
+  arrived: (r) => {
+    reviewArrived(baseName(r.path));
+    if (currentView !== "reviews") note(`Claude proposes an edit to ${baseName(r.path)}: see Reviews (1).`);
+  },
 });
 const files = new FilesView({ folders, show: () => showView("files") });
 const diagnostics = new DiagnosticsView({
