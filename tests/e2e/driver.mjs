@@ -49,7 +49,11 @@ const ops = {
     pages.set(name, p);
     return null;
   },
-  async goto({ page: name, url }) { await page(name).goto(url, { timeout: 20000 }); return null; },
+  // Answers the navigation's HTTP status.
+  async goto({ page: name, url }) {
+    const r = await page(name).goto(url, { timeout: 20000 });
+    return r ? r.status() : null;
+  },
   async colorScheme({ page: name, colorScheme }) { await page(name).emulateMedia({ colorScheme }); return null; },
   async waitFor({ page: name, selector, state = 'visible', timeout = 15000 }) {
     await page(name).waitForSelector(selector, { state, timeout });

@@ -632,9 +632,13 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
         EditorEvent::Selection(s) => lock(&shared.state).set_selection(s),
         EditorEvent::OpenEditors(tabs) => lock(&shared.state).set_tabs(tabs),
         EditorEvent::Diagnostics { path, diagnostics } => {
-            lock(&shared.state).set_diagnostics(&path, diagnostics)
+            lock(&shared.state).set_diagnostics(&path, diagnostics);
+            shared.frontend.diagnostics_changed();
         }
-        EditorEvent::ClearDiagnostics => lock(&shared.state).clear_diagnostics(),
+        EditorEvent::ClearDiagnostics => {
+            lock(&shared.state).clear_diagnostics();
+            shared.frontend.diagnostics_changed();
+        }
         EditorEvent::Dirty { path, is_dirty } => lock(&shared.state).set_dirty(&path, is_dirty),
         EditorEvent::AtMention(m) => {
             lock(&shared.sessions).mention(m, Instant::now(), shared.config.at_mention_queue_len)

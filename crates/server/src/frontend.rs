@@ -162,7 +162,7 @@ impl CloseReason {
     /// A short note for a person.
     pub fn describe(self) -> &'static str {
         match self {
-            CloseReason::Decided => "decided",
+            CloseReason::Decided => "done: Claude has your decision",
             CloseReason::ClaudeClosed => {
                 "closed by Claude (answered in the terminal, or cancelled)"
             }
@@ -247,6 +247,10 @@ pub trait Frontend: Send + Sync + 'static {
 
     /// Something happened that a frontend may show (see [`Activity`]).
     fn activity(&self, _event: Activity) {}
+
+    /// The editor's diagnostics changed (read them through the
+    /// `EngineHandle`); for frontends that show them.
+    fn diagnostics_changed(&self) {}
 }
 
 /// What `openFile` reports back.

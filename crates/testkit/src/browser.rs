@@ -165,6 +165,16 @@ impl Browser {
             .unwrap_or(0)
     }
 
+    /// An attribute of the first element `selector` matches.
+    pub fn attribute(&mut self, page: &str, selector: &str, attribute: &str) -> Option<String> {
+        self.must(
+            "attribute",
+            json!({"page": page, "selector": selector, "attribute": attribute}),
+        )
+        .as_str()
+        .map(str::to_owned)
+    }
+
     /// Calls the JavaScript function `fn_src` in the page with `arg`.
     pub fn eval(&mut self, page: &str, fn_src: &str, arg: Value) -> Value {
         self.must("eval", json!({"page": page, "fn": fn_src, "arg": arg}))

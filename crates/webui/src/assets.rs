@@ -15,3 +15,68 @@ pub const APP_CSS: &[u8] = include_bytes!("../dist/app.css");
 pub fn index_html(nonce: &str) -> String {
     INDEX_HTML.replace("{{NONCE}}", nonce)
 }
+
+#[cfg(test)]
+mod tests {
+    use sha2::{Digest, Sha256};
+    use std::path::{Path, PathBuf};
+
+    fn crate_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn files_under(dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files_under(&p, out);
+            } else {
+                let rel = p.strip_prefix(crate_dir()).unwrap();
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+
+    /// The committed bundle was built from the committed sources: every
+    /// input and output hash in `dist/BUILD-INPUTS.sha256` holds, and every
+    /// source file is in it. A source changed without `scripts/build-ui`
+    /// fails here (the test command also rebuilds and compares bytes).
+    #[test]
+    fn the_committed_bundle_matches_its_sources() {
+        let manifest =
+            std::fs::read_to_string(crate_dir().join("dist/BUILD-INPUTS.sha256")).unwrap();
+        let mut listed = Vec::new();
+        for line in manifest.lines() {
+            let (hash, path) = line.split_once("  ").expect("`<sha256>  <path>`");
+            let bytes = std::fs::read(crate_dir().join(path))
+                .unwrap_or_else(|e| panic!("{path} is in the manifest but: {e}"));
+            let actual = format!("{:x}", Sha256::digest(&bytes));
+            assert_eq!(
+                actual, hash,
+                "{path} changed since the bundle was built: run scripts/build-ui"
+            );
+            listed.push(path.to_owned());
+        }
+        let mut sources = vec![
+            "ui/package.json".to_owned(),
+            "ui/package-lock.json".to_owned(),
+            "ui/tsconfig.json".to_owned(),
+            "ui/build.mjs".to_owned(),
+        ];
+        files_under(&crate_dir().join("ui/src"), &mut sources);
+        files_under(&crate_dir().join("ui/static"), &mut sources);
+        for s in &sources {
+            assert!(
+                listed.contains(s),
+                "{s} is not in the bundle's manifest: run scripts/build-ui"
+            );
+        }
+        for out in ["dist/app.js", "dist/app.css", "dist/index.html"] {
+            assert!(listed.iter().any(|l| l == out), "{out} unlisted");
+        }
+        assert_eq!(
+            super::APP_JS,
+            std::fs::read(crate_dir().join("dist/app.js")).unwrap()
+        );
+    }
+}

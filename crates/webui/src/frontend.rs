@@ -74,4 +74,8 @@ impl Frontend for BrowserFrontend {
     fn activity(&self, event: Activity) {
         self.hub.activity(event);
     }
+
+    fn diagnostics_changed(&self) {
+        self.hub.diagnostics_changed();
+    }
 }

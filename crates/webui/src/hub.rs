@@ -86,6 +86,8 @@ pub enum ActionError {
 /// The shared state; cheap to clone (`Arc`).
 pub struct Hub {
     inner: Mutex<Inner>,
+    /// Something has reported diagnostics (in standalone mode, nothing).
+    diagnostics_source: std::sync::atomic::AtomicBool,
     events: broadcast::Sender<Arc<str>>,
     engine: OnceLock<EngineHandle>,
     server: OnceLock<ServerView>,
@@ -95,6 +97,7 @@ impl Default for Hub {
     fn default() -> Self {
         Hub {
             inner: Mutex::default(),
+            diagnostics_source: Default::default(),
             events: broadcast::channel(EVENT_BACKLOG).0,
             engine: OnceLock::new(),
             server: OnceLock::new(),
@@ -148,7 +151,7 @@ impl Hub {
     }
 
     /// Every file's diagnostics, and whether anything reports them (in
-    /// standalone mode nothing does).
+    /// standalone mode nothing does, unless an embedder feeds the engine).
     pub fn diagnostics(&self) -> (Vec<Value>, bool) {
         let files: Vec<FileDiagnostics> = self
             .engine
@@ -162,7 +165,19 @@ impl Hub {
                 json!({"path": path, "diagnostics": f.diagnostics})
             })
             .collect();
-        (files, false)
+        let source = self
+            .diagnostics_source
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (files, source)
+    }
+
+    /// The engine's diagnostics changed: the pages get them.
+    pub fn diagnostics_changed(&self) {
+        self.diagnostics_source
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let (files, source) = self.diagnostics();
+        self.publish(json!({"type": "diagnostics", "diagnostics": files,
+                            "diagnosticsSource": source}));
     }
 
     fn log(&self, inner: &mut Inner, mut entry: Value) {

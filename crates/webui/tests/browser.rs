@@ -1,0 +1,584 @@
+//! The review page in a real browser (Debian Chromium, playwright-core)
+//! against the real server, with a WebSocket client playing Claude Code:
+//! every decision the page can make reaches Claude exactly, the selection
+//! and "Send to Claude" arrive with the right 0-based positions, and a page
+//! on another origin can neither read nor change anything.
+//!
+//! Screenshots of the main views (both layouts, light and dark) are written
+//! to `<target>/tmp/ui-screenshots/` for a person to look at; they are test
+//! output, not committed.
+
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_protocol::editor::{Diagnostic, Position, Range, Severity};
+use ccbridge_server::{Config, EditorEvent, EngineHandle};
+use ccbridge_testkit::browser::Browser;
+use ccbridge_webui::Standalone;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::runtime::Runtime;
+
+const WAIT: Duration = Duration::from_secs(20);
+const PAGE: &str = "ui";
+
+struct Rig {
+    rt: Runtime,
+    ui_port: u16,
+    ide_port: u16,
+    ide_token: String,
+    engine: EngineHandle,
+    ws: PathBuf,
+    browser: Browser,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn shots() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+impl Rig {
+    /// A server for a fresh workspace and a browser signed in to its page.
+    fn start(color_scheme: &str) -> Rig {
+        let rt = Runtime::new().unwrap();
+        let ws_dir = tempfile::tempdir().unwrap();
+        let cfg = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(ws_dir.path()).unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.py"), "one\ntwo\nthree\n😀é\n").unwrap();
+        let mut config = Config::new("BrowserTest", vec![ws.display().to_string()]);
+        config.lock_dir = Some(cfg.path().join("ide"));
+        config.notify_delay = Duration::from_millis(10);
+        config.selection_debounce = Duration::ZERO;
+        config.multi_client = true;
+        let s = rt.block_on(Standalone::start(config, None)).unwrap();
+        let url = s.url().to_owned();
+        let ui_port = s.ui_port();
+        let engine = s.engine().clone();
+        let ide_port = engine.port();
+        let lock = std::fs::read(engine.lock_path().unwrap()).unwrap();
+        let ide_token = ccbridge_protocol::lockfile::LockFile::parse(&lock)
+            .unwrap()
+            .auth_token
+            .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        rt.spawn(s.run(async move {
+            let _ = stopped.await;
+        }));
+        let mut browser = Browser::launch();
+        browser.new_page(PAGE, color_scheme);
+        browser.goto(PAGE, &url);
+        browser.wait_for(PAGE, "[data-connection]");
+        Rig {
+            rt,
+            ui_port,
+            ide_port,
+            ide_token,
+            engine,
+            ws,
+            browser,
+            stop: Some(stop),
+            _dirs: (ws_dir, cfg),
+        }
+    }
+
+    /// A client playing Claude (it receives notifications once ready).
+    fn claude(&self) -> IdeClient {
+        self.rt.block_on(async {
+            let mut c =
+                IdeClient::connect_as(self.ide_port, Some(&self.ide_token), WAIT, "claude-code")
+                    .await
+                    .unwrap();
+            c.list_tools().await.unwrap();
+            c
+        })
+    }
+
+    /// Claude proposes `contents` for `path`; the handle ends with the
+    /// `openDiff` result.
+    fn propose(&self, path: &Path, contents: &str, tab: &str) -> tokio::task::JoinHandle<Value> {
+        let args = json!({"old_file_path": path, "new_file_path": path,
+            "new_file_contents": contents, "tab_name": tab});
+        let (port, token) = (self.ide_port, self.ide_token.clone());
+        self.rt.spawn(async move {
+            let mut c = IdeClient::connect(port, Some(&token), WAIT).await.unwrap();
+            c.call_tool_raw("openDiff", args, None).await.unwrap()
+        })
+    }
+
+    fn outcome(&self, call: tokio::task::JoinHandle<Value>) -> Vec<String> {
+        let v = self
+            .rt
+            .block_on(async { tokio::time::timeout(WAIT, call).await })
+            .expect("Claude gets its answer")
+            .unwrap();
+        v["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["text"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn close_tab(&self, tab: &str) {
+        let (port, token) = (self.ide_port, self.ide_token.clone());
+        let tab = tab.to_owned();
+        self.rt.block_on(async move {
+            let mut c = IdeClient::connect(port, Some(&token), WAIT).await.unwrap();
+            c.call_tool("close_tab", json!({"tab_name": tab}), Some(WAIT))
+                .await
+                .unwrap();
+        });
+    }
+
+    /// The id of the review card for `path`, once the page shows it.
+    fn review_id(&mut self, path: &Path) -> String {
+        let find = r#"(path) => { for (const el of document.querySelectorAll('[data-review]')) {
+            if (el.textContent.includes(path.split('/').pop())) return el.dataset.review; }
+            return null; }"#;
+        self.browser
+            .wait_until(PAGE, find, json!(path.display().to_string()))
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn card(id: &str, rest: &str) -> String {
+        format!("[data-review=\"{id}\"] {rest}")
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.ws.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn shot(&mut self, name: &str) {
+        let p = shots().join(format!("{name}.png"));
+        self.browser.screenshot(PAGE, &p);
+        eprintln!("[ui] screenshot {}", p.display());
+    }
+
+    /// Console errors, less the ones a test provoked on purpose.
+    fn assert_quiet_console(&mut self) {
+        let errors: Vec<String> = self
+            .browser
+            .console_errors()
+            .into_iter()
+            .filter(|e| !e.contains("409") && !e.contains("401"))
+            .collect();
+        assert!(errors.is_empty(), "console errors: {errors:?}");
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+const SEVEN: &str = "a\nb\nc\nd\ne\nf\ng\n";
+const SEVEN_PROPOSED: &str = "A\nb\nc\nD\ne\nf\nG\n";
+
+#[test]
+fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
+    let mut rig = Rig::start("light");
+
+    // Accept the whole file.
+    let f = rig.write("whole.txt", "x\ny\n");
+    let call = rig.propose(&f, "x\nY\n", "t-whole");
+    let id = rig.review_id(&f);
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=accept-file]"));
+    assert_eq!(rig.outcome(call), vec!["FILE_SAVED", "x\nY\n"]);
+    rig.close_tab("t-whole");
+    rig.browser
+        .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+
+    // Reject it.
+    let call = rig.propose(&f, "nope\n", "t-reject");
+    let id = rig.review_id(&f);
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+    rig.close_tab("t-reject");
+    rig.browser
+        .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+
+    // Edit the proposed side, then accept: the edit is what Claude gets.
+    let f = rig.write("edit.py", "one\ntwo\nthree\n");
+    let call = rig.propose(&f, "one\nTWO\nthree\n", "t-edit");
+    let id = rig.review_id(&f);
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-side=proposed] .cm-line:has-text(\"TWO\")"),
+    );
+    rig.browser.press(PAGE, "End");
+    rig.browser.type_text(PAGE, " edited");
+    rig.browser.press(PAGE, "Escape");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=accept-file]"));
+    assert_eq!(
+        rig.outcome(call),
+        vec!["FILE_SAVED", "one\nTWO edited\nthree\n"]
+    );
+    rig.close_tab("t-edit");
+
+    // Per hunk: accept 1 and 3, reject 2.
+    let f = rig.write("seven.txt", SEVEN);
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-hunks");
+    let id = rig.review_id(&f);
+    assert_eq!(rig.browser.count(PAGE, &Rig::card(&id, "[data-hunk]")), 3);
+    rig.shot("review-split-light");
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"0\"] [data-action=accept-hunk]"),
+    );
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"0\"][data-accepted]"));
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"1\"] [data-action=reject-hunk]"),
+    );
+    // The rejected hunk is reverted: two are left, the first accepted.
+    rig.browser.wait_until(
+        PAGE,
+        "(sel) => document.querySelectorAll(sel).length === 2",
+        json!(Rig::card(&id, "[data-hunk]")),
+    );
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"1\"] [data-action=accept-hunk]"),
+    );
+    assert_eq!(
+        rig.outcome(call),
+        vec!["FILE_SAVED", "A\nb\nc\nd\ne\nf\nG\n"]
+    );
+    rig.close_tab("t-hunks");
+
+    // A review Claude closes itself disappears, with a note why.
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-closed");
+    let id = rig.review_id(&f);
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=toggle-layout]"));
+    rig.shot("review-unified-light");
+    rig.browser
+        .must("colorScheme", json!({"page": PAGE, "colorScheme": "dark"}));
+    rig.shot("review-unified-dark");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=toggle-layout]"));
+    rig.shot("review-split-dark");
+    rig.close_tab("t-closed");
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+    rig.browser
+        .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+    let note = rig.browser.text(PAGE, "[data-note]");
+    assert!(
+        note.contains("seven.txt") && note.contains("closed by Claude"),
+        "{note}"
+    );
+    rig.assert_quiet_console();
+}
+
+#[test]
+fn keyboard_only_review() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("keys.txt", SEVEN);
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-keys");
+    let id = rig.review_id(&f);
+    let current =
+        r#"(sel) => { const m = document.querySelector(sel); return m ? m.dataset.hunk : null; }"#;
+    let sel = Rig::card(&id, "[data-hunk][data-current]");
+    // Moves the current hunk with j/k to `want`, by keys only.
+    let go = |rig: &mut Rig, want: &str| {
+        for _ in 0..10 {
+            if rig.browser.eval(PAGE, current, json!(sel)) == json!(want) {
+                return;
+            }
+            rig.browser.press(PAGE, "j");
+        }
+        panic!("j never reached hunk {want}");
+    };
+    go(&mut rig, "0");
+    rig.browser.press(PAGE, "a");
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"0\"][data-accepted]"));
+    go(&mut rig, "1");
+    rig.browser.press(PAGE, "r");
+    rig.browser.wait_until(
+        PAGE,
+        "(sel) => document.querySelectorAll(sel).length === 2",
+        json!(Rig::card(&id, "[data-hunk]")),
+    );
+    go(&mut rig, "1");
+    rig.browser.press(PAGE, "a");
+    assert_eq!(
+        rig.outcome(call),
+        vec!["FILE_SAVED", "A\nb\nc\nd\ne\nf\nG\n"]
+    );
+    rig.assert_quiet_console();
+}
+
+#[test]
+fn viewer_selection_and_send_to_claude_carry_zero_based_utf16_positions() {
+    let mut rig = Rig::start("light");
+    let mut claude = rig.claude();
+    let ws = rig.ws.display().to_string();
+    let a_py = rig.ws.join("src/a.py").display().to_string();
+    rig.browser.click(PAGE, "[data-tab=files]");
+    let entry = |p: &str| format!("[data-tree-path=\"{p}\"]");
+    if rig.browser.count(PAGE, &entry(&format!("{ws}/src"))) == 0 {
+        rig.browser.click(PAGE, &entry(&ws));
+    }
+    rig.browser.click(PAGE, &entry(&format!("{ws}/src")));
+    rig.browser.click(PAGE, &entry(&a_py));
+    rig.browser.wait_for(PAGE, "[data-viewer] .cm-content");
+    let next_selection = |claude: &mut IdeClient, rt: &Runtime| -> Value {
+        rt.block_on(async {
+            loop {
+                let n = claude
+                    .next_notification(WAIT)
+                    .await
+                    .unwrap()
+                    .expect("a notification");
+                if n.method == "selection_changed" {
+                    return n.params_value().unwrap();
+                }
+            }
+        })
+    };
+    // Opening a file reports the cursor only.
+    let opened = next_selection(&mut claude, &rig.rt);
+    assert_eq!(opened["filePath"], a_py);
+    assert_eq!(opened["text"], "");
+    // Lines 2-3 (0-based 1-2) selected with the keyboard.
+    rig.browser
+        .click(PAGE, "[data-viewer] .cm-line:has-text(\"two\")");
+    rig.browser.press(PAGE, "Home");
+    rig.browser.press(PAGE, "Shift+ArrowDown");
+    rig.browser.press(PAGE, "Shift+End");
+    let sel = loop {
+        let s = next_selection(&mut claude, &rig.rt);
+        if s["text"] == "two\nthree" {
+            break s;
+        }
+    };
+    assert_eq!(
+        sel["selection"]["start"],
+        json!({"line": 1, "character": 0})
+    );
+    assert_eq!(sel["selection"]["end"], json!({"line": 2, "character": 5}));
+    rig.shot("files-light");
+    // "Send to Claude": an @-mention of those lines.
+    rig.browser.click(PAGE, "[data-action=send-to-claude]");
+    let mention = rig.rt.block_on(async {
+        loop {
+            let n = claude
+                .next_notification(WAIT)
+                .await
+                .unwrap()
+                .expect("a mention");
+            if n.method == "at_mentioned" {
+                return n.params_value().unwrap();
+            }
+        }
+    });
+    assert_eq!(
+        mention,
+        json!({"filePath": a_py, "lineStart": 1, "lineEnd": 2})
+    );
+    // Characters are UTF-16 code units: 😀 is two, é one.
+    rig.browser
+        .click(PAGE, "[data-viewer] .cm-line:has-text(\"é\")");
+    rig.browser.press(PAGE, "Home");
+    rig.browser.press(PAGE, "Shift+End");
+    let sel = loop {
+        let s = next_selection(&mut claude, &rig.rt);
+        if s["text"] == "😀é" {
+            break s;
+        }
+    };
+    assert_eq!(sel["selection"]["end"], json!({"line": 3, "character": 3}));
+    // The open file is Claude's open editor.
+    let editors = rig.rt.block_on(async {
+        claude
+            .call_tool("getOpenEditors", json!({}), Some(WAIT))
+            .await
+            .unwrap()
+    });
+    let listed: Value = serde_json::from_str(editors.first_text().unwrap()).unwrap();
+    assert_eq!(
+        listed["tabs"][0]["uri"],
+        format!("file://{a_py}"),
+        "{listed}"
+    );
+    rig.assert_quiet_console();
+}
+
+#[test]
+fn diagnostics_and_activity_show_what_happened() {
+    let mut rig = Rig::start("dark");
+    rig.browser.click(PAGE, "[data-tab=diagnostics]");
+    let empty = rig.browser.text(PAGE, "[data-view=diagnostics]");
+    assert!(empty.contains("nothing reports diagnostics"), "{empty}");
+    let a_py = rig.ws.join("src/a.py").display().to_string();
+    let d = Diagnostic {
+        message: "name 'x' is not defined".into(),
+        severity: Severity::Error,
+        range: Range::new(Position::new(1, 0), Position::new(1, 3)),
+        source: Some("pyflakes".into()),
+        code: None,
+    };
+    rig.rt
+        .block_on(rig.engine.send(EditorEvent::Diagnostics {
+            path: a_py,
+            diagnostics: vec![d],
+        }))
+        .unwrap();
+    rig.browser.wait_until(
+        PAGE,
+        "() => document.querySelector('[data-view=diagnostics]').textContent.includes(\"name 'x' is not defined\")",
+        Value::Null,
+    );
+    rig.shot("diagnostics-dark");
+    // A session connects and calls a tool: the status and the log say so.
+    let mut claude = rig.claude();
+    rig.browser
+        .wait_for(PAGE, "[data-connection] [data-session]");
+    rig.rt.block_on(async {
+        claude
+            .call_tool("getWorkspaceFolders", json!({}), Some(WAIT))
+            .await
+            .unwrap()
+    });
+    rig.browser.click(PAGE, "[data-tab=activity]");
+    rig.browser.wait_until(
+        PAGE,
+        "() => document.querySelector('[data-view=activity]').textContent.includes('getWorkspaceFolders')",
+        Value::Null,
+    );
+    rig.shot("activity-dark");
+    rig.browser
+        .must("colorScheme", json!({"page": PAGE, "colorScheme": "light"}));
+    rig.shot("activity-light");
+    rig.assert_quiet_console();
+}
+
+/// The attacker's page, served from `evil.example:<its port>`.
+const ATTACK: &str = r#"<!doctype html><meta charset="utf-8"><body><script>
+const ui = __UI__, reviewId = __REVIEW__, results = {};
+const settle = (k, p) => p.then((v) => { results[k] = v; }, (e) => { results[k] = 'blocked: ' + e; });
+const base = `http://127.0.0.1:${ui}`;
+const tries = [
+  settle('readState', fetch(`${base}/api/state`, { credentials: 'include' }).then((r) => r.text())),
+  settle('readFile', fetch(`${base}/api/file?path=src/a.py`, { credentials: 'include' }).then((r) => r.text())),
+  settle('jsonAccept', fetch(`${base}/api/reviews/${reviewId}/accept`, { method: 'POST', credentials: 'include',
+    headers: { 'content-type': 'application/json' }, body: '{"version":1}' }).then((r) => r.status)),
+  settle('simpleSelection', fetch(`${base}/api/selection`, { method: 'POST', mode: 'no-cors', credentials: 'include',
+    headers: { 'content-type': 'text/plain' },
+    body: JSON.stringify({ path: 'src/a.py', text: 'EVIL', selection: { start: { line: 0, character: 0 }, end: { line: 0, character: 3 } } }) })
+    .then((r) => 'opaque:' + r.type)),
+  settle('simpleAccept', fetch(`${base}/api/reviews/${reviewId}/accept`, { method: 'POST', mode: 'no-cors', credentials: 'include',
+    headers: { 'content-type': 'text/plain' }, body: '{"version":1}' }).then((r) => 'opaque:' + r.type)),
+  settle('events', new Promise((ok, no) => { const s = new EventSource(`${base}/api/events`, { withCredentials: true });
+    s.onmessage = (m) => { ok('read: ' + m.data.slice(0, 40)); s.close(); }; s.onerror = () => { no('error'); s.close(); }; })),
+];
+// A classic form post (text/plain) into a hidden frame.
+const f = document.createElement('form'); f.method = 'POST'; f.enctype = 'text/plain';
+f.action = `${base}/api/reviews/${reviewId}/accept`; f.target = 'sink';
+const i = document.createElement('input'); i.name = '{"version":1,"x":"'; i.value = '"}'; f.appendChild(i);
+const frame = document.createElement('iframe'); frame.name = 'sink'; document.body.append(frame, f); f.submit();
+Promise.all(tries).then(() => { const d = document.createElement('pre'); d.id = 'done';
+  d.textContent = JSON.stringify(results); document.body.appendChild(d); });
+</script>"#;
+
+/// Serves `page` to every request until the process ends.
+fn serve_page(page: String) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn another_origin_cannot_read_decide_or_select_and_rebinding_is_refused() {
+    let mut rig = Rig::start("light");
+    let mut claude = rig.claude();
+    let f = rig.write("victim.txt", "safe\n");
+    let call = rig.propose(&f, "pwned\n", "t-victim");
+    let id = rig.review_id(&f);
+    let page = ATTACK
+        .replace("__UI__", &rig.ui_port.to_string())
+        .replace("__REVIEW__", &id);
+    let evil = serve_page(page);
+    rig.browser.new_page("evil", "light");
+    rig.browser
+        .goto("evil", &format!("http://evil.example:{evil}/attack.html"));
+    rig.browser.wait_for("evil", "#done");
+    let results: Value = serde_json::from_str(&rig.browser.text("evil", "#done")).unwrap();
+    for k in ["readState", "readFile", "jsonAccept", "events"] {
+        let r = results[k].as_str().unwrap_or("");
+        assert!(
+            r.starts_with("blocked"),
+            "{k}: the attacker got {r:?} ({results})"
+        );
+    }
+    // The opaque requests went out; they must have changed nothing.
+    let still = rig.rt.block_on(async {
+        tokio::time::timeout(Duration::from_millis(500), async {
+            loop {
+                let n = claude.next_notification(WAIT).await.unwrap();
+                if let Some(n) = n {
+                    if n.method == "selection_changed"
+                        && n.params_value().unwrap()["text"] == "EVIL"
+                    {
+                        return n;
+                    }
+                }
+            }
+        })
+        .await
+    });
+    assert!(still.is_err(), "the attacker's selection reached Claude");
+    assert!(!call.is_finished(), "the attacker's accept reached Claude");
+    assert_eq!(
+        rig.browser
+            .attribute(PAGE, &format!("[data-review=\"{id}\"]"), "data-status")
+            .as_deref(),
+        Some("pending")
+    );
+    // DNS rebinding: the right address under the attacker's name.
+    rig.browser.new_page("rebound", "light");
+    for path in ["/", "/api/state", "/assets/app.js"] {
+        let status = rig.browser.must(
+            "goto",
+            json!({"page": "rebound", "url": format!("http://evil.example:{}{path}", rig.ui_port)}),
+        );
+        assert_eq!(status, json!(421), "{path}");
+        let body = rig.browser.text("rebound", "body");
+        assert!(
+            !body.contains("reviews") && !body.contains("safe"),
+            "{body}"
+        );
+    }
+    // The user still decides.
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "safe\n");
+}
