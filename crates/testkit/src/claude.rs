@@ -219,6 +219,10 @@ pub struct ClaudeOptions {
     pub ide_port: Option<u16>,
     pub extra_env: Vec<(String, String)>,
     pub extra_args: Vec<String>,
+    /// Runs the CLI through a launcher: the command line is `launcher`
+    /// followed by the CLI's arguments, so the launcher names the CLI itself
+    /// (`ccbridge claude --claude <bin> --`). Empty: the CLI runs directly.
+    pub launcher: Vec<String>,
     pub width: u16,
     pub height: u16,
 }
@@ -231,6 +235,7 @@ impl ClaudeOptions {
             ide_port: None,
             extra_env: Vec::new(),
             extra_args: Vec::new(),
+            launcher: Vec::new(),
             width: 200,
             height: 50,
         }
@@ -238,6 +243,12 @@ impl ClaudeOptions {
 
     pub fn ide_port(mut self, port: u16) -> Self {
         self.ide_port = Some(port);
+        self
+    }
+
+    /// See [`ClaudeOptions::launcher`].
+    pub fn launcher(mut self, launcher: Vec<String>) -> Self {
+        self.launcher = launcher;
         self
     }
 }
@@ -282,13 +293,17 @@ impl Claude {
             env.push(("CLAUDE_CODE_SSE_PORT".into(), port.to_string()));
         }
         env.extend(opts.extra_env.iter().cloned());
-        let mut cmd = vec![
-            opts.bin.display().to_string(),
+        let mut cmd = if opts.launcher.is_empty() {
+            vec![opts.bin.display().to_string()]
+        } else {
+            opts.launcher.clone()
+        };
+        cmd.extend([
             "--permission-mode".into(),
             "default".into(),
             "--debug-file".into(),
             debug_log.display().to_string(),
-        ];
+        ]);
         cmd.extend(opts.extra_args.iter().cloned());
         let start = StartOptions {
             cmd,
@@ -306,7 +321,8 @@ impl Claude {
         })
     }
 
-    /// The CLI's pid (the pane's process; the CLI reports it in `ide_connected`).
+    /// The pane's process: the CLI (which reports it in `ide_connected`), or its
+    /// launcher when there is one.
     pub fn pid(&self) -> u32 {
         self.pid
     }

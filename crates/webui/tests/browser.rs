@@ -331,7 +331,12 @@ fn viewer_selection_and_send_to_claude_carry_zero_based_utf16_positions() {
     let a_py = rig.ws.join("src/a.py").display().to_string();
     rig.browser.click(PAGE, "[data-tab=files]");
     let entry = |p: &str| format!("[data-tree-path=\"{p}\"]");
-    if rig.browser.count(PAGE, &entry(&format!("{ws}/src"))) == 0 {
+    // The root opens by itself; its listing may still be on the way.
+    if rig
+        .browser
+        .count(PAGE, &format!("{}[aria-expanded=false]", entry(&ws)))
+        == 1
+    {
         rig.browser.click(PAGE, &entry(&ws));
     }
     rig.browser.click(PAGE, &entry(&format!("{ws}/src")));

@@ -1,0 +1,336 @@
+//! The README's main command end to end: `ccbridge claude` running the
+//! **real** Claude Code CLI (pinned, in tmux), the review page open in a
+//! real browser (Debian Chromium, playwright-core), and a scripted Messages
+//! API mock playing the model. What a user does in the page is what Claude
+//! does: an edited proposal is written as edited, a rejected one is not
+//! written, a hunk-by-hunk decision writes exactly the accepted hunks, and a
+//! selection in the page's viewer shows in Claude's prompt box.
+//!
+//! Needs the CLI and the browser (see `real_client.rs` and
+//! `ccbridge_testkit::browser`); the README's test command installs both.
+//! Without them every test fails with the instruction; none is skipped.
+
+use ccbridge_testkit::browser::Browser;
+use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
+use ccbridge_testkit::mock_anthropic::{tool_results, MockAnthropic, Turn};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const IDE_NAME: &str = "BrowserReview";
+/// Bound for each single step (two CLIs may start at once on two cores).
+const STEP: Duration = Duration::from_secs(30);
+const PAGE: &str = "review";
+/// What the launcher prints, with ccbridge's exit status, when it ends.
+const EXITED: &str = "ccbridge exited with status";
+
+const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
+
+/// Field order is drop order: the browser and the CLI (with ccbridge, its
+/// launcher) go first, the sandbox last.
+struct Rig {
+    browser: Browser,
+    claude: Claude,
+    mock: MockAnthropic,
+    hello: PathBuf,
+    log: PathBuf,
+    sandbox: Sandbox,
+}
+
+/// `ccbridge claude` in a fresh sandbox with `hello.py`, the CLI showing
+/// the IDE connected, and the page signed in through the printed link.
+fn rig() -> Rig {
+    let claude_bin = claude_bin();
+    let mut browser = Browser::launch();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
+    let mock = MockAnthropic::start().expect("mock API");
+    let log = sandbox.root().join("ccbridge.log");
+    // Under sh, which prints ccbridge's exit status: tmux does not always
+    // know it (see `Tmux::exit_status`).
+    let launcher = vec![
+        "sh".into(),
+        "-c".into(),
+        format!("\"$0\" \"$@\"; echo \"{EXITED} $?\""),
+        env!("CARGO_BIN_EXE_ccbridge").to_owned(),
+        "claude".into(),
+        "--ide-name".into(),
+        IDE_NAME.into(),
+        "--selection-debounce-ms".into(),
+        "0".into(),
+        "--log-file".into(),
+        log.display().to_string(),
+        "--claude".into(),
+        claude_bin.display().to_string(),
+        "--".into(),
+    ];
+    let claude = Claude::start(
+        &sandbox,
+        &ClaudeOptions::new(claude_bin, mock.url()).launcher(launcher),
+    )
+    .expect("start ccbridge claude");
+    let screen = claude
+        .tmux
+        .wait_for("the review link", STEP, |s| s.contains("#token="))
+        .unwrap_or_else(|e| panic!("ccbridge printed no link: {e:?}"));
+    let link = screen
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/#token="))
+        .unwrap_or_else(|| panic!("no link in:\n{screen}"))
+        .to_owned();
+    let rig = Rig {
+        browser: {
+            browser.new_page(PAGE, "light");
+            browser.goto(PAGE, &link);
+            browser
+        },
+        claude,
+        mock,
+        hello,
+        log,
+        sandbox,
+    };
+    rig.claude.wait_prompt(STEP).unwrap();
+    rig.wait_status_connected();
+    rig
+}
+
+impl Rig {
+    /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
+    /// for the next turn (see `real_client.rs`, `wait_ide_ready`).
+    fn wait_status_connected(&self) {
+        let start = std::time::Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < STEP {
+            last = self
+                .claude
+                .ide_status(STEP)
+                .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+            if last.contains(&format!("Connected to {IDE_NAME}")) && !last.contains("Not connected")
+            {
+                return;
+            }
+        }
+        panic!(
+            "the CLI never showed `Connected to {IDE_NAME}`; last IDE line {last:?}\n{}",
+            self.context()
+        );
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "CLI screen:\n{}\n── ccbridge log (tail) ──\n{}\n── CLI debug log (tail) ──\n{}",
+            self.claude.screen(),
+            ccbridge_testkit::tail(&std::fs::read_to_string(&self.log).unwrap_or_default(), 40),
+            ccbridge_testkit::tail(&self.claude.debug_log(), 40)
+        )
+    }
+
+    fn hello_path(&self) -> String {
+        self.hello.display().to_string()
+    }
+
+    /// The model proposes `old` → `new` in hello.py, then ends its turn
+    /// with "Edit finished.". Returns the id of the page's review card once
+    /// the CLI says the diff is open in the editor.
+    fn propose(&mut self, old: &str, new: &str) -> String {
+        self.mock
+            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
+        self.mock.push(Turn::text("Edit finished."));
+        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .tmux
+            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        let find = r#"() => { const el = document.querySelector('[data-review][data-status=pending]');
+            return el ? el.dataset.review : null; }"#;
+        let id = self
+            .browser
+            .wait_until(PAGE, find, json!(null))
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let proposed = self.browser.text(PAGE, &card(&id, "[data-side=proposed]"));
+        assert!(
+            proposed.contains(new.lines().last().unwrap().trim()),
+            "the page shows the proposal: {proposed}"
+        );
+        id
+    }
+
+    fn on_disk(&self) -> String {
+        std::fs::read_to_string(&self.hello).unwrap()
+    }
+
+    /// The tool_result the CLI sent the model for the Edit.
+    fn edit_result(&self) -> String {
+        let reqs = self
+            .mock
+            .wait_for_message_count(2, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        tool_results(&reqs[1].body)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The card leaves the page once Claude closes its tab, and the page
+    /// logged nothing unexpected.
+    fn assert_closed_quietly(&mut self, id: &str) {
+        self.browser
+            .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+        let errors = self.browser.console_errors();
+        assert!(errors.is_empty(), "console errors: {errors:?}");
+    }
+}
+
+fn card(id: &str, rest: &str) -> String {
+    format!("[data-review=\"{id}\"] {rest}")
+}
+
+fn lock_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+}
+
+const OLD: &str = "    print(message)";
+const NEW: &str = "    print(message.upper())";
+
+#[test]
+fn edit_changed_in_the_page_then_accepted_is_written_as_changed() {
+    let mut rig = rig();
+    let id = rig.propose(OLD, NEW);
+    rig.browser.click(
+        PAGE,
+        &card(&id, "[data-side=proposed] .cm-line:has-text(\"upper\")"),
+    );
+    rig.browser.press(PAGE, "End");
+    rig.browser.type_text(PAGE, "  # shout");
+    rig.browser.press(PAGE, "Escape");
+    rig.browser
+        .click(PAGE, &card(&id, "[data-action=accept-file]"));
+    let result = rig.edit_result();
+    assert!(
+        result.contains("The user modified your proposed changes"),
+        "tool_result: {result}\n{}",
+        rig.context()
+    );
+    rig.claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap();
+    assert_eq!(
+        rig.on_disk(),
+        HELLO_PY.replace(OLD, "    print(message.upper())  # shout")
+    );
+    rig.assert_closed_quietly(&id);
+}
+
+#[test]
+fn edit_rejected_in_the_page_is_not_written() {
+    let mut rig = rig();
+    let id = rig.propose(OLD, NEW);
+    rig.browser
+        .click(PAGE, &card(&id, "[data-action=reject-file]"));
+    rig.claude
+        .tmux
+        .wait_for_text("Rejected update to hello.py", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.claude.wait_prompt(STEP).unwrap();
+    assert_eq!(rig.on_disk(), HELLO_PY);
+    // The turn ends with the rejection: the model is not asked again.
+    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    rig.assert_closed_quietly(&id);
+}
+
+#[test]
+fn hunk_by_hunk_decision_writes_only_the_accepted_hunk() {
+    let mut rig = rig();
+    // One Edit, two separate changes: line 1 and line 3.
+    let old = "def greet(name):\n    message = \"hello \" + name\n    print(message)";
+    let new =
+        "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
+    let id = rig.propose(old, new);
+    assert_eq!(rig.browser.count(PAGE, &card(&id, "[data-hunk]")), 2);
+    rig.browser.click(
+        PAGE,
+        &card(&id, "[data-hunk=\"0\"] [data-action=accept-hunk]"),
+    );
+    rig.browser
+        .wait_for(PAGE, &card(&id, "[data-hunk=\"0\"][data-accepted]"));
+    // Rejecting the last undecided hunk finishes the review: accepted, with
+    // the second change reverted.
+    rig.browser.click(
+        PAGE,
+        &card(&id, "[data-hunk=\"1\"] [data-action=reject-hunk]"),
+    );
+    let result = rig.edit_result();
+    assert!(
+        result.contains("The user modified your proposed changes"),
+        "tool_result: {result}\n{}",
+        rig.context()
+    );
+    rig.claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap();
+    assert_eq!(
+        rig.on_disk(),
+        HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):")
+    );
+    rig.assert_closed_quietly(&id);
+}
+
+#[test]
+fn page_selection_and_send_to_claude_reach_the_prompt_then_exit_cleans_up() {
+    let mut rig = rig();
+    let ws = rig.sandbox.workspace().display().to_string();
+    let entry = |p: &str| format!("[data-tree-path=\"{p}\"]");
+    rig.browser.click(PAGE, "[data-tab=files]");
+    rig.browser.wait_for(PAGE, &entry(&ws));
+    // The root opens by itself; its listing may still be on the way.
+    if rig
+        .browser
+        .count(PAGE, &format!("{}[aria-expanded=false]", entry(&ws)))
+        == 1
+    {
+        rig.browser.click(PAGE, &entry(&ws));
+    }
+    rig.browser.click(PAGE, &entry(&rig.hello_path()));
+    rig.browser
+        .click(PAGE, "[data-viewer] .cm-line:has-text(\"message =\")");
+    rig.browser.press(PAGE, "Home");
+    rig.browser.press(PAGE, "Shift+ArrowDown");
+    rig.browser.press(PAGE, "Shift+End");
+    rig.claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.browser.click(PAGE, "[data-action=send-to-claude]");
+    let line = rig
+        .claude
+        .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
+            l.contains("@hello.py#L2-3")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert_eq!(
+        line.matches("@hello.py").count(),
+        1,
+        "one mention, once: {line:?}"
+    );
+    let errors = rig.browser.console_errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+
+    // Leaving Claude ends ccbridge with Claude's status, the lock file gone.
+    let lock_dir = rig.sandbox.lock_dir();
+    assert_eq!(lock_files(&lock_dir), 1, "{}", lock_dir.display());
+    rig.claude.press(&["C-u"]).unwrap();
+    rig.claude.type_and_submit("/exit", STEP).unwrap();
+    let done = format!("{EXITED} 0");
+    rig.claude
+        .tmux
+        .wait_for(&done, STEP, |s| s.lines().any(|l| l.trim() == done))
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert_eq!(lock_files(&lock_dir), 0, "the lock file outlived ccbridge");
+}
