@@ -11,6 +11,22 @@ pub const INDEX_HTML: &str = include_str!("../dist/index.html");
 pub const APP_JS: &[u8] = include_bytes!("../dist/app.js");
 pub const APP_CSS: &[u8] = include_bytes!("../dist/app.css");
 
+/// What `scripts/build-ui` recorded: the hashes of the sources and of what
+/// came out of them.
+const BUILD_MANIFEST: &str = include_str!("../dist/BUILD-INPUTS.sha256");
+
+/// The entity tag of a built file (`dist/app.js`, `dist/app.css`): its
+/// SHA-256 from the build manifest, so a browser revalidates the bundle
+/// instead of downloading and compiling it again on every load (Chromium
+/// keeps its compiled code only for a response it may reuse). `None` for a
+/// file the manifest does not name.
+pub fn etag(path: &str) -> Option<String> {
+    BUILD_MANIFEST.lines().find_map(|l| {
+        let (hash, p) = l.split_once("  ")?;
+        (p == path).then(|| format!("\"{hash}\""))
+    })
+}
+
 /// The shell with `nonce` in place.
 pub fn index_html(nonce: &str) -> String {
     INDEX_HTML.replace("{{NONCE}}", nonce)
@@ -18,6 +34,15 @@ pub fn index_html(nonce: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_bundle_has_an_entity_tag_and_unknown_files_none() {
+        let tag = super::etag("dist/app.js").unwrap();
+        assert_eq!(tag.len(), 66, "{tag}");
+        assert!(tag.starts_with('"') && tag.ends_with('"'));
+        assert_ne!(super::etag("dist/app.css"), Some(tag));
+        assert_eq!(super::etag("dist/nothing.js"), None);
+    }
+
     use sha2::{Digest, Sha256};
     use std::path::{Path, PathBuf};
 

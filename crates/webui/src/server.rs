@@ -203,20 +203,51 @@ async fn index() -> Response {
     resp
 }
 
-async fn app_js() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+async fn app_js(headers: HeaderMap) -> Response {
+    asset(
+        &headers,
+        "dist/app.js",
+        "text/javascript; charset=utf-8",
         assets::APP_JS,
     )
-        .into_response()
 }
 
-async fn app_css() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+async fn app_css(headers: HeaderMap) -> Response {
+    asset(
+        &headers,
+        "dist/app.css",
+        "text/css; charset=utf-8",
         assets::APP_CSS,
     )
-        .into_response()
+}
+
+/// A built file with its entity tag, revalidated on every use (`no-cache`):
+/// a reload costs one round trip that answers 304, and the browser keeps
+/// the compiled script.
+fn asset(
+    headers: &HeaderMap,
+    path: &str,
+    content_type: &'static str,
+    body: &'static [u8],
+) -> Response {
+    let tag = assets::etag(path);
+    let cached = match (&tag, headers.get(header::IF_NONE_MATCH)) {
+        (Some(tag), Some(asked)) => asked
+            .to_str()
+            .is_ok_and(|a| a.split(',').any(|t| t.trim() == tag)),
+        _ => false,
+    };
+    let mut resp = if cached {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, content_type)], body).into_response()
+    };
+    let h = resp.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(tag) = tag.and_then(|t| HeaderValue::from_str(&t).ok()) {
+        h.insert(header::ETAG, tag);
+    }
+    resp
 }
 
 // ------------------------------------------------------------ session

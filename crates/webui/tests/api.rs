@@ -249,6 +249,43 @@ async fn without_the_cookie_nothing_is_readable_or_writable() {
     rig.stop().await;
 }
 
+/// The bundle is revalidated, not downloaded again: a browser that has it
+/// (its entity tag) gets 304 and no body, so a reload reuses the compiled
+/// script; a stale tag gets the bundle.
+#[tokio::test]
+async fn the_bundle_is_revalidated_by_its_entity_tag() {
+    let rig = Rig::start().await;
+    let first = rig.raw("GET", "/assets/app.js", &[], "").await;
+    assert_eq!(first.status, 200);
+    let head = first.head.to_ascii_lowercase();
+    assert!(head.contains("cache-control: no-cache"), "{}", first.head);
+    let tag = first
+        .head
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("etag: ")
+                .or_else(|| l.strip_prefix("ETag: "))
+        })
+        .expect("an ETag")
+        .to_owned();
+    let again = rig
+        .raw("GET", "/assets/app.js", &[("If-None-Match", &tag)], "")
+        .await;
+    assert_eq!(again.status, 304, "{}", again.head);
+    assert!(again.body.is_empty());
+    let stale = rig
+        .raw(
+            "GET",
+            "/assets/app.js",
+            &[("If-None-Match", "\"0000\"")],
+            "",
+        )
+        .await;
+    assert_eq!(stale.status, 200);
+    assert!(stale.body.len() > 100_000);
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn the_link_token_works_once_and_new_links_can_be_made() {
     let rig = Rig::start().await;

@@ -510,7 +510,17 @@ export class FilesView {
     }
     this.viewerEl.hidden = false;
     if (!this.view) {
-      this.view = new EditorView({ state: f.state, parent: this.viewerEl });
+      this.view = new EditorView({
+        state: f.state,
+        parent: this.viewerEl,
+        // A new selection goes to Claude before the viewer redraws: the
+        // redraw is milliseconds of layout on a busy machine, and the
+        // server needs only the new state.
+        dispatchTransactions: (trs, view) => {
+          if (trs.some((tr) => tr.selection)) this.postSelection(false, trs[trs.length - 1]!.state);
+          view.update(trs);
+        },
+      });
       trackScheme(this.view);
     } else if (this.view.state !== f.state) {
       this.view.setState(f.state);
@@ -519,10 +529,7 @@ export class FilesView {
   }
 
   private onViewerUpdate(u: ViewUpdate): void {
-    if (u.selectionSet) {
-      this.updateSelectionInfo();
-      this.postSelection(false);
-    }
+    if (u.selectionSet) this.updateSelectionInfo();
   }
 
   private updateSelectionInfo(): void {
@@ -552,28 +559,26 @@ export class FilesView {
     return [a.number - 1, b.number - 1];
   }
 
-  private position(pos: number): Position {
-    const doc = this.view!.state.doc;
-    const l = doc.lineAt(pos);
-    return { line: l.number - 1, character: pos - l.from };
-  }
-
-  /** Tells the server the selection (throttled; `now` for a file just opened). */
-  private postSelection(now: boolean): void {
+  /** Tells the server the selection: at once if the last post is older than
+   * the throttle (or `now`, for a file just opened), else when it is. A
+   * deferred post sends the viewer's state as it is by then. */
+  private postSelection(now: boolean, state?: EditorState): void {
     window.clearTimeout(this.selTimer);
-    const send = () => {
+    const send = (given: EditorState | undefined) => {
       this.selLast = Date.now();
-      const view = this.view;
       const f = this.current;
-      if (!view || !f || !f.state) return;
-      const sel = view.state.selection.main;
-      api
-        .selection(f.path, view.state.sliceDoc(sel.from, sel.to), this.position(sel.from), this.position(sel.to))
-        .catch(() => undefined);
+      if (!this.view || !f || !f.state) return;
+      const state = given ?? this.view.state;
+      const sel = state.selection.main;
+      const at = (pos: number): Position => {
+        const l = state.doc.lineAt(pos);
+        return { line: l.number - 1, character: pos - l.from };
+      };
+      api.selection(f.path, state.sliceDoc(sel.from, sel.to), at(sel.from), at(sel.to)).catch(() => undefined);
     };
     const wait = SELECTION_THROTTLE_MS - (Date.now() - this.selLast);
-    if (now || wait <= 0) send();
-    else this.selTimer = window.setTimeout(send, wait);
+    if (now || wait <= 0) send(state);
+    else this.selTimer = window.setTimeout(() => send(undefined), wait);
   }
 
   async sendToClaude(): Promise<void> {
