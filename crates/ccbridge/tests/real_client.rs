@@ -8,7 +8,8 @@
 //! 2-core machine: every CLI start costs one to two seconds of CPU).
 //!
 //! Needs the CLI: `CCBRIDGE_CLAUDE_BIN`, or
-//! `npm install --prefix .cache/e2e @anthropic-ai/claude-code@2.1.328`.
+//! `scripts/test`, which installs it into `~/.cache/ccbridge/e2e` (see
+//! `ccbridge_testkit::e2e_dir`).
 //! Without it every test here fails with that instruction; none is skipped.
 //!
 //! On failure the messages include the last screen, what ccbridge sent the

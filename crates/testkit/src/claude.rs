@@ -8,7 +8,7 @@
 //! ccbridge's lock file must land for the CLI to find it.
 //!
 //! The CLI binary is the pinned npm package `@anthropic-ai/claude-code`,
-//! found through `CCBRIDGE_CLAUDE_BIN` or `<workspace>/.cache/e2e/`; a missing
+//! found through `CCBRIDGE_CLAUDE_BIN` or in [`crate::e2e_dir`]; a missing
 //! binary is a hard failure that says how to install it, never a skip.
 
 use crate::tmux::{StartOptions, Timeout, Tmux};

@@ -75,12 +75,25 @@ pub fn poll_until<T>(
 }
 
 /// Where the test command installed the npm packages the tests run (the
-/// pinned Claude Code CLI, playwright-core): `CCBRIDGE_E2E_DIR`, which
-/// `scripts/test` sets to a cache shared by every clone, else
-/// `<workspace>/.cache/e2e`.
+/// pinned Claude Code CLI, playwright-core): `CCBRIDGE_E2E_DIR`, else `e2e/`
+/// in the test command's cache (`$CCBRIDGE_CACHE`, else
+/// `$XDG_CACHE_HOME/ccbridge` or `~/.cache/ccbridge`, as `scripts/test`
+/// chooses it), so `cargo test` after one `scripts/test` finds them.
 pub fn e2e_dir() -> std::path::PathBuf {
-    match std::env::var_os("CCBRIDGE_E2E_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => d.into(),
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(d) = set("CCBRIDGE_E2E_DIR") {
+        return d.into();
+    }
+    let cache = set("CCBRIDGE_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            set("XDG_CACHE_HOME")
+                .map(std::path::PathBuf::from)
+                .or_else(|| set("HOME").map(|h| std::path::Path::new(&h).join(".cache")))
+                .map(|c| c.join("ccbridge"))
+        });
+    match cache {
+        Some(c) => c.join("e2e"),
         None => claude::workspace_root().join(".cache/e2e"),
     }
 }
