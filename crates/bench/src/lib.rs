@@ -17,6 +17,9 @@
 //! [`process`] (child servers, lock files, `/proc`), [`stats`]
 //! (percentiles), [`report`] (Markdown and JSON).
 //!
+//! [`ui`] and the `ui-bench` binary measure the browser UI (`ccbridge
+//! serve`, in a real Chromium) beside the sidecar path instead of the floor.
+//!
 //! Nothing here asserts on timings: figures are reported, targets are
 //! pass/fail columns. See docs/benchmarks.md.
 
@@ -28,3 +31,4 @@ pub mod process;
 pub mod report;
 pub mod stats;
 pub mod suite;
+pub mod ui;

@@ -89,7 +89,7 @@ fn main() -> anyhow::Result<()> {
         .parent()
         .map(Path::to_owned)
         .context("no directory for the running binary")?;
-    let ccbridge = find_ccbridge(args.ccbridge, &exe_dir)?;
+    let ccbridge = ccbridge_bench::process::find_ccbridge(args.ccbridge, &exe_dir)?;
     let floor_server = match args.floor_server {
         Some(p) => p,
         None => exe_dir.join("floor-server"),
@@ -287,6 +287,7 @@ fn main() -> anyhow::Result<()> {
     }
 
     let report = Report {
+        columns: ["ccbridge", "floor"],
         machine: Machine::detect(),
         ccbridge_binary: ccbridge.display().to_string(),
         rows,
@@ -332,28 +333,4 @@ fn median(v: &[u64]) -> u64 {
     let mut v = v.to_vec();
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
-}
-
-/// `--ccbridge`, else `ccbridge` beside this binary when this is a release
-/// (or `profiling`) build directory, else `<workspace>/target/release/ccbridge`.
-fn find_ccbridge(explicit: Option<PathBuf>, exe_dir: &Path) -> anyhow::Result<PathBuf> {
-    if let Some(p) = explicit {
-        if !p.is_file() {
-            bail!("--ccbridge {}: no such file", p.display());
-        }
-        return Ok(p);
-    }
-    let beside = exe_dir.join("ccbridge");
-    if (exe_dir.ends_with("release") || exe_dir.ends_with("profiling")) && beside.is_file() {
-        return Ok(beside);
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/ccbridge");
-    if workspace.is_file() {
-        return Ok(workspace.canonicalize().unwrap_or(workspace));
-    }
-    bail!(
-        "no release ccbridge binary found (looked for {} and {}): run `cargo build --release -p ccbridge` or pass --ccbridge",
-        beside.display(),
-        workspace.display()
-    )
 }

@@ -197,6 +197,30 @@ pub fn status_field_kib(status: &str, field: &str) -> Option<u64> {
     })
 }
 
+/// `--ccbridge`, else `ccbridge` beside this binary when this is a release
+/// (or `profiling`) build directory, else `<workspace>/target/release/ccbridge`.
+pub fn find_ccbridge(explicit: Option<PathBuf>, exe_dir: &Path) -> anyhow::Result<PathBuf> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            bail!("--ccbridge {}: no such file", p.display());
+        }
+        return Ok(p);
+    }
+    let beside = exe_dir.join("ccbridge");
+    if (exe_dir.ends_with("release") || exe_dir.ends_with("profiling")) && beside.is_file() {
+        return Ok(beside);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/ccbridge");
+    if workspace.is_file() {
+        return Ok(workspace.canonicalize().unwrap_or(workspace));
+    }
+    bail!(
+        "no release ccbridge binary found (looked for {} and {}): run `cargo build --release -p ccbridge` or pass --ccbridge",
+        beside.display(),
+        workspace.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

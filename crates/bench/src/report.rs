@@ -1,5 +1,6 @@
-//! The results table: one row per figure, ccbridge beside the floor, and a
-//! pass/fail column for the targets. Rendered as Markdown or JSON.
+//! The results table: one row per figure, ccbridge beside its baseline (the
+//! floor, or for the browser UI the sidecar path), and a pass/fail column
+//! for the targets. Rendered as Markdown or JSON.
 
 use serde::Serialize;
 
@@ -11,13 +12,16 @@ pub enum Target {
     RatioToFloor { factor: f64 },
     /// ccbridge's figure below `limit` (in the row's unit).
     Below { limit: f64 },
+    /// ccbridge's figure at most `limit` (in the row's unit).
+    AtMost { limit: f64 },
 }
 
 impl Target {
-    fn describe(&self, unit: &str) -> String {
+    fn describe(&self, unit: &str, baseline: &str) -> String {
         match self {
-            Target::RatioToFloor { factor } => format!("≤ {factor}× floor"),
+            Target::RatioToFloor { factor } => format!("≤ {factor}× {baseline}"),
             Target::Below { limit } => format!("< {} {unit}", fmt_num(*limit)),
+            Target::AtMost { limit } => format!("≤ {} {unit}", fmt_num(*limit)),
         }
     }
 
@@ -25,6 +29,7 @@ impl Target {
         match self {
             Target::RatioToFloor { factor } => floor.map(|f| ours <= f * factor),
             Target::Below { limit } => Some(ours < *limit),
+            Target::AtMost { limit } => Some(ours <= *limit),
         }
     }
 }
@@ -68,6 +73,8 @@ impl Row {
 /// Everything one run produced.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The two figure columns' names: ccbridge's and its baseline's.
+    pub columns: [&'static str; 2],
     pub machine: Machine,
     pub ccbridge_binary: String,
     pub rows: Vec<Row>,
@@ -135,16 +142,17 @@ impl Report {
             self.ccbridge_binary,
             self.wall_seconds
         ));
-        out.push_str(
-            "| Benchmark | Metric | ccbridge | floor | ccbridge / floor | Target | Result |\n",
-        );
+        let [ours, base] = self.columns;
+        out.push_str(&format!(
+            "| Benchmark | Metric | {ours} | {base} | {ours} / {base} | Target | Result |\n"
+        ));
         out.push_str("|---|---|---:|---:|---:|---|---|\n");
         for r in &self.rows {
             let floor = r
                 .floor
                 .map_or("—".into(), |f| format!("{} {}", fmt_num(f), r.unit));
             let ratio = r.ratio.map_or("—".into(), |x| format!("{x:.2}×"));
-            let target = r.target.map_or("—".into(), |t| t.describe(&r.unit));
+            let target = r.target.map_or("—".into(), |t| t.describe(&r.unit, base));
             let result = match r.pass {
                 Some(true) => "PASS",
                 Some(false) => "FAIL",

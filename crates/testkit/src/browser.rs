@@ -128,6 +128,12 @@ impl Browser {
         self.must("goto", json!({"page": page, "url": url}));
     }
 
+    /// Runs `source` (a script) in the page before the page's own scripts,
+    /// on every navigation from now on.
+    pub fn init_script(&mut self, page: &str, source: &str) {
+        self.must("initScript", json!({"page": page, "source": source}));
+    }
+
     pub fn wait_for(&mut self, page: &str, selector: &str) {
         self.must("waitFor", json!({"page": page, "selector": selector}));
     }

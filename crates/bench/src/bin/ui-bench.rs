@@ -1,0 +1,407 @@
+//! `ui-bench`: the browser UI's benchmarks (`ccbridge_bench::ui`), each
+//! beside the same path through the sidecar, as a Markdown table (or JSON
+//! with `--json`). Progress goes to stderr.
+//!
+//! ```text
+//! scripts/test                                  # once: installs Chromium and playwright-core
+//! cargo build --release -p ccbridge -p ccbridge-bench
+//! cargo run --release -p ccbridge-bench --bin ui-bench
+//! ```
+//!
+//! See docs/benchmarks.md for what each figure means.
+
+use anyhow::Context;
+use ccbridge_bench::report::{Machine, Report, Row, Series, Target};
+use ccbridge_bench::stats::{summarize, Summary};
+use ccbridge_bench::ui::{
+    self, between, epoch_us, first_lines, selection_arrival, selection_listener, since, Fixture,
+    Proposer, Sidecar, UiServer,
+};
+use ccbridge_testkit::browser::Browser;
+use clap::Parser;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
+
+const PAGE: &str = "ui";
+/// The page posts a selection at most every 120 ms; selections are made
+/// further apart than that, so none waits for the page's throttle.
+const SELECTION_PACE: Duration = Duration::from_millis(150);
+const BIG_LINES: usize = 20_000;
+
+#[derive(Parser)]
+#[command(
+    name = "ui-bench",
+    about = "Benchmarks the browser UI (ccbridge serve) beside the sidecar path"
+)]
+struct Args {
+    /// The ccbridge binary to spawn (should be a release build). Default:
+    /// `ccbridge` next to this binary, else <workspace>/target/release/ccbridge.
+    #[arg(long, value_name = "PATH")]
+    ccbridge: Option<PathBuf>,
+    /// Print JSON instead of Markdown.
+    #[arg(long)]
+    json: bool,
+    /// A smoke run with a tenth of the iterations (figures are rough).
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Iteration counts (after the warm-up ones).
+struct Plan {
+    small_diffs: usize,
+    big_diffs: usize,
+    page_loads: usize,
+    selections: usize,
+}
+
+/// One figure for the page and one for the baseline.
+struct Both {
+    ui: Vec<Duration>,
+    base: Vec<Duration>,
+}
+
+impl Both {
+    fn new() -> Both {
+        Both {
+            ui: Vec::new(),
+            base: Vec::new(),
+        }
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build of ui-bench; use --release");
+    }
+    let exe_dir = std::env::current_exe()?
+        .parent()
+        .map(Path::to_owned)
+        .context("no directory for the running binary")?;
+    let ccbridge = ccbridge_bench::process::find_ccbridge(args.ccbridge, &exe_dir)?;
+    let d = if args.quick { 10 } else { 1 };
+    let plan = Plan {
+        small_diffs: 100 / d,
+        big_diffs: 20 / d,
+        page_loads: 10 / d,
+        selections: 100 / d,
+    };
+    let started = Instant::now();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let fixture = Fixture::new(BIG_LINES);
+    let ui = UiServer::spawn(&ccbridge, &fixture)?;
+    let side = Sidecar::spawn(&ccbridge, &fixture)?;
+    let mut browser = Browser::launch();
+    browser.new_page(PAGE, "light");
+    browser.init_script(PAGE, ui::PROBE);
+    browser.goto(PAGE, &ui.link);
+    browser.wait_for(PAGE, "[data-connection]");
+    browser.wait_for(PAGE, "[data-view=reviews]");
+    // Let the page's start-up requests finish before reading memory.
+    std::thread::sleep(Duration::from_millis(500));
+    let idle_kib = (ui.rss_kib()?, side.rss_kib()?);
+
+    let mut ui_claude = rt.block_on(Proposer::connect(ui.port, &ui.token))?;
+    let mut side_claude = rt.block_on(Proposer::connect(side.port, &side.token))?;
+    let mut diff = |name: &str, contents: &str, warm: usize, n: usize| {
+        eprintln!("[ui-bench] openDiff of {name} ({n} runs each)");
+        diff_latency(
+            &rt,
+            &mut browser,
+            (&ui, &mut ui_claude),
+            (&side, &mut side_claude),
+            name,
+            contents,
+            warm,
+            n,
+        )
+    };
+    let small = diff("small.txt", &fixture.small.1, 5, plan.small_diffs)?;
+    let big = diff("big.py", &fixture.big.1, 2, plan.big_diffs)?;
+    eprintln!(
+        "[ui-bench] page loads with a pending review ({} each)",
+        plan.page_loads
+    );
+    let loads_big = page_load(
+        &rt,
+        &mut browser,
+        &ui,
+        &mut ui_claude,
+        "big.py",
+        &fixture.big.1,
+        plan.page_loads,
+    )?;
+    let loads_small = page_load(
+        &rt,
+        &mut browser,
+        &ui,
+        &mut ui_claude,
+        "small.txt",
+        &fixture.small.1,
+        plan.page_loads,
+    )?;
+    eprintln!("[ui-bench] selections ({} each)", plan.selections);
+    let selections = selection_latency(&rt, &mut browser, &ui, &side, &fixture, plan.selections)?;
+    let after_kib = (ui.rss_kib()?, side.rss_kib()?);
+    let errors = browser.console_errors();
+    drop(browser);
+    ui.stop()?;
+
+    let mut rows = Vec::new();
+    let mut series = Vec::new();
+    let mut add = |name: String, both: &Both, base_is: &str, target: Option<Target>| {
+        let (u, b) = (summarize(&both.ui), summarize(&both.base));
+        series.push(Series {
+            name: name.clone(),
+            server: "browser UI",
+            summary: u,
+        });
+        series.push(Series {
+            name: format!("{name} — baseline: {base_is}"),
+            server: "baseline",
+            summary: b,
+        });
+        latency_rows(&mut rows, &name, u, b, target);
+    };
+    add(
+        format!(
+            "openDiff → drawn in the page, 20-line diff (N={}); baseline: showDiff at a sidecar editor",
+            small.ui.len()
+        ),
+        &small,
+        "showDiff at a sidecar editor",
+        Some(Target::AtMost { limit: 50.0 }),
+    );
+    add(
+        format!(
+            "openDiff → interactive in the page, {BIG_LINES}-line diff, 200 hunks (N={}); baseline: showDiff at a sidecar editor",
+            big.ui.len()
+        ),
+        &big,
+        "showDiff at a sidecar editor",
+        Some(Target::AtMost { limit: 500.0 }),
+    );
+    add(
+        format!(
+            "page reload → pending review interactive, {BIG_LINES}-line diff (N={}); baseline: the same with a 20-line diff",
+            loads_big.len()
+        ),
+        &Both {
+            ui: loads_big,
+            base: loads_small,
+        },
+        "page load with a 20-line diff",
+        Some(Target::AtMost { limit: 500.0 }),
+    );
+    add(
+        format!(
+            "Shift+↓/↑ in the page's file viewer → selection_changed, debounce 0 (N={}); baseline: selectionChanged from a sidecar editor",
+            selections.ui.len()
+        ),
+        &selections,
+        "selectionChanged from a sidecar editor",
+        Some(Target::AtMost { limit: 5.0 }),
+    );
+    let mb = |kib: u64| kib as f64 * 1024.0 / 1e6;
+    rows.push(Row::new(
+        "RSS, `ccbridge serve` idle with the page open; baseline: `serve --stdio` idle",
+        "VmRSS",
+        "MB",
+        mb(idle_kib.0),
+        Some(mb(idle_kib.1)),
+        Some(Target::Below { limit: 15.0 }),
+    ));
+    rows.push(Row::new(
+        "RSS after the run (all reviews closed); baseline: `serve --stdio` after the same diffs",
+        "VmRSS",
+        "MB",
+        mb(after_kib.0),
+        Some(mb(after_kib.1)),
+        None,
+    ));
+    let mut notes = vec![
+        "Page-side times are `performance.timeOrigin + performance.now()` in the page (a key press: its input event's `timeStamp`), compared with the benchmark's clock (the same machine, the same clock).".to_owned(),
+        format!("VmRSS (KiB): serve idle {}, serve --stdio idle {}; after the run {} and {}.", idle_kib.0, idle_kib.1, after_kib.0, after_kib.1),
+    ];
+    if !errors.is_empty() {
+        notes.push(format!("The page logged errors: {errors:?}"));
+    }
+    let report = Report {
+        columns: ["browser UI", "baseline"],
+        machine: Machine::detect(),
+        ccbridge_binary: ccbridge.display().to_string(),
+        rows,
+        notes,
+        series,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.markdown());
+    }
+    Ok(())
+}
+
+fn latency_rows(rows: &mut Vec<Row>, name: &str, u: Summary, b: Summary, target: Option<Target>) {
+    let ms = |us: f64| us / 1000.0;
+    rows.push(Row::new(
+        name,
+        "p50",
+        "ms",
+        ms(u.p50_us),
+        Some(ms(b.p50_us)),
+        target,
+    ));
+    rows.push(Row::new(
+        name,
+        "p99",
+        "ms",
+        ms(u.p99_us),
+        Some(ms(b.p99_us)),
+        None,
+    ));
+}
+
+/// Claude proposes `contents` for the workspace file `name`, `warm + n`
+/// times through each path, alternating: how long until the page has drawn
+/// it, and until the sidecar's editor has its `showDiff`.
+#[allow(clippy::too_many_arguments)]
+fn diff_latency(
+    rt: &Runtime,
+    browser: &mut Browser,
+    (ui, ui_claude): (&UiServer, &mut Proposer),
+    (side, side_claude): (&Sidecar, &mut Proposer),
+    name: &str,
+    contents: &str,
+    warm: usize,
+    n: usize,
+) -> anyhow::Result<Both> {
+    let mut out = Both::new();
+    for i in 0..warm + n {
+        let tab = format!("{name}-{i}");
+        browser.eval(PAGE, "() => window.__ccbridgeBench.arm()", Value::Null);
+        let t0 = epoch_us();
+        rt.block_on(ui_claude.open(&ui.workspace().join(name), contents, &tab))?;
+        let drawn = browser.eval(PAGE, "() => window.__ccbridgeBench.drawn()", Value::Null);
+        let page = since(t0, &drawn)?;
+        rt.block_on(ui_claude.close(&tab))?;
+        browser.wait_gone(PAGE, "[data-review]");
+
+        let t0 = Instant::now();
+        rt.block_on(side_claude.open(&side.workspace.join(name), contents, &tab))?;
+        let shown = side.shown_at(&tab)?;
+        rt.block_on(side_claude.close(&tab))?;
+        if i >= warm {
+            out.ui.push(page);
+            out.base.push(shown.saturating_duration_since(t0));
+        }
+    }
+    Ok(out)
+}
+
+/// With a review of `name` pending, reloads the page `n` times (after one
+/// unmeasured load): from the start of each navigation until the review is
+/// drawn and the page free.
+fn page_load(
+    rt: &Runtime,
+    browser: &mut Browser,
+    ui: &UiServer,
+    claude: &mut Proposer,
+    name: &str,
+    contents: &str,
+    n: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let tab = format!("load-{name}");
+    browser.eval(PAGE, "() => window.__ccbridgeBench.arm()", Value::Null);
+    rt.block_on(claude.open(&ui.workspace().join(name), contents, &tab))?;
+    browser.eval(PAGE, "() => window.__ccbridgeBench.drawn()", Value::Null);
+    let mut out = Vec::new();
+    for i in 0..=n {
+        browser.goto(PAGE, ui.base_url());
+        let ms = browser.eval(PAGE, "() => window.__ccbridgeBench.load", Value::Null);
+        let ms = ms
+            .as_f64()
+            .with_context(|| format!("the page answered {ms} for its load time"))?;
+        if i > 0 {
+            out.push(Duration::from_secs_f64(ms / 1e3));
+        }
+    }
+    rt.block_on(claude.close(&tab))?;
+    browser.wait_gone(PAGE, "[data-review]");
+    Ok(out)
+}
+
+/// Extends and shrinks a selection in the page's file viewer with
+/// Shift+Down and Shift+Up, and makes the same selections from the sidecar's
+/// editor: until a Claude session has the `selection_changed`.
+fn selection_latency(
+    rt: &Runtime,
+    browser: &mut Browser,
+    ui: &UiServer,
+    side: &Sidecar,
+    fixture: &Fixture,
+    n: usize,
+) -> anyhow::Result<Both> {
+    let ws = ui.workspace().display().to_string();
+    let viewed = ui.workspace().join("viewed.py");
+    let entry = |p: &str| format!("[data-tree-path=\"{p}\"]");
+    browser.click(PAGE, "[data-tab=files]");
+    browser.wait_for(PAGE, &entry(&ws));
+    if browser.count(PAGE, &format!("{}[aria-expanded=false]", entry(&ws))) == 1 {
+        browser.click(PAGE, &entry(&ws));
+    }
+    browser.click(PAGE, &entry(&viewed.display().to_string()));
+    browser.wait_for(PAGE, "[data-viewer] .cm-content");
+    browser.click(PAGE, "[data-viewer] .cm-line");
+    browser.press(PAGE, "Control+Home");
+    let mut ui_rx = rt.block_on(selection_listener(ui.port, &ui.token))?;
+    let mut side_rx = rt.block_on(selection_listener(side.port, &side.token))?;
+    let lines = &fixture.viewed;
+    let side_file = side.workspace.join("viewed.py");
+    // A new session hears nothing for its first 600 ms (the CLI would drop
+    // it); the first selection of each path is the warm-up.
+    browser.press(PAGE, "Shift+ArrowDown");
+    rt.block_on(selection_arrival(&mut ui_rx, &first_lines(lines, 1)))?;
+    side.select_first_lines(&side_file, lines, 1)?;
+    rt.block_on(selection_arrival(&mut side_rx, &first_lines(lines, 1)))?;
+    let mut out = Both::new();
+    let mut last = Instant::now();
+    let (mut k, mut down) = (1, true);
+    for _ in 0..n {
+        if k + 1 == lines.len() || k == 1 && !down {
+            down = !down;
+        }
+        k = if down { k + 1 } else { k - 1 };
+        std::thread::sleep(SELECTION_PACE.saturating_sub(last.elapsed()));
+        last = Instant::now();
+        browser.press(
+            PAGE,
+            if down {
+                "Shift+ArrowDown"
+            } else {
+                "Shift+ArrowUp"
+            },
+        );
+        let at = rt.block_on(selection_arrival(&mut ui_rx, &first_lines(lines, k)))?;
+        let pressed = browser.eval(
+            PAGE,
+            "() => window.__ccbridgeBench.lastKeyDown()",
+            Value::Null,
+        );
+        let pressed = pressed
+            .as_f64()
+            .with_context(|| format!("the page answered {pressed} for its key-down time"))?;
+        out.ui.push(between(pressed * 1e3, at));
+        let t0 = epoch_us();
+        side.select_first_lines(&side_file, lines, k)?;
+        let at = rt.block_on(selection_arrival(&mut side_rx, &first_lines(lines, k)))?;
+        out.base.push(between(t0, at));
+    }
+    Ok(out)
+}
