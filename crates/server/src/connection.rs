@@ -17,17 +17,15 @@ use crate::keepalive::{Action, Keepalive};
 use crate::memory;
 use crate::router;
 use crate::sessions::Outbound;
+use crate::socket::{self, Incoming};
 use crate::traffic::{Direction, Peer};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_tungstenite::tungstenite::error::Error as WsError;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
@@ -125,9 +123,12 @@ where
         let sent = tokio::select! {
             frame = ws.next() => {
                 keepalive.seen(Instant::now());
-                let text = match frame {
-                    None | Some(Ok(Message::Close(_))) => break,
-                    Some(Ok(Message::Text(t))) => {
+                let text = match socket::incoming(frame) {
+                    Incoming::Closed => {
+                        socket::closed_by_peer(&mut ws).await;
+                        break;
+                    }
+                    Incoming::Text(t) => {
                         traffic(&shared, id, Direction::In, t.as_str());
                         let answer = router::handle(&conn, t.as_str()).await;
                         if t.len() >= memory::LARGE_MESSAGE {
@@ -137,29 +138,24 @@ where
                         }
                         answer
                     }
-                    Some(Ok(Message::Binary(b))) => match std::str::from_utf8(&b) {
+                    Incoming::Binary(b) => match std::str::from_utf8(&b) {
                         Ok(t) => {
                             traffic(&shared, id, Direction::In, t);
                             router::handle(&conn, t).await
                         }
                         Err(_) => router::handle(&conn, "\u{0}not utf-8").await,
                     },
-                    Some(Ok(_)) => None,
-                    Some(Err(WsError::Capacity(e))) => {
-                        tracing::warn!(conn = id, "closing: {e}");
-                        ending = Some((1009, "message too big"));
-                        break;
-                    }
-                    Some(Err(e)) => {
-                        tracing::debug!(conn = id, "websocket error: {e}");
-                        ending = Some((1002, "protocol error"));
+                    Incoming::Control => None,
+                    Incoming::Failed(code, reason) => {
+                        tracing::debug!(conn = id, "closing with {code}: {reason}");
+                        ending = Some((code, reason));
                         break;
                     }
                 };
                 match text {
                     Some(t) => {
                         traffic(&shared, id, Direction::Out, &t);
-                        write(&mut ws, Message::text(t), write_limit).await
+                        socket::write(&mut ws, Message::text(t), write_limit).await
                     }
                     None => Ok(()),
                 }
@@ -167,16 +163,16 @@ where
             out = rx.recv() => match out {
                 Some(Outbound::Text(t)) => {
                     traffic(&shared, id, Direction::Out, &t);
-                    write(&mut ws, Message::text(t), write_limit).await
+                    socket::write(&mut ws, Message::text(t), write_limit).await
                 }
                 Some(Outbound::Close(code, reason)) => {
-                    send_close(&mut ws, code, reason).await;
+                    socket::send_close(&mut ws, code, reason).await;
                     break;
                 }
                 None => break,
             },
             _ = ticker.tick() => match keepalive.tick(Instant::now()) {
-                Action::Ping => write(&mut ws, Message::Ping(Default::default()), write_limit).await,
+                Action::Ping => socket::write(&mut ws, Message::Ping(Default::default()), write_limit).await,
                 Action::Drop => {
                     tracing::info!(conn = id, "client silent for two keepalive intervals; dropping it");
                     ending = Some((1001, "keepalive timeout"));
@@ -197,14 +193,14 @@ where
         // Answers already queued (e.g. diffs settled at shutdown) go first.
         while let Ok(Outbound::Text(t)) = rx.try_recv() {
             traffic(&shared, id, Direction::Out, &t);
-            if write(&mut ws, Message::text(t), Duration::from_secs(1))
+            if socket::write(&mut ws, Message::text(t), Duration::from_secs(1))
                 .await
                 .is_err()
             {
                 break;
             }
         }
-        send_close(&mut ws, code, reason.into()).await;
+        socket::send_close(&mut ws, code, reason.into()).await;
     }
     drop(ws);
     shared.disconnected(id);
@@ -219,34 +215,4 @@ fn traffic(shared: &Shared, conn: crate::diffs::ConnId, dir: Direction, text: &s
     if let Some(log) = &shared.traffic {
         log.record(Peer::Claude, conn, dir, text);
     }
-}
-
-/// Writes one frame, failing when the client has not taken it within `limit`.
-async fn write<S>(ws: &mut WebSocketStream<S>, msg: Message, limit: Duration) -> Result<(), WsError>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    match tokio::time::timeout(limit, ws.send(msg)).await {
-        Ok(r) => r,
-        Err(_) => Err(WsError::Io(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "the client stopped reading",
-        ))),
-    }
-}
-
-/// Sends a close frame and flushes it, bounded in time.
-async fn send_close<S>(ws: &mut WebSocketStream<S>, code: u16, reason: String)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.into(),
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        let _ = ws.send(Message::Close(Some(frame))).await;
-        let _ = ws.flush().await;
-    })
-    .await;
 }

@@ -485,18 +485,10 @@ async fn accept_one(
         stream,
         upgraded.leftover,
         Role::Server,
-        Some(ws_config(shared.config.max_message_size)),
+        Some(crate::socket::config(shared.config.max_message_size)),
     )
     .await;
     connection::serve(shared, ws).await;
-}
-
-/// Frame and message limits: nothing over `max` is buffered.
-pub(crate) fn ws_config(max: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .max_message_size(Some(max))
-        .max_frame_size(Some(max))
-        .write_buffer_size(0)
 }
 
 impl EngineHandle {
@@ -561,7 +553,7 @@ impl EngineHandle {
 
     /// The engine's WebSocket limits, for callers of [`Self::serve_websocket`].
     pub fn websocket_config(&self) -> WebSocketConfig {
-        ws_config(self.shared.config.max_message_size)
+        crate::socket::config(self.shared.config.max_message_size)
     }
 }
 

@@ -31,6 +31,7 @@ pub mod memory;
 pub mod refusals;
 mod router;
 mod sessions;
+pub mod socket;
 mod state;
 pub mod token;
 mod tools;

@@ -358,3 +358,20 @@ async fn rest_of_handshake(c: &mut WsClient) -> Vec<Value> {
     let list = c.request("tools/list", json!({})).await;
     list["result"]["tools"].as_array().expect("tools").clone()
 }
+
+/// Regression (found by the Autobahn cases, docs/websocket-conformance.md):
+/// when Claude closed the connection, the server dropped the socket without
+/// sending the close frame tungstenite had queued in answer, so every close
+/// Claude started ended unclean (a reset instead of the closing handshake).
+#[tokio::test]
+async fn a_close_from_claude_is_answered_with_a_close_frame() {
+    let mut server = TestServer::start().await;
+    let mut c = server.connect().await;
+    c.handshake().await;
+    c.start_close(1000).await;
+    assert_eq!(
+        c.wait_closed(WAIT).await,
+        Closed::Frame(1000, "done".into())
+    );
+    server.stop().await.unwrap();
+}

@@ -632,6 +632,20 @@ where
         self.closed.as_ref()
     }
 
+    /// Starts the closing handshake with `code` and leaves the connection
+    /// open for reading: [`Self::wait_closed`] then tells how the server
+    /// answered.
+    pub async fn start_close(&mut self, code: u16) {
+        let frame = tokio_tungstenite::tungstenite::protocol::CloseFrame {
+            code: code.into(),
+            reason: "done".into(),
+        };
+        tokio::time::timeout(WAIT, self.ws.send(Message::Close(Some(frame))))
+            .await
+            .expect("the close frame was taken in time")
+            .expect("the close frame was sent");
+    }
+
     /// Closes the connection politely.
     pub async fn close(mut self) {
         let _ = tokio::time::timeout(WAIT, self.ws.close(None)).await;
