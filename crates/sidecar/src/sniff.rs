@@ -114,7 +114,9 @@ impl Sniffer {
 
     pub fn feed(&mut self, chunk: &[u8]) {
         let mut i = 0;
-        while i < chunk.len() && self.phase != Phase::Done {
+        // Nothing after the decision may change it: the frame reader stops
+        // feeding there, so a longer feed must give the same answer.
+        while i < chunk.len() && !self.decided() {
             // Fast path: skip the inside of strings we do not capture.
             if self.in_string && !self.escaped && !self.key_active && !self.id_active {
                 match chunk[i..].iter().position(|&b| b == b'"' || b == b'\\') {
@@ -298,6 +300,25 @@ mod tests {
             assert_eq!(s.finish(), whole, "split at {split} of {body}");
         }
         whole
+    }
+
+    /// Regression (fuzz target `lsp_framing`): the frame reader stops
+    /// feeding an oversized body once the sniffer has decided, but a feed of
+    /// a whole buffer went on, and in broken JSON a later `"id"` replaced
+    /// the first: the id reported for a too-large frame depended on how the
+    /// editor's bytes arrived.
+    #[test]
+    fn nothing_after_the_decision_changes_the_result() {
+        let body = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":roject"],"capabilities":{"diff":true,"openFile":true}}}"#,
+            "Content-Length: 166\r\n\r\n",
+            r#"{"jsonrpc":"."#,
+            "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t",
+            r#":":"2.0Z,"id":7,"method":"shutdown"}"#,
+        );
+        let s = both(body);
+        assert_eq!(s.id, Some(RequestId::Number(1)));
+        assert!(s.has_method);
     }
 
     #[test]
