@@ -83,22 +83,30 @@ const INLINE_DIFF_MAX = 8000;
 
 /** One CodeMirror chunk per server hunk (chunk ends are one past the last
  * line's end, as `Chunk` defines them), with the character-level changes
- * inside each for highlighting. */
+ * inside each for highlighting. Those are computed the first time
+ * CodeMirror reads them, which it does only for chunks in view: diffing
+ * every hunk of a 20,000-line review at once took ~80 ms of its first
+ * frame (docs/benchmarks.md). */
 export function chunksFor(changes: readonly Change[], a: Text, b: Text): Chunk[] {
   return changes.map((c) => {
     const toA = chunkEnd(a, c.fromA, c.toA);
     const toB = chunkEnd(b, c.fromB, c.toB);
-    let inner: readonly Change[] = [];
     const lenA = toA - c.fromA;
     const lenB = toB - c.fromB;
+    const chunk = new Chunk([], c.fromA, toA, c.fromB, toB);
     if (lenA > 0 && lenB > 0 && lenA < INLINE_DIFF_MAX && lenB < INLINE_DIFF_MAX) {
-      inner = presentableDiff(
-        a.sliceString(c.fromA, Math.min(toA, a.length)),
-        b.sliceString(c.fromB, Math.min(toB, b.length)),
-        { scanLimit: 500, timeout: 50 },
-      );
+      let inner: readonly Change[] | null = null;
+      Object.defineProperty(chunk, "changes", {
+        enumerable: true,
+        get: () =>
+          (inner ??= presentableDiff(
+            a.sliceString(c.fromA, Math.min(toA, a.length)),
+            b.sliceString(c.fromB, Math.min(toB, b.length)),
+            { scanLimit: 500, timeout: 50 },
+          )),
+      });
     }
-    return new Chunk(inner, c.fromA, toA, c.fromB, toB);
+    return chunk;
   });
 }
 

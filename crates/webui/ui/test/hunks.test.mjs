@@ -102,3 +102,17 @@ test("merge views draw exactly the server's hunks, even one empty line apart", (
   const typed = H.Chunk.build(doc(a), doc("x = 1\n\ny = 3\n"), conf);
   assert.equal(typed.length, 1);
 });
+
+test("a chunk's character changes are computed when read, once, and right", () => {
+  const A = doc("keep\nvalue = 1\nkeep\n");
+  const B = doc("keep\nvalue = 2\nkeep\n");
+  const [chunk] = H.chunksFor(H.hunksToChanges([hunk(1, 1, 1, 1)], A, B), A, B);
+  const inner = chunk.changes;
+  // "value = 1\n" against "value = 2\n": the digit, relative to the chunk.
+  assert.deepEqual(inner.map((c) => [c.fromA, c.toA, c.fromB, c.toB]), [[8, 9, 8, 9]]);
+  // The same array every time (CodeMirror caches widgets by it).
+  assert.equal(chunk.changes, inner);
+  // A pure insertion has no character changes to compute.
+  const [added] = H.chunksFor(H.hunksToChanges([hunk(1, 0, 1, 1)], doc("a\nb\n"), doc("a\nnew\nb\n")), doc("a\nb\n"), doc("a\nnew\nb\n"));
+  assert.deepEqual(added.changes, []);
+});
