@@ -179,7 +179,7 @@ fn main() -> anyhow::Result<()> {
     );
     add(
         format!(
-            "openDiff → interactive in the page, {BIG_LINES}-line diff, 200 hunks (N={}); baseline: showDiff at a sidecar editor",
+            "openDiff → interactive in the page, {BIG_LINES}-line diff, 2000 changed lines in 200 hunks (N={}); baseline: showDiff at a sidecar editor",
             big.ui.len()
         ),
         &big,

@@ -65,12 +65,13 @@ impl Fixture {
         let big_old: String = (0..big_lines)
             .map(|i| format!("    value_{i} = compute({i}, \"{}\")\n", i * 7 % 13))
             .collect();
-        // A change every 100 lines: 200 hunks in 20,000 lines.
+        // Ten changed lines every 100: 2,000 changed lines in 200 hunks of
+        // a 20,000-line file.
         let big_new: String = big_old
             .lines()
             .enumerate()
             .map(|(i, l)| {
-                if i % 100 == 50 {
+                if (50..60).contains(&(i % 100)) {
                     format!("{l}  # reviewed\n")
                 } else {
                     format!("{l}\n")
