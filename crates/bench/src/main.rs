@@ -295,11 +295,7 @@ fn main() -> anyhow::Result<()> {
         series,
         wall_seconds: started.elapsed().as_secs_f64(),
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.markdown());
-    }
+    report.print(args.json)?;
     Ok(())
 }
 

@@ -132,6 +132,16 @@ fn fmt_num(x: f64) -> String {
 }
 
 impl Report {
+    /// Prints the report on stdout: pretty JSON, or the Markdown table.
+    pub fn print(&self, json: bool) -> serde_json::Result<()> {
+        if json {
+            println!("{}", serde_json::to_string_pretty(self)?);
+        } else {
+            print!("{}", self.markdown());
+        }
+        Ok(())
+    }
+
     pub fn markdown(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
