@@ -12,14 +12,18 @@
 //! These are allocation counts, not timings: the same on a busy machine.
 
 use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_testkit::poll_until;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message as Ws;
+
+/// How often the tests look again while waiting for a condition.
+const POLL: Duration = Duration::from_millis(20);
 
 const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
 const MIB: u64 = 1 << 20;
@@ -57,19 +61,6 @@ fn peak(pid: u32) -> u64 {
     status_kib(pid, "VmHWM:") * 1024
 }
 
-fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn frame(body: &[u8]) -> Vec<u8> {
     let mut f = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     f.extend_from_slice(body);
@@ -97,7 +88,7 @@ impl Proc {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let lock = wait_until(Duration::from_secs(10), || {
+        let lock = poll_until(Duration::from_secs(10), POLL, || {
             first_lock(&cfg.path().join("ide"))
         })
         .expect("the lock file appears");
@@ -141,7 +132,7 @@ impl Proc {
 
     /// Waits (bounded) until memory is back within `slack` of `baseline`.
     fn assert_memory_returned(&self, baseline: u64, slack: u64, what: &str) {
-        let settled = wait_until(Duration::from_secs(10), || {
+        let settled = poll_until(Duration::from_secs(10), POLL, || {
             (rss(self.pid()) <= baseline + slack).then_some(())
         });
         assert!(

@@ -4,10 +4,14 @@
 //! `shutdown`, SIGINT, SIGTERM, SIGHUP.
 
 use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_testkit::poll_until;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How often the tests look again while waiting for a condition.
+const POLL: Duration = Duration::from_millis(10);
 
 const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
 
@@ -50,7 +54,7 @@ impl Sidecar {
     }
 
     fn wait_for_lock(&self) -> PathBuf {
-        wait_until(Duration::from_secs(10), || {
+        poll_until(Duration::from_secs(10), POLL, || {
             lock_files(&self.ide_dir()).into_iter().next()
         })
         .expect("the lock file appears at start")
@@ -63,8 +67,10 @@ impl Sidecar {
 
     /// Waits for exit; returns (success, stdout bytes, stderr text).
     fn finish(mut self) -> (bool, Vec<u8>, String, tempfile::TempDir) {
-        let status = wait_until(Duration::from_secs(10), || self.child.try_wait().unwrap())
-            .expect("ccbridge exits");
+        let status = poll_until(Duration::from_secs(10), POLL, || {
+            self.child.try_wait().unwrap()
+        })
+        .expect("ccbridge exits");
         let mut out = Vec::new();
         self.child
             .stdout
@@ -92,19 +98,6 @@ fn lock_files(dir: &Path) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn frame(json: &str) -> Vec<u8> {
@@ -272,17 +265,19 @@ fn stale_locks_are_swept_at_start_and_live_ones_kept() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let ours = wait_until(Duration::from_secs(10), || {
+    let ours = poll_until(Duration::from_secs(10), POLL, || {
         lock_files(&ide)
             .into_iter()
             .find(|p| p != &dead && p != &live)
     })
     .expect("our lock file appears");
-    wait_until(Duration::from_secs(10), || (!dead.exists()).then_some(()))
-        .expect("the dead editor's lock is swept, after ours is written");
+    poll_until(Duration::from_secs(10), POLL, || {
+        (!dead.exists()).then_some(())
+    })
+    .expect("the dead editor's lock is swept, after ours is written");
     assert!(live.exists(), "a live editor's lock is never touched");
     drop(child.stdin.take());
-    wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("exits");
+    poll_until(Duration::from_secs(10), POLL, || child.try_wait().unwrap()).expect("exits");
     assert!(!ours.exists());
     assert!(live.exists());
 }
@@ -324,10 +319,12 @@ fn regression_lock_orphaned_by_sigkill_is_cleaned() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until(Duration::from_secs(10), || (!orphan.exists()).then_some(()))
-        .expect("the restarted server sweeps the orphaned lock");
+    poll_until(Duration::from_secs(10), POLL, || {
+        (!orphan.exists()).then_some(())
+    })
+    .expect("the restarted server sweeps the orphaned lock");
     drop(next.stdin.take());
-    wait_until(Duration::from_secs(10), || next.try_wait().unwrap()).expect("exits");
+    poll_until(Duration::from_secs(10), POLL, || next.try_wait().unwrap()).expect("exits");
 }
 
 /// Issue 11, defect 6: every refused upgrade wrote a line at the default
@@ -347,7 +344,7 @@ fn regression_refused_upgrades_are_summarised_not_logged_one_by_one() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let lock = wait_until(Duration::from_secs(10), || {
+    let lock = poll_until(Duration::from_secs(10), POLL, || {
         lock_files(&ide).into_iter().next()
     })
     .expect("lock file");
@@ -369,7 +366,7 @@ fn regression_refused_upgrades_are_summarised_not_logged_one_by_one() {
         assert!(answer.starts_with(b"HTTP/1.1 4"), "request {i} is refused");
     }
     drop(child.stdin.take());
-    wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("exits");
+    poll_until(Duration::from_secs(10), POLL, || child.try_wait().unwrap()).expect("exits");
     let mut err = String::new();
     child
         .stderr
@@ -438,7 +435,7 @@ fn log_traffic_records_both_sides_without_the_token() {
             }
         }
     });
-    let lines = wait_until(Duration::from_secs(10), || {
+    let lines = poll_until(Duration::from_secs(10), POLL, || {
         let text = std::fs::read_to_string(&file).ok()?;
         text.contains("selection_changed").then_some(text)
     })

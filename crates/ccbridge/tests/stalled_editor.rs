@@ -10,13 +10,17 @@
 //! every way out finishes promptly, lock file removed.
 
 use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_testkit::poll_until;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message as Ws;
+
+/// How often the tests look again while waiting for a condition.
+const POLL: Duration = Duration::from_millis(10);
 
 const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
 /// How long ccbridge may take to exit once told to; before the fix it never did.
@@ -34,19 +38,6 @@ struct Stalled {
 fn frame(v: &Value) -> Vec<u8> {
     let body = v.to_string();
     format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
-}
-
-fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn first_lock(dir: &Path) -> Option<PathBuf> {
@@ -91,7 +82,7 @@ impl Stalled {
             .unwrap()
             .write_all(&frame(&init))
             .unwrap();
-        let lock = wait_until(Duration::from_secs(10), || {
+        let lock = poll_until(Duration::from_secs(10), POLL, || {
             first_lock(&cfg.path().join("ide"))
         })
         .expect("the lock file appears");
@@ -155,7 +146,7 @@ impl Stalled {
 
     /// Waits (bounded) for exit and checks the lock file is gone.
     fn assert_exits_cleanly(mut self, how: &str) {
-        let status = wait_until(EXIT_LIMIT, || self.child.try_wait().unwrap());
+        let status = poll_until(EXIT_LIMIT, POLL, || self.child.try_wait().unwrap());
         if status.is_none() {
             let _ = self.child.kill();
             let log = std::fs::read_to_string(self.cfg.path().join("stderr.log")).unwrap();

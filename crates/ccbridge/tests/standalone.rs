@@ -4,26 +4,17 @@
 //! becoming ccbridge's.
 
 use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_testkit::poll_until;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How often the tests look again while waiting for a condition.
+const POLL: Duration = Duration::from_millis(10);
 
 const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
-
-fn wait_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 fn lock_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
@@ -95,7 +86,7 @@ fn signal(child: &Child, sig: rustix::process::Signal) {
 }
 
 fn exits(child: &mut Child) -> std::process::ExitStatus {
-    wait_until(Duration::from_secs(10), || child.try_wait().unwrap()).expect("ccbridge exits")
+    poll_until(Duration::from_secs(10), POLL, || child.try_wait().unwrap()).expect("ccbridge exits")
 }
 
 fn serve_until(sig: rustix::process::Signal) {
@@ -107,7 +98,7 @@ fn serve_until(sig: rustix::process::Signal) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let lock = wait_until(Duration::from_secs(10), || {
+    let lock = poll_until(Duration::from_secs(10), POLL, || {
         lock_files(&sb.ide()).into_iter().next()
     })
     .expect("the lock file is written at once");
@@ -215,13 +206,15 @@ fn ctrl_c_belongs_to_claude_and_ccbridge_waits_for_it() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until(Duration::from_secs(10), || {
+    poll_until(Duration::from_secs(10), POLL, || {
         (!sb.seen().is_empty()).then_some(())
     })
     .expect("Claude started");
     signal(&child, rustix::process::Signal::INT);
     // ccbridge must still be there (bounded check: it would exit at once).
-    let gone = wait_until(Duration::from_millis(500), || child.try_wait().unwrap());
+    let gone = poll_until(Duration::from_millis(500), POLL, || {
+        child.try_wait().unwrap()
+    });
     assert!(
         gone.is_none(),
         "ccbridge stopped on Ctrl-C while Claude runs"
