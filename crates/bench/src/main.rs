@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context};
 use ccbridge_bench::process::ServerCommand;
-use ccbridge_bench::report::{Machine, Report, Row, Series, Target};
+use ccbridge_bench::report::{LatencyUnit, Machine, Report, Row, Series, Target};
 use ccbridge_bench::stats::{summarize, Summary};
 use ccbridge_bench::suite::{self, Pair};
 use clap::Parser;
@@ -307,20 +307,12 @@ fn latency_rows(
     p50_target: Option<Target>,
     p99_target: Option<Target>,
 ) {
-    rows.push(Row::new(
+    rows.extend(Row::latencies(
         name,
-        "p50",
-        "µs",
-        s.ccbridge.p50_us,
-        Some(s.floor.p50_us),
+        LatencyUnit::Micros,
+        &s.ccbridge,
+        &s.floor,
         p50_target,
-    ));
-    rows.push(Row::new(
-        name,
-        "p99",
-        "µs",
-        s.ccbridge.p99_us,
-        Some(s.floor.p99_us),
         p99_target,
     ));
 }

@@ -2,6 +2,7 @@
 //! floor, or for the browser UI the sidecar path), and a pass/fail column
 //! for the targets. Rendered as Markdown or JSON.
 
+use crate::stats::Summary;
 use serde::Serialize;
 
 /// What a row's figure is judged against.
@@ -46,6 +47,13 @@ pub struct Row {
     pub pass: Option<bool>,
 }
 
+/// The unit latency rows are shown in.
+#[derive(Debug, Clone, Copy)]
+pub enum LatencyUnit {
+    Micros,
+    Millis,
+}
+
 impl Row {
     pub fn new(
         benchmark: impl Into<String>,
@@ -67,6 +75,40 @@ impl Row {
             target,
             pass,
         }
+    }
+
+    /// The p50 and p99 rows of a latency benchmark, `ours` beside `base`,
+    /// in µs as measured or in ms.
+    pub fn latencies(
+        benchmark: &str,
+        unit: LatencyUnit,
+        ours: &Summary,
+        base: &Summary,
+        p50_target: Option<Target>,
+        p99_target: Option<Target>,
+    ) -> [Row; 2] {
+        let (name, scale) = match unit {
+            LatencyUnit::Micros => ("µs", 1.0),
+            LatencyUnit::Millis => ("ms", 1e-3),
+        };
+        [
+            Row::new(
+                benchmark,
+                "p50",
+                name,
+                ours.p50_us * scale,
+                Some(base.p50_us * scale),
+                p50_target,
+            ),
+            Row::new(
+                benchmark,
+                "p99",
+                name,
+                ours.p99_us * scale,
+                Some(base.p99_us * scale),
+                p99_target,
+            ),
+        ]
     }
 }
 

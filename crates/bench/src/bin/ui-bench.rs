@@ -11,8 +11,8 @@
 //! See docs/benchmarks.md for what each figure means.
 
 use anyhow::Context;
-use ccbridge_bench::report::{Machine, Report, Row, Series, Target};
-use ccbridge_bench::stats::{summarize, Summary};
+use ccbridge_bench::report::{LatencyUnit, Machine, Report, Row, Series, Target};
+use ccbridge_bench::stats::summarize;
 use ccbridge_bench::ui::{
     self, between, epoch_us, first_lines, selection_arrival, selection_listener, since, Fixture,
     Proposer, Sidecar, UiServer,
@@ -166,7 +166,14 @@ fn main() -> anyhow::Result<()> {
             server: "baseline",
             summary: b,
         });
-        latency_rows(&mut rows, &name, u, b, target);
+        rows.extend(Row::latencies(
+            &name,
+            LatencyUnit::Millis,
+            &u,
+            &b,
+            target,
+            None,
+        ));
     };
     add(
         format!(
@@ -242,26 +249,6 @@ fn main() -> anyhow::Result<()> {
     };
     report.print(args.json)?;
     Ok(())
-}
-
-fn latency_rows(rows: &mut Vec<Row>, name: &str, u: Summary, b: Summary, target: Option<Target>) {
-    let ms = |us: f64| us / 1000.0;
-    rows.push(Row::new(
-        name,
-        "p50",
-        "ms",
-        ms(u.p50_us),
-        Some(ms(b.p50_us)),
-        target,
-    ));
-    rows.push(Row::new(
-        name,
-        "p99",
-        "ms",
-        ms(u.p99_us),
-        Some(ms(b.p99_us)),
-        None,
-    ));
 }
 
 /// Claude proposes `contents` for the workspace file `name`, `warm + n`
