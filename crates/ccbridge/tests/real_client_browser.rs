@@ -177,6 +177,22 @@ impl Rig {
 
     /// The card leaves the page once Claude closes its tab, and the page
     /// logged nothing unexpected.
+    /// Claude was told the user modified its proposal, finished the Edit,
+    /// and the file on disk is `expected`.
+    fn assert_written_as_modified(&self, expected: &str) {
+        let result = self.edit_result();
+        assert!(
+            result.contains("The user modified your proposed changes"),
+            "tool_result: {result}\n{}",
+            self.context()
+        );
+        self.claude
+            .tmux
+            .wait_for_text("Edit finished.", STEP)
+            .unwrap();
+        assert_eq!(self.on_disk(), expected);
+    }
+
     fn assert_closed_quietly(&mut self, id: &str) {
         self.browser
             .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
@@ -209,20 +225,7 @@ fn edit_changed_in_the_page_then_accepted_is_written_as_changed() {
     rig.browser.press(PAGE, "Escape");
     rig.browser
         .click(PAGE, &card(&id, "[data-action=accept-file]"));
-    let result = rig.edit_result();
-    assert!(
-        result.contains("The user modified your proposed changes"),
-        "tool_result: {result}\n{}",
-        rig.context()
-    );
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap();
-    assert_eq!(
-        rig.on_disk(),
-        HELLO_PY.replace(OLD, "    print(message.upper())  # shout")
-    );
+    rig.assert_written_as_modified(&HELLO_PY.replace(OLD, "    print(message.upper())  # shout"));
     rig.assert_closed_quietly(&id);
 }
 
@@ -264,19 +267,8 @@ fn hunk_by_hunk_decision_writes_only_the_accepted_hunk() {
         PAGE,
         &card(&id, "[data-hunk=\"1\"] [data-action=reject-hunk]"),
     );
-    let result = rig.edit_result();
-    assert!(
-        result.contains("The user modified your proposed changes"),
-        "tool_result: {result}\n{}",
-        rig.context()
-    );
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap();
-    assert_eq!(
-        rig.on_disk(),
-        HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):")
+    rig.assert_written_as_modified(
+        &HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):"),
     );
     rig.assert_closed_quietly(&id);
 }
