@@ -12,11 +12,10 @@
 //! These are allocation counts, not timings: the same on a busy machine.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::poll_until;
+use ccbridge_testkit::{lock_files, poll_until};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -67,14 +66,6 @@ fn frame(body: &[u8]) -> Vec<u8> {
     f
 }
 
-fn first_lock(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "lock"))
-}
-
 impl Proc {
     fn start() -> Proc {
         let cfg = tempfile::tempdir().unwrap();
@@ -89,7 +80,7 @@ impl Proc {
             .spawn()
             .unwrap();
         let lock = poll_until(Duration::from_secs(10), POLL, || {
-            first_lock(&cfg.path().join("ide"))
+            lock_files(&cfg.path().join("ide")).into_iter().next()
         })
         .expect("the lock file appears");
         let token = LockFile::parse(&std::fs::read(&lock).unwrap())

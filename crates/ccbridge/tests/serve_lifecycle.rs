@@ -4,9 +4,9 @@
 //! `shutdown`, SIGINT, SIGTERM, SIGHUP.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::poll_until;
+use ccbridge_testkit::{lock_files, poll_until};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -87,17 +87,6 @@ impl Sidecar {
             .unwrap();
         (status.success(), out, err, self.cfg)
     }
-}
-
-fn lock_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "lock"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn frame(json: &str) -> Vec<u8> {

@@ -10,11 +10,11 @@
 //! every way out finishes promptly, lock file removed.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::poll_until;
+use ccbridge_testkit::{lock_files, poll_until};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message as Ws;
@@ -38,14 +38,6 @@ struct Stalled {
 fn frame(v: &Value) -> Vec<u8> {
     let body = v.to_string();
     format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
-}
-
-fn first_lock(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "lock"))
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -83,7 +75,7 @@ impl Stalled {
             .write_all(&frame(&init))
             .unwrap();
         let lock = poll_until(Duration::from_secs(10), POLL, || {
-            first_lock(&cfg.path().join("ide"))
+            lock_files(&cfg.path().join("ide")).into_iter().next()
         })
         .expect("the lock file appears");
         let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();

@@ -4,10 +4,10 @@
 //! becoming ccbridge's.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::poll_until;
+use ccbridge_testkit::{lock_files, poll_until};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -15,17 +15,6 @@ use std::time::Duration;
 const POLL: Duration = Duration::from_millis(10);
 
 const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
-
-fn lock_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "lock"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 struct Sandbox {
     home: tempfile::TempDir,

@@ -74,6 +74,19 @@ pub fn poll_until<T>(
     }
 }
 
+/// The `*.lock` files in `dir` (an IDE lock directory), in directory order;
+/// none when `dir` cannot be read.
+pub fn lock_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "lock"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Where the test command installed the npm packages the tests run (the
 /// pinned Claude Code CLI, playwright-core): `CCBRIDGE_E2E_DIR`, else `e2e/`
 /// in the test command's cache (`$CCBRIDGE_CACHE`, else
