@@ -146,8 +146,12 @@ where
                         Err(_) => router::handle(&conn, "\u{0}not utf-8").await,
                     },
                     Incoming::Control => None,
-                    Incoming::Failed(code, reason) => {
-                        tracing::debug!(conn = id, "closing with {code}: {reason}");
+                    Incoming::Failed { code, reason, error } => {
+                        if code == 1009 {
+                            tracing::warn!(conn = id, "closing: {error}");
+                        } else {
+                            tracing::debug!(conn = id, "websocket error: {error}");
+                        }
                         ending = Some((code, reason));
                         break;
                     }
