@@ -254,6 +254,9 @@ fn hunk_by_hunk_decision_writes_only_the_accepted_hunk() {
     let new =
         "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
     let id = rig.propose(old, new);
+    // The card appears first; its editors, and with them the hunk markers,
+    // are mounted in a later animation frame: wait for the last, then count.
+    rig.browser.wait_for(PAGE, &card(&id, "[data-hunk=\"1\"]"));
     assert_eq!(rig.browser.count(PAGE, &card(&id, "[data-hunk]")), 2);
     rig.browser.click(
         PAGE,

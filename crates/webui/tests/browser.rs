@@ -232,6 +232,10 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
     let f = rig.write("seven.txt", SEVEN);
     let call = rig.propose(&f, SEVEN_PROPOSED, "t-hunks");
     let id = rig.review_id(&f);
+    // The card appears first; its editors, and with them the hunk markers,
+    // are mounted in a later animation frame: wait for the last, then count.
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"2\"]"));
     assert_eq!(rig.browser.count(PAGE, &Rig::card(&id, "[data-hunk]")), 3);
     rig.shot("review-split-light");
     rig.browser.click(
