@@ -55,7 +55,7 @@ async fn echo(stream: TcpStream, max: usize) {
                 socket::closed_by_peer(&mut ws).await;
                 return;
             }
-            Incoming::Failed { code, reason, .. } => {
+            Incoming::Failed(code, reason) => {
                 socket::send_close(&mut ws, code, reason.into()).await;
                 return;
             }

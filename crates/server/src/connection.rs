@@ -146,12 +146,8 @@ where
                         Err(_) => router::handle(&conn, "\u{0}not utf-8").await,
                     },
                     Incoming::Control => None,
-                    Incoming::Failed { code, reason, error } => {
-                        if code == 1009 {
-                            tracing::warn!(conn = id, "closing: {error}");
-                        } else {
-                            tracing::debug!(conn = id, "websocket error: {error}");
-                        }
+                    // socket::incoming has logged why.
+                    Incoming::Failed(code, reason) => {
                         ending = Some((code, reason));
                         break;
                     }

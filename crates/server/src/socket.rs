@@ -39,15 +39,10 @@ pub enum Incoming {
     /// The client closed (its close frame, or the end of the stream): call
     /// [`closed_by_peer`] so the close is answered.
     Closed,
-    /// The connection must end with close code `code` and `reason`: 1009
-    /// for a message or frame over the limit, 1007 for invalid UTF-8 in a
-    /// text message, 1002 for any other protocol violation. `error` is
-    /// tungstenite's account, for the caller's log.
-    Failed {
-        code: u16,
-        reason: &'static str,
-        error: WsError,
-    },
+    /// The connection must end with this close code and reason: 1009 for a
+    /// message or frame over the limit, 1007 for invalid UTF-8 in a text
+    /// message, 1002 for any other protocol violation.
+    Failed(u16, &'static str),
 }
 
 /// Classifies what `StreamExt::next` gave.
@@ -57,23 +52,17 @@ pub fn incoming(frame: Option<Result<Message, WsError>>) -> Incoming {
         Some(Ok(Message::Text(t))) => Incoming::Text(t),
         Some(Ok(Message::Binary(b))) => Incoming::Binary(b),
         Some(Ok(_)) => Incoming::Control,
-        Some(Err(error @ WsError::Capacity(_))) => Incoming::Failed {
-            code: 1009,
-            reason: "message too big",
-            error,
-        },
-        Some(Err(error @ WsError::Utf8(_))) => Incoming::Failed {
-            code: 1007,
-            reason: "invalid UTF-8 in a text message",
-            error,
-        },
+        Some(Err(WsError::Capacity(e))) => {
+            tracing::warn!("closing: {e}");
+            Incoming::Failed(1009, "message too big")
+        }
+        Some(Err(WsError::Utf8(_))) => Incoming::Failed(1007, "invalid UTF-8 in a text message"),
         // The peer's close was answered and the stream is done.
         Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) => Incoming::Closed,
-        Some(Err(error)) => Incoming::Failed {
-            code: 1002,
-            reason: "protocol error",
-            error,
-        },
+        Some(Err(e)) => {
+            tracing::debug!("websocket error: {e}");
+            Incoming::Failed(1002, "protocol error")
+        }
     }
 }
 
