@@ -13,7 +13,8 @@
 //! - [`mock_anthropic`]: scripted Messages API, records what the model was sent;
 //! - [`tmux`]: runs the CLI in a real terminal, types into it and reads the screen;
 //! - [`claude`]: a sandboxed `HOME`/`CLAUDE_CONFIG_DIR` so no first-run screen appears;
-//! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge.
+//! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge;
+//! - [`nvim`]: a real headless Neovim, driven through its msgpack-RPC API.
 //!
 //! Everything waits on conditions with bounded timeouts ([`poll_until`],
 //! [`wait_on`]); nothing
@@ -23,6 +24,7 @@ pub mod browser;
 pub mod claude;
 pub mod editor;
 pub mod mock_anthropic;
+pub mod nvim;
 pub mod tmux;
 
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -93,10 +95,16 @@ pub fn lock_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// `$XDG_CACHE_HOME/ccbridge` or `~/.cache/ccbridge`, as `scripts/test`
 /// chooses it), so `cargo test` after one `scripts/test` finds them.
 pub fn e2e_dir() -> std::path::PathBuf {
-    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(d) = set("CCBRIDGE_E2E_DIR") {
-        return d.into();
+    match std::env::var_os("CCBRIDGE_E2E_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => d.into(),
+        None => cache_dir().join("e2e"),
     }
+}
+
+/// The test command's cache: `$CCBRIDGE_CACHE`, else
+/// `$XDG_CACHE_HOME/ccbridge` or `~/.cache/ccbridge`.
+pub fn cache_dir() -> std::path::PathBuf {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let cache = set("CCBRIDGE_CACHE")
         .map(std::path::PathBuf::from)
         .or_else(|| {
@@ -105,10 +113,7 @@ pub fn e2e_dir() -> std::path::PathBuf {
                 .or_else(|| set("HOME").map(|h| std::path::Path::new(&h).join(".cache")))
                 .map(|c| c.join("ccbridge"))
         });
-    match cache {
-        Some(c) => c.join("e2e"),
-        None => claude::workspace_root().join(".cache/e2e"),
-    }
+    cache.unwrap_or_else(|| claude::workspace_root().join(".cache"))
 }
 
 /// Keep sandboxes, logs and the tmux socket after the test when

@@ -1,0 +1,856 @@
+//! The Neovim plugin (`editors/nvim`) in a real headless Neovim, driven
+//! with real key input (`nvim_input`), against the real sidecar it spawns,
+//! with this test playing Claude over a real WebSocket (a `claude-code`
+//! session of `IdeClient`). What Claude sees is checked at Claude's end:
+//! `selection_changed`, `at_mentioned`, tool results.
+//!
+//! Needs Neovim: `scripts/test` installs it (see `ccbridge_testkit::nvim`);
+//! without it every test fails with that instruction.
+
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_testkit::nvim::Nvim;
+use ccbridge_testkit::poll_until;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(10);
+
+const HELLO: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
+
+/// Neovim with the plugin set up in a fresh workspace, its sidecar
+/// running. Field order is drop order.
+struct Rig {
+    nvim: Nvim,
+    ws: PathBuf,
+    lock_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn plugin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
+}
+
+/// `extra` is a Lua table merged over the test defaults (sidecar and
+/// plugin debounce 0, a private lock directory).
+fn rig(extra: &str) -> Rig {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-nvim-").unwrap();
+    let ws = dir.path().join("ws");
+    let lock_dir = dir.path().join("ide");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("hello.py"), HELLO).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut nvim = Nvim::start(
+        &plugin_dir().join("test/init.lua"),
+        &ws,
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("XDG_STATE_HOME", home.to_str().unwrap()),
+        ],
+    )
+    .expect("start nvim");
+    nvim.lua(
+        r#"local bin, lock_dir, extra = ...
+        local opts = vim.tbl_deep_extend("force", {
+          bin = bin,
+          args = { "--lock-dir", lock_dir, "--selection-debounce-ms", "0" },
+          selection = { debounce_ms = 0 },
+        }, loadstring("return " .. extra)())
+        require("ccbridge").setup(opts)"#,
+        vec![
+            env!("CARGO_BIN_EXE_ccbridge").into(),
+            lock_dir.to_str().unwrap().into(),
+            if extra.is_empty() { "{}" } else { extra }.into(),
+        ],
+    );
+    nvim.wait(
+        "the sidecar to answer initialize",
+        "require('ccbridge').state.status == 'running'",
+        STEP,
+    );
+    Rig {
+        nvim,
+        ws,
+        lock_dir,
+        _dir: dir,
+    }
+}
+
+impl Rig {
+    fn path(&self, rel: &str) -> String {
+        self.ws.join(rel).display().to_string()
+    }
+
+    fn init(&mut self) -> Value {
+        self.nvim.eval("require('ccbridge').state.init")
+    }
+
+    fn lock(&mut self) -> Value {
+        let path = self.init()["lockFile"].as_str().unwrap().to_owned();
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// This test as a Claude session: connected, tools listed, pid
+    /// reported, and the plugin told (`CCBridgeConnected`).
+    async fn claude(&mut self) -> IdeClient {
+        let port = self.init()["port"].as_u64().unwrap() as u16;
+        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
+        let mut c = IdeClient::connect_as(port, Some(&token), STEP, "claude-code")
+            .await
+            .unwrap();
+        c.list_tools().await.unwrap();
+        c.notify("ide_connected", Some(json!({"pid": std::process::id()})))
+            .await
+            .unwrap();
+        self.nvim.wait(
+            "CCBridgeConnected",
+            "#test.events_named('CCBridgeConnected') > 0",
+            STEP,
+        );
+        c
+    }
+
+    fn edit(&mut self, rel: &str) {
+        let p = self.path(rel);
+        self.nvim.command(&format!("edit {p}"));
+    }
+
+    fn buffer_text(&mut self, path: &str) -> String {
+        self.nvim
+            .lua(
+                "local b = require('ccbridge.editors').buffer_for(...)
+                 return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n')",
+                vec![path.into()],
+            )
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Windows per tab page, as `{tab: [buffer names]}`.
+    fn layout(&mut self) -> Value {
+        self.nvim.eval(
+            "vim.tbl_map(function(t) return vim.tbl_map(function(w)
+               return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)) end,
+               vim.api.nvim_tabpage_list_wins(t)) end, vim.api.nvim_list_tabpages())",
+        )
+    }
+}
+
+/// The next `method` notification Claude receives (others are skipped).
+async fn next_note(c: &mut IdeClient, method: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_notification(left).await.unwrap() {
+            Some(n) if n.method == method => {
+                return n.params.map(|p| p.to_value()).unwrap_or(Value::Null)
+            }
+            Some(_) => continue,
+            None => panic!("no {method} within {STEP:?}"),
+        }
+    }
+}
+
+/// The `selection_changed` Claude receives next whose text is `text`.
+async fn selection_with(c: &mut IdeClient, text: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    let mut seen = vec![];
+    while tokio::time::Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_notification(left).await.unwrap() {
+            Some(n) if n.method == "selection_changed" => {
+                let p = n.params.map(|p| p.to_value()).unwrap_or(Value::Null);
+                if p["text"] == text {
+                    return p;
+                }
+                seen.push(p);
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    panic!("no selection_changed with text {text:?}; seen: {seen:#?}");
+}
+
+fn range(v: &Value) -> [u64; 4] {
+    let s = &v["selection"]["start"];
+    let e = &v["selection"]["end"];
+    [
+        s["line"].as_u64().unwrap(),
+        s["character"].as_u64().unwrap(),
+        e["line"].as_u64().unwrap(),
+        e["character"].as_u64().unwrap(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkhealth_reports_the_binary_protocol_lock_file_and_sessions() {
+    let mut rig = rig("");
+    let lock_path = rig.init()["lockFile"].as_str().unwrap().to_owned();
+    assert!(Path::new(&lock_path).exists());
+    let _claude = rig.claude().await;
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let report = report.as_str().unwrap();
+    for needle in [
+        env!("CARGO_BIN_EXE_ccbridge"),
+        "version: ccbridge ",
+        "editor protocol 2",
+        &format!("lock file: {lock_path}"),
+        "Claude session 1: claude-code",
+    ] {
+        assert!(report.contains(needle), "no {needle:?} in\n{report}");
+    }
+    assert!(!report.contains("ERROR"), "{report}");
+    // `:CCBridgeStop` ends the sidecar, which removes its lock file.
+    rig.nvim.command("CCBridgeStop");
+    rig.nvim.wait(
+        "the sidecar to stop",
+        "require('ccbridge').state.status == 'stopped'",
+        STEP,
+    );
+    assert!(!Path::new(&lock_path).exists(), "lock file left behind");
+    assert_eq!(rig.nvim.eval("require('ccbridge').statusline()"), "");
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert!(
+        report
+            .as_str()
+            .unwrap()
+            .contains("the sidecar is not running"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_binary_is_reported_once_with_what_to_do() {
+    let mut rig = rig("");
+    rig.nvim.command("CCBridgeStop");
+    rig.nvim.wait(
+        "the sidecar to stop",
+        "require('ccbridge').state.status == 'stopped'",
+        STEP,
+    );
+    rig.nvim.lua(
+        "require('ccbridge').setup({ bin = '/nonexistent/ccbridge' })",
+        vec![],
+    );
+    rig.nvim.command("CCBridgeStart");
+    rig.nvim.command("CCBridgeStart");
+    let notes = rig.nvim.eval(
+        "vim.tbl_filter(function(n) return n.msg:find('not found', 1, true) end, test.notes)",
+    );
+    let notes = notes.as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0]["msg"].as_str().unwrap().contains("set `bin`"));
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert!(
+        report
+            .as_str()
+            .unwrap()
+            .contains("`/nonexistent/ccbridge` not found"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visual_selections_reach_claude_with_utf16_positions() {
+    let mut rig = rig("");
+    std::fs::write(
+        rig.ws.join("multi.txt"),
+        "héllo wörld 😀 end\nsecond line\nthird ünïcode line\nlast\n",
+    )
+    .unwrap();
+    rig.edit("multi.txt");
+    let mut c = rig.claude().await;
+    let path = rig.path("multi.txt");
+
+    // Charwise, past an emoji (two UTF-16 units, four bytes).
+    rig.nvim.input("gg0fwve");
+    let s = selection_with(&mut c, "wörld").await;
+    assert_eq!(s["filePath"], path);
+    assert_eq!(range(&s), [0, 6, 0, 11]);
+    rig.nvim.input("<Esc>0f😀v$h");
+    let s = selection_with(&mut c, "😀 end").await;
+    // 'héllo wörld ' is 12 UTF-16 units; the emoji 2 more, then ' end'.
+    assert_eq!(range(&s), [0, 12, 0, 18]);
+
+    // Linewise over two lines: VS Code's form ends at the next line's start.
+    rig.nvim.input("<Esc>jVj");
+    let s = selection_with(&mut c, "second line\nthird ünïcode line\n").await;
+    assert_eq!(range(&s), [1, 0, 3, 0]);
+
+    // Blockwise: the block's text, its corners.
+    rig.nvim.input("<Esc>gg0<C-v>jl");
+    let s = selection_with(&mut c, "hé\nse").await;
+    assert_eq!(range(&s), [0, 0, 1, 2]);
+
+    // Normal mode: a bare cursor, character in UTF-16.
+    rig.nvim.input("<Esc>gg0fe");
+    let s = selection_with(&mut c, "").await;
+    assert_eq!(range(&s), [0, 15, 0, 15]);
+}
+
+/// claudecode.nvim #246: a selection made and left at once was never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_single_line_selection_is_sent_and_kept_while_claude_is_focused() {
+    let mut rig = rig("{ selection = { debounce_ms = 50, visual_hold_ms = 60000 } }");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    // `V` moves no cursor; `y` leaves Visual mode at once.
+    rig.nvim.input("3GVy");
+    let s = selection_with(&mut c, "    print(message)\n").await;
+    assert_eq!(range(&s), [2, 0, 3, 0]);
+    // A jump to a terminal (Claude's) keeps it: nothing else is sent.
+    rig.nvim.command("botright split | terminal");
+    assert!(
+        c.next_notification(Duration::from_millis(400))
+            .await
+            .unwrap()
+            .filter(|n| n.method == "selection_changed")
+            .is_none(),
+        "the selection was replaced while in the terminal"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
+    let mut rig = rig("{ selection = { visual_hold_ms = 100 } }");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    rig.nvim.input("2Gwviw");
+    selection_with(&mut c, "message").await;
+    rig.nvim.input("<Esc>");
+    let s = selection_with(&mut c, "").await;
+    assert_eq!(range(&s), [1, 10, 1, 10]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_buffers_dirty_state_and_diagnostics_reach_claude() {
+    let mut rig = rig("");
+    std::fs::write(rig.ws.join("other.txt"), "ö x\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+    let other = rig.path("other.txt");
+
+    let editors = poll_tool(&mut c, "getOpenEditors", json!({}), |v| {
+        v["tabs"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    let tabs = editors["tabs"].as_array().unwrap();
+    let active: Vec<&Value> = tabs.iter().filter(|t| t["isActive"] == true).collect();
+    assert_eq!(active.len(), 1, "{editors}");
+    assert!(active[0]["uri"].as_str().unwrap().ends_with("hello.py"));
+
+    // Typing makes the buffer dirty; Claude's checkDocumentDirty says so.
+    rig.nvim.input("ggOimport os<Esc>");
+    let dirty = poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == true,
+    )
+    .await;
+    assert_eq!(dirty["success"], true);
+
+    // vim.diagnostic → getDiagnostics, columns in UTF-16 ("ö" is 2 bytes, 1 unit).
+    rig.nvim.lua(
+        "local path = ...
+         local b = require('ccbridge.editors').buffer_for(path)
+         local ns = vim.api.nvim_create_namespace('test')
+         vim.diagnostic.set(ns, b, {{ lnum = 0, col = 3, end_col = 4, severity = 1,
+           message = 'bad x', source = 'lint', code = 'E1' }})",
+        vec![other.clone().into()],
+    );
+    let uri = format!("file://{other}");
+    let diags = poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|f| f["diagnostics"].as_array().is_some_and(|d| !d.is_empty()))
+        })
+    })
+    .await;
+    let d = &diags[0]["diagnostics"][0];
+    assert_eq!(d["message"], "bad x");
+    assert_eq!(d["range"]["start"]["character"], 2, "{d}");
+    assert_eq!(d["range"]["end"]["character"], 3, "{d}");
+    assert_eq!(d["source"], "lint");
+    // Cleared in Neovim, cleared for Claude.
+    rig.nvim.lua("vim.diagnostic.reset()", vec![]);
+    poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .all(|f| f["diagnostics"].as_array().is_some_and(|d| d.is_empty()))
+        })
+    })
+    .await;
+}
+
+/// Calls `tool` until its JSON result satisfies `ok`.
+async fn poll_tool(
+    c: &mut IdeClient,
+    tool: &str,
+    args: Value,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    let mut last = Value::Null;
+    while tokio::time::Instant::now() < deadline {
+        let r = c.call_tool(tool, args.clone(), Some(STEP)).await.unwrap();
+        let text = r.content[0].as_text().unwrap_or_default().to_owned();
+        last = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if ok(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{tool} never gave the expected result; last: {last}");
+}
+
+/// Starts Claude's `openDiff` of `hello.py` → `proposed` and waits until
+/// Neovim shows the review. The call's task returns the tool's text.
+async fn open_diff(
+    rig: &mut Rig,
+    c: IdeClient,
+    proposed: &str,
+) -> tokio::task::JoinHandle<(IdeClient, String)> {
+    let path = rig.path("hello.py");
+    let proposed = proposed.to_owned();
+    let task = tokio::spawn(async move {
+        let mut c = c;
+        let r = c
+            .call_tool(
+                "openDiff",
+                json!({"old_file_path": path, "new_file_path": path,
+                       "new_file_contents": proposed, "tab_name": "✻ [Claude Code] hello.py (1) ⧉"}),
+                None,
+            )
+            .await
+            .unwrap();
+        let text = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (c, text)
+    });
+    rig.nvim.wait(
+        "the review to open",
+        "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
+        STEP,
+    );
+    task
+}
+
+async fn verdict(task: tokio::task::JoinHandle<(IdeClient, String)>) -> (IdeClient, String) {
+    tokio::time::timeout(STEP, task)
+        .await
+        .expect("openDiff answered")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    rig.nvim.command("vsplit");
+    let before = rig.layout();
+    let before_win = rig.nvim.eval("vim.api.nvim_get_current_win()");
+    let c = rig.claude().await;
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = open_diff(&mut rig, c, &proposed).await;
+    // A new tab with the original and the proposal in diff mode.
+    let layout = rig.layout();
+    assert_eq!(layout.as_array().unwrap().len(), 2, "{layout}");
+    assert_eq!(rig.nvim.eval("vim.wo.diff"), true);
+    assert_eq!(rig.nvim.eval("vim.bo.buftype"), "acwrite");
+    // Edit the proposal like a user, then :w.
+    rig.nvim.input("Gogreet(\"you\")<Esc>:w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    let expected = format!("{proposed}greet(\"you\")\n");
+    assert!(text.ends_with(&expected), "{text}");
+    rig.nvim.wait(
+        "the review to close",
+        "#test.events_named('CCBridgeDiffClosed') > 0",
+        STEP,
+    );
+    assert_eq!(rig.layout(), before);
+    assert_eq!(rig.nvim.eval("vim.api.nvim_get_current_win()"), before_win);
+    let leftover = rig.nvim.eval(
+        "#vim.tbl_filter(function(b) return vim.api.nvim_buf_get_name(b):find('ccbridge://') end, vim.api.nvim_list_bufs())",
+    );
+    assert_eq!(leftover, 0, "review buffers left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_proposal_rejects_it() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.input(":q<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_reject_rejects_from_either_side() {
+    let mut rig = rig("{ diff = { layout = 'horizontal' } }");
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.input("<C-w>k:CCBridgeReject<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn do_on_one_hunk_of_two_writes_only_the_other() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, TWO_HUNKS).await;
+    // The second hunk (the last line): `do` takes the original's text back.
+    rig.nvim.input("Gdo:w<CR>");
+    let (_c, text) = verdict(task).await;
+    let expected = HELLO.replace("hello ", "hi ");
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    assert!(text.ends_with(&expected), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
+    let mut rig = rig("{ diff = { layout = 'inline' } }");
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, TWO_HUNKS).await;
+    // Inline: one window, the removed line shown as a virtual line.
+    let virt = rig.nvim.eval(
+        "#vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { details = true, type = 'virt_lines' })",
+    );
+    assert_eq!(virt, 2, "one virtual line block per hunk");
+    rig.nvim.input("gg:CCBridgeRejectHunk<CR>");
+    rig.nvim.wait(
+        "one hunk left",
+        "#vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { type = 'virt_lines' }) == 1",
+        STEP,
+    );
+    rig.nvim.input(":CCBridgeAcceptHunk<CR>");
+    let (_c, text) = verdict(task).await;
+    let expected = HELLO.replace("greet(\"world\")", "greet(\"everyone\")");
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    assert!(text.ends_with(&expected), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_every_hunk_is_a_rejection() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, TWO_HUNKS).await;
+    rig.nvim
+        .input("gg:CCBridgeRejectHunk<CR>:CCBridgeRejectHunk<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    rig.nvim.input("Go# mine<Esc>");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.wait(
+        "the warning when it opened",
+        "test.noted('has unsaved changes here') ~= nil",
+        STEP,
+    );
+    rig.nvim.input(":w<CR>");
+    rig.nvim.wait(
+        "the refusal",
+        "test.noted('accept anyway with :w!') ~= nil",
+        STEP,
+    );
+    assert!(!task.is_finished(), "accepted despite the unsaved buffer");
+    rig.nvim.input(":w!<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // The user's buffer kept its edit.
+    let path = rig.path("hello.py");
+    assert!(rig.buffer_text(&path).ends_with("# mine"));
+}
+
+/// claudecode.nvim #231: the diff failed when a terminal was the only window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_from_a_lone_terminal_window_returns_to_it() {
+    let mut rig = rig("");
+    rig.nvim.command("terminal");
+    rig.nvim.input("i");
+    rig.nvim
+        .wait("terminal mode", "vim.api.nvim_get_mode().mode == 't'", STEP);
+    let term_win = rig.nvim.eval("vim.api.nvim_get_current_win()");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.input(":w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    rig.nvim.wait(
+        "focus back in the terminal, in terminal mode",
+        "vim.api.nvim_get_mode().mode == 't' and vim.api.nvim_get_current_win()",
+        STEP,
+    );
+    assert_eq!(rig.nvim.eval("vim.api.nvim_get_current_win()"), term_win);
+    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
+}
+
+/// claudecode.nvim #277: closing Claude's diffs closed other diffs too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_closing_its_diff_leaves_the_users_own_diff_windows_alone() {
+    let mut rig = rig("{ diff = { open_in = 'window' } }");
+    std::fs::write(rig.ws.join("a.txt"), "a\nb\n").unwrap();
+    std::fs::write(rig.ws.join("b.txt"), "a\nc\n").unwrap();
+    rig.edit("a.txt");
+    rig.nvim
+        .command(&format!("vert diffsplit {}", rig.path("b.txt")));
+    rig.nvim.command("tabnew");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    let during = rig.layout();
+    assert_eq!(during[1].as_array().unwrap().len(), 3, "{during}");
+    // Claude goes away mid-review: ccbridge sends `closeDiff`.
+    task.abort();
+    rig.nvim.wait(
+        "the review to close",
+        "#test.events_named('CCBridgeDiffClosed') > 0",
+        STEP,
+    );
+    assert_eq!(
+        rig.nvim
+            .eval("test.events_named('CCBridgeDiffClosed')[1].data.reason"),
+        "disconnected"
+    );
+    let after = rig.layout();
+    assert_eq!(after[0].as_array().unwrap().len(), 2, "{after}");
+    assert_eq!(after[1].as_array().unwrap().len(), 1, "{after}");
+    let diffs = rig.nvim.eval(
+        "#vim.tbl_filter(function(w) return vim.wo[w].diff end, vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[1]))",
+    );
+    assert_eq!(diffs, 2, "the user's diff windows lost diff mode");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
+    let mut rig = rig("");
+    std::fs::write(rig.ws.join("other.txt"), "one\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    let _c = rig.claude().await;
+    rig.nvim.wait(
+        "the directory watched",
+        "next(vim.tbl_keys(require('ccbridge.reload')._watched())) ~= nil",
+        STEP,
+    );
+    // Written the way editors and Claude write: a new file renamed over.
+    let hello = rig.ws.join("hello.py");
+    let tmp = rig.ws.join(".hello.py.tmp");
+    std::fs::write(&tmp, "print('rewritten')\n").unwrap();
+    std::fs::rename(&tmp, &hello).unwrap();
+    let path = rig.path("hello.py");
+    rig.nvim.wait(
+        "hello.py reloaded",
+        &format!(
+            "vim.api.nvim_buf_get_lines(require('ccbridge.editors').buffer_for({path:?}), 0, -1, false)[1] == \"print('rewritten')\""
+        ),
+        STEP,
+    );
+    // An unsaved buffer is not reloaded; the user is told once.
+    rig.nvim
+        .command(&format!("buffer {}", rig.path("other.txt")));
+    rig.nvim.input("Amine<Esc>");
+    std::fs::write(rig.ws.join("other.txt"), "theirs\n").unwrap();
+    rig.nvim.wait(
+        "the notice",
+        "test.noted('other.txt changed on disk but has unsaved changes') ~= nil",
+        STEP,
+    );
+    let other = rig.path("other.txt");
+    assert_eq!(rig.buffer_text(&other), "onemine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_mentions_a_range_a_file_and_explorer_entries() {
+    let mut rig = rig("");
+    std::fs::create_dir_all(rig.ws.join("src")).unwrap();
+    std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+
+    rig.nvim.input("2GVj:CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert_eq!(
+        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    rig.nvim.input("<Esc>:CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
+
+    // netrw (shipped with Neovim): the entry under the cursor.
+    rig.nvim.lua("vim.g.netrw_liststyle = 0", vec![]);
+    rig.nvim.command(&format!("Explore {}", rig.ws.display()));
+    rig.nvim.wait("netrw", "vim.bo.filetype == 'netrw'", STEP);
+    rig.nvim.command("call search('^src/')");
+    rig.nvim.input(":CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], rig.path("src"));
+
+    // oil.nvim, neo-tree and nvim-tree through their public APIs (stand-ins
+    // in editors/nvim/test/stubs answer as the real plugins do).
+    for (ft, entry) in [
+        ("oil", "src/lib.rs"),
+        ("neo-tree", "src"),
+        ("NvimTree", "hello.py"),
+    ] {
+        let target = rig.path(entry);
+        rig.nvim.lua(
+            "local ft, target = ...
+             vim.g.test_explorer_entry = target
+             vim.cmd('enew')
+             vim.bo.buftype = 'nofile'
+             vim.bo.filetype = ft",
+            vec![ft.into(), target.clone().into()],
+        );
+        rig.nvim.input(":CCBridgeSend<CR>");
+        let m = next_note(&mut c, "at_mentioned").await;
+        assert_eq!(m["filePath"], target, "{ft}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_runs_in_a_terminal_with_the_sidecars_environment() {
+    let mut rig = rig(
+        r#"{ terminal = { cmd = { "sh", "-c", 'echo "port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy args=$*"; exec sleep 60', "claude" } } }"#,
+    );
+    let port = rig.init()["port"].as_u64().unwrap();
+    rig.nvim.input(":CCBridgeClaude --resume x<CR>");
+    let line = rig.nvim.wait(
+        "the terminal's output",
+        "(function() local b = require('ccbridge.terminal').buffer(); if not b then return nil end
+           local all = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false))
+           return all:find('args=--resume x', 1, true) and all or nil end)()",
+        STEP,
+    );
+    let line = line.as_str().unwrap();
+    assert!(line.contains(&format!("port={port} ide=true")), "{line}");
+    assert!(line.contains("127.0.0.1"), "no_proxy: {line}");
+    assert!(line.contains("args=--resume x"), "{line}");
+    // Again: the same terminal, focused, no second one.
+    rig.nvim.input("<C-\\><C-n><C-w>p:CCBridgeClaude<CR>");
+    rig.nvim.wait(
+        "focus in Claude's terminal",
+        "vim.api.nvim_get_current_buf() == require('ccbridge.terminal').buffer()",
+        STEP,
+    );
+    let terminals = rig.nvim.eval(
+        "#vim.tbl_filter(function(b) return vim.bo[b].buftype == 'terminal' end, vim.api.nvim_list_bufs())",
+    );
+    assert_eq!(terminals, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_statusline_and_events_follow_the_sessions() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge').statusline()"),
+        "Claude ○"
+    );
+    let c = rig.claude().await;
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge').statusline()"),
+        "Claude ●"
+    );
+    let connected = rig
+        .nvim
+        .eval("test.events_named('CCBridgeConnected')[1].data");
+    assert_eq!(connected["name"], "claude-code");
+    assert_eq!(connected["pid"], std::process::id());
+    let status = rig
+        .nvim
+        .eval("table.concat(require('ccbridge.status').lines(), '\\n')");
+    let status = status.as_str().unwrap();
+    let port = rig.init()["port"].as_u64().unwrap();
+    assert!(status.contains(&format!("port {port}")), "{status}");
+    assert!(status.contains("Claude session 1: claude-code"), "{status}");
+    c.close().await.unwrap();
+    rig.nvim.wait(
+        "CCBridgeDisconnected",
+        "#test.events_named('CCBridgeDisconnected') > 0",
+        STEP,
+    );
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge').statusline()"),
+        "Claude ○"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_neovim_removes_the_lock_file() {
+    let mut rig = rig("");
+    let lock = PathBuf::from(rig.init()["lockFile"].as_str().unwrap());
+    assert!(lock.exists());
+    let lock_dir = rig.lock_dir.clone();
+    let status = rig.nvim.quit();
+    assert!(status.is_some(), "Neovim did not exit");
+    let gone = poll_until(STEP, Duration::from_millis(10), || {
+        (!lock.exists()).then_some(())
+    });
+    assert!(gone.is_some(), "{} left behind", lock.display());
+    assert!(ccbridge_testkit::lock_files(&lock_dir).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_options_are_reported_and_replaced_by_defaults() {
+    let mut rig = rig("");
+    rig.nvim.lua(
+        "require('ccbridge').setup({ bin = ..., diff = { layout = 'sideways' }, nope = 1 })",
+        vec![env!("CARGO_BIN_EXE_ccbridge").into()],
+    );
+    let note = rig.nvim.eval("test.noted('defaults used').msg");
+    let note = note.as_str().unwrap();
+    assert!(
+        note.contains("`diff.layout` must be one of vertical, horizontal, inline"),
+        "{note}"
+    );
+    assert!(note.contains("unknown option `nope`"), "{note}");
+    assert_eq!(
+        rig.nvim
+            .eval("require('ccbridge.config').options.diff.layout"),
+        "vertical"
+    );
+}

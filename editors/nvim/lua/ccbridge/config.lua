@@ -1,0 +1,136 @@
+--- Options, their defaults and their validation. `setup(opts)` merges the
+--- user's table over `defaults`; every other module reads `config.options`.
+local M = {}
+
+---@class ccbridge.Options
+M.defaults = {
+  --- The ccbridge binary: a name looked up on `PATH`, or a path.
+  bin = "ccbridge",
+  --- Extra arguments for `ccbridge serve --stdio` (e.g. `{ "--multi-client" }`).
+  args = {},
+  --- Start the sidecar in `setup()`. Else `:CCBridgeStart` (or any command
+  --- that needs it) starts it.
+  auto_start = true,
+  --- The name Claude Code shows ("Connected to …"). Default: "Neovim (<folder>)",
+  --- so several editors are told apart in `/ide`.
+  ide_name = nil,
+  --- Workspace folders for the lock file: a list, or a function returning one.
+  --- Default: the current directory (followed on `:cd`).
+  workspace_folders = nil,
+  --- Sidecar log file (default: its stderr, kept for `:checkhealth`).
+  log_file = nil,
+  selection = {
+    --- Report the selection and cursor to Claude.
+    enabled = true,
+    --- Quiet time after a cursor move before it is reported (the sidecar
+    --- adds its own `--selection-debounce-ms`, default 100).
+    debounce_ms = 50,
+    --- After leaving Visual mode the selection is kept this long before it
+    --- becomes a bare cursor, so it survives a jump to Claude's terminal.
+    visual_hold_ms = 300,
+  },
+  diagnostics = {
+    --- Report `vim.diagnostic` to Claude as it changes.
+    enabled = true,
+    debounce_ms = 50,
+  },
+  diff = {
+    --- "tab": a new tab page; "window": splits in the current tab.
+    open_in = "tab",
+    --- "vertical" (original left, proposal right), "horizontal" (original
+    --- above) or "inline" (one buffer, removed lines shown as virtual lines).
+    layout = "vertical",
+    --- What closing the proposal's window means: "reject", or "dismiss"
+    --- (Claude's own prompt in the terminal decides).
+    on_close = "reject",
+    --- Put the cursor in the proposal (else it stays where it was).
+    focus = true,
+  },
+  --- Reload buffers whose files change on disk (Claude's writes) while a
+  --- Claude session is connected. Buffers with unsaved changes are never
+  --- reloaded; you get a notice instead.
+  reload = true,
+  terminal = {
+    --- The command `:CCBridgeClaude` runs; its arguments are appended.
+    cmd = { "claude" },
+    --- "right", "left", "bottom", "top" or "float".
+    position = "right",
+    --- Width (right/left) or height (bottom/top) as a fraction of the editor.
+    size = 0.4,
+    --- Close the window when Claude exits with status 0.
+    auto_close = true,
+    --- Extra environment for the terminal.
+    env = {},
+  },
+}
+
+---@type ccbridge.Options
+M.options = vim.deepcopy(M.defaults)
+
+local one_of = {
+  ["diff.open_in"] = { "tab", "window" },
+  ["diff.layout"] = { "vertical", "horizontal", "inline" },
+  ["diff.on_close"] = { "reject", "dismiss" },
+  ["terminal.position"] = { "right", "left", "bottom", "top", "float" },
+}
+
+--- Options without a default value, and the types they may have.
+local optional = {
+  ide_name = { "string" },
+  workspace_folders = { "table", "function" },
+  log_file = { "string" },
+}
+
+--- `user` over `defaults`, key by key. A value of the wrong type, outside
+--- its set, or an unknown key is reported in `out`; the default stands.
+local function merge(defaults, user, prefix, out)
+  local result = {}
+  for key, default in pairs(defaults) do
+    local value, name = user[key], prefix .. key
+    if value == nil then
+      result[key] = vim.deepcopy(default)
+    elseif type(default) == "table" and not vim.islist(default) then
+      if type(value) == "table" then
+        result[key] = merge(default, value, name .. ".", out)
+      else
+        out[#out + 1] = ("`%s` must be a table"):format(name)
+        result[key] = vim.deepcopy(default)
+      end
+    elseif name == "terminal.cmd" and type(value) == "string" then
+      result[key] = { value }
+    elseif type(value) ~= type(default) then
+      out[#out + 1] = ("`%s` must be a %s, not a %s"):format(name, type(default), type(value))
+      result[key] = vim.deepcopy(default)
+    elseif one_of[name] and not vim.tbl_contains(one_of[name], value) then
+      out[#out + 1] = ("`%s` must be one of %s"):format(name, table.concat(one_of[name], ", "))
+      result[key] = default
+    else
+      result[key] = value
+    end
+  end
+  for key, value in pairs(user) do
+    local types = prefix == "" and optional[key]
+    if types then
+      if vim.tbl_contains(types, type(value)) then
+        result[key] = value
+      else
+        out[#out + 1] = ("`%s` must be a %s"):format(key, table.concat(types, " or "))
+      end
+    elseif defaults[key] == nil then
+      out[#out + 1] = ("unknown option `%s%s`"):format(prefix, key)
+    end
+  end
+  return result
+end
+
+--- Sets `options` to `user` over the defaults and returns what was wrong
+--- with `user` (each bad value is replaced by its default).
+---@param user table?
+---@return string[] problems
+function M.set(user)
+  local found = {}
+  M.options = merge(M.defaults, user or {}, "", found)
+  return found
+end
+
+return M

@@ -1,0 +1,332 @@
+--- ccbridge for Neovim: Claude Code's IDE integration through the
+--- `ccbridge serve --stdio` sidecar.
+---
+--- This module owns the sidecar's lifetime and the connection state; the
+--- features live beside it, one module each (selection, editors,
+--- diagnostics, diff, reload, mention, terminal, health). Nothing happens
+--- before `setup()`: no autocommands, no commands, no process.
+local config = require("ccbridge.config")
+local rpc = require("ccbridge.rpc")
+
+local M = {}
+
+--- The editor protocol version this plugin speaks.
+M.protocol_version = 2
+
+---@class ccbridge.State
+---@field conn ccbridge.rpc.Conn?
+---@field status "stopped"|"starting"|"running"
+---@field init table? the sidecar's `initialize` result
+---@field clients table<integer, table> connected Claude sessions by id
+---@field waiting fun(init: table?, err: string?)[] callbacks for `on_ready`
+---@field told table<string, boolean> messages already shown once
+M.state = { status = "stopped", clients = {}, waiting = {}, told = {} }
+
+local S = M.state
+local group
+
+--- Shows `msg` once per key (default: the message itself).
+---@param msg string
+---@param level integer?
+---@param key string?
+function M.notify_once(msg, level, key)
+  key = key or msg
+  if S.told[key] then
+    return
+  end
+  S.told[key] = true
+  vim.notify("ccbridge: " .. msg, level or vim.log.levels.WARN)
+end
+
+--- Fires `User <name>` with `data`.
+function M.event(name, data)
+  vim.api.nvim_exec_autocmds("User", { pattern = name, modeline = false, data = data })
+end
+
+--- Sends a notification to the sidecar if it runs (state is replayed to
+--- Claude by the sidecar, so nothing needs queueing here).
+---@param method string
+---@param params table
+function M.notify(method, params)
+  if S.conn and S.status ~= "stopped" then
+    S.conn:notify(method, params)
+  end
+end
+
+--- Sends a request; `cb(err, result)`.
+function M.request(method, params, cb)
+  if S.conn and S.status ~= "stopped" then
+    S.conn:request(method, params, cb)
+  elseif cb then
+    cb({ code = -32099, message = "ccbridge is not running" })
+  end
+end
+
+--- Whether at least one Claude session is connected.
+function M.connected()
+  return next(S.clients) ~= nil
+end
+
+function M.workspace_folders()
+  local wf = config.options.workspace_folders
+  if type(wf) == "function" then
+    wf = wf()
+  end
+  if type(wf) ~= "table" or #wf == 0 then
+    wf = { vim.fn.getcwd() }
+  end
+  return vim.tbl_map(function(d)
+    return vim.fn.fnamemodify(d, ":p"):gsub("(.)/$", "%1")
+  end, wf)
+end
+
+function M.ide_name()
+  return config.options.ide_name or ("Neovim (%s)"):format(vim.fn.fnamemodify(vim.fn.getcwd(), ":t"))
+end
+
+local function on_request(method, params)
+  local handler = require("ccbridge.requests")[method]
+  if not handler then
+    return nil, { code = -32601, message = "Neovim does not handle " .. method }
+  end
+  return handler(params or {})
+end
+
+local notifications = {
+  clientConnected = function(p)
+    S.clients[p.id] = p
+    M.event("CCBridgeConnected", p)
+    require("ccbridge.reload").update()
+  end,
+  clientDisconnected = function(p)
+    local client = S.clients[p.id] or { id = p.id }
+    S.clients[p.id] = nil
+    M.event("CCBridgeDisconnected", client)
+    require("ccbridge.reload").update()
+  end,
+  invalidNotification = function(p)
+    M.notify_once(("the sidecar could not use `%s`: %s"):format(p.method, p.message), vim.log.levels.WARN, p.method)
+  end,
+}
+
+local function on_notification(method, params)
+  local handler = notifications[method]
+  if handler then
+    handler(params or {})
+  end
+end
+
+local function settle(init, err)
+  local waiting = S.waiting
+  S.waiting = {}
+  for _, cb in ipairs(waiting) do
+    cb(init, err)
+  end
+end
+
+local function on_exit(code, signal, stderr)
+  local was = S.status
+  S.status, S.conn, S.init = "stopped", nil, nil
+  local clients = S.clients
+  S.clients = {}
+  for _, client in pairs(clients) do
+    M.event("CCBridgeDisconnected", client)
+  end
+  require("ccbridge.diff").close_all("shutdown")
+  require("ccbridge.reload").update()
+  settle(nil, "ccbridge exited")
+  if not S.stopping and was ~= "stopped" and vim.v.exiting == vim.NIL then
+    local tail = table.concat(stderr, "\n")
+    vim.notify(
+      ("ccbridge: the sidecar exited (status %d%s).%s\nRun :checkhealth ccbridge, then :CCBridgeStart."):format(
+        code,
+        signal ~= 0 and (", signal " .. signal) or "",
+        tail ~= "" and ("\n" .. tail) or ""
+      ),
+      vim.log.levels.ERROR
+    )
+  end
+  S.stopping = false
+end
+
+--- The command line that starts the sidecar.
+function M.command()
+  local o = config.options
+  local cmd = { o.bin, "serve", "--stdio", "--ide-name", M.ide_name() }
+  for _, dir in ipairs(M.workspace_folders()) do
+    vim.list_extend(cmd, { "--workspace", dir })
+  end
+  if o.log_file then
+    vim.list_extend(cmd, { "--log-file", vim.fn.expand(o.log_file) })
+  end
+  return vim.list_extend(cmd, o.args)
+end
+
+--- Runs `cb(init, err)` once the sidecar answered `initialize` (at once if
+--- it has), starting it if needed.
+---@param cb fun(init: table?, err: string?)
+function M.on_ready(cb)
+  if S.status == "running" then
+    return cb(S.init)
+  end
+  table.insert(S.waiting, cb)
+  if S.status == "stopped" then
+    M.start()
+  end
+end
+
+--- Starts the sidecar (no-op if it runs).
+function M.start()
+  if S.status ~= "stopped" then
+    return
+  end
+  local o = config.options
+  if vim.fn.executable(o.bin) ~= 1 then
+    local msg = ("`%s` not found: install ccbridge (cargo install --path crates/ccbridge) or set `bin`"):format(o.bin)
+    M.notify_once(msg, vim.log.levels.ERROR, "no-binary")
+    settle(nil, msg)
+    return
+  end
+  local conn, err = rpc.spawn(M.command(), {}, {
+    on_request = on_request,
+    on_notification = on_notification,
+    on_exit = on_exit,
+  })
+  if not conn then
+    settle(nil, err)
+    M.notify_once("could not start the sidecar: " .. tostring(err), vim.log.levels.ERROR)
+    return
+  end
+  S.conn, S.status = conn, "starting"
+  conn:request("initialize", {
+    protocolVersion = M.protocol_version,
+    ideName = M.ide_name(),
+    workspaceFolders = M.workspace_folders(),
+    pid = vim.fn.getpid(),
+    capabilities = {
+      diff = true,
+      openFile = true,
+      saveDocument = true,
+      closeTab = false,
+      reformat = false,
+      executeCode = false,
+    },
+  }, function(e, result)
+    if S.conn ~= conn then
+      return
+    end
+    if e then
+      M.notify_once("initialize failed: " .. tostring(e.message), vim.log.levels.ERROR)
+      settle(nil, e.message)
+      return
+    end
+    S.init, S.status = result, "running"
+    M.event("CCBridgeStarted", { port = result.port, lockFile = result.lockFile })
+    require("ccbridge.editors").report_all()
+    settle(result)
+  end)
+  -- The editor's state goes out at once: ccbridge accepts it before
+  -- `initialize` is answered and replays it to each Claude session.
+  require("ccbridge.selection").reset()
+  require("ccbridge.selection").flush()
+  require("ccbridge.editors").reset()
+  require("ccbridge.diagnostics").report_all()
+end
+
+--- Stops the sidecar: it removes its lock file; open reviews close.
+function M.stop()
+  if S.conn then
+    S.stopping = true
+    S.conn:stop(1000)
+  end
+end
+
+local function user_commands()
+  local cmd = vim.api.nvim_create_user_command
+  cmd("CCBridgeStart", M.start, { desc = "Start the ccbridge sidecar" })
+  cmd("CCBridgeStop", M.stop, { desc = "Stop the ccbridge sidecar" })
+  cmd("CCBridgeStatus", function()
+    require("ccbridge.status").show()
+  end, { desc = "ccbridge: the sidecar, its lock file and the Claude sessions" })
+  cmd("CCBridgeSend", function(o)
+    require("ccbridge.mention").send(o)
+  end, {
+    range = true,
+    nargs = "?",
+    complete = "file",
+    desc = "Send the range, the file, an explorer's entry or a path to Claude",
+  })
+  cmd("CCBridgeClaude", function(o)
+    require("ccbridge.terminal").open(o.fargs, o.bang)
+  end, { nargs = "*", bang = true, desc = "Claude Code in a terminal connected to this Neovim" })
+  cmd("CCBridgeReject", function()
+    require("ccbridge.diff").reject_current()
+  end, { desc = "Reject the proposal under review" })
+  cmd("CCBridgeAccept", function()
+    require("ccbridge.diff").accept_current()
+  end, { desc = "Accept the proposal under review (as edited)" })
+  cmd("CCBridgeAcceptHunk", function()
+    require("ccbridge.diff").hunk("accept")
+  end, { desc = "Accept the proposal's hunk under the cursor" })
+  cmd("CCBridgeRejectHunk", function()
+    require("ccbridge.diff").hunk("reject")
+  end, { desc = "Reject the proposal's hunk under the cursor" })
+end
+
+--- Configures the plugin; see `config.lua` (and the README) for `opts`.
+--- Calling it again applies new options (the sidecar restarts if it ran).
+---@param opts ccbridge.Options?
+function M.setup(opts)
+  if vim.fn.has("nvim-0.10") ~= 1 then
+    vim.notify("ccbridge needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+    return
+  end
+  local problems = config.set(opts)
+  if #problems > 0 then
+    vim.notify("ccbridge: " .. table.concat(problems, "; ") .. " (defaults used)", vim.log.levels.WARN)
+  end
+  group = vim.api.nvim_create_augroup("ccbridge", { clear = true })
+  user_commands()
+  require("ccbridge.selection").attach(group)
+  require("ccbridge.editors").attach(group)
+  require("ccbridge.diagnostics").attach(group)
+  require("ccbridge.reload").attach(group)
+  vim.api.nvim_create_autocmd("DirChanged", {
+    group = group,
+    callback = function()
+      if config.options.workspace_folders == nil then
+        M.notify("workspaceChanged", { workspaceFolders = M.workspace_folders(), ideName = M.ide_name() })
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = group,
+    callback = function()
+      if S.conn then
+        S.stopping = true
+        local conn = S.conn
+        conn:stop(500)
+        conn:wait(500)
+      end
+    end,
+  })
+  M.configured = true
+  local running = S.status ~= "stopped"
+  if running then
+    M.stop()
+    vim.wait(1500, function()
+      return S.status == "stopped"
+    end, 10)
+  end
+  if config.options.auto_start or running then
+    M.start()
+  end
+end
+
+--- A short status for the statusline: "" when stopped, else Claude's
+--- connection and the reviews waiting for you.
+function M.statusline()
+  return require("ccbridge.status").line()
+end
+
+return M
