@@ -1,0 +1,283 @@
+//! The real-client suite with **Neovim as the editor**: a real headless
+//! Neovim running the plugin (`editors/nvim`), which spawns `ccbridge serve
+//! --stdio`; the **real** Claude Code CLI (pinned, in tmux) connected to it;
+//! a scripted Messages API mock playing the model. Keys go into Neovim as a
+//! user types them (`nvim_input`), and what Claude does is read from its
+//! screen, from what it tells the model, and from the files on disk.
+//!
+//! Needs the CLI and Neovim; the README's test command installs both.
+//! Without them every test fails with the instruction; none is skipped.
+
+use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
+use ccbridge_testkit::mock_anthropic::{tool_results, MockAnthropic, Turn};
+use ccbridge_testkit::nvim::Nvim;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const IDE_NAME: &str = "NeovimUnderTest";
+/// Bound for each single step (two CLIs may start at once on two cores).
+const STEP: Duration = Duration::from_secs(30);
+
+const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
+
+/// Field order is drop order: the CLI first, then Neovim (which stops its
+/// sidecar), the sandbox last.
+struct Rig {
+    claude: Claude,
+    nvim: Nvim,
+    mock: MockAnthropic,
+    hello: PathBuf,
+    log: PathBuf,
+    sandbox: Sandbox,
+}
+
+/// Neovim with the plugin editing `hello.py` in a fresh sandbox, and the
+/// CLI started with the port the plugin got, showing the IDE connected.
+fn rig() -> Rig {
+    let claude_bin = claude_bin();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
+    let mock = MockAnthropic::start().expect("mock API");
+    let log = sandbox.root().join("ccbridge.log");
+    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim/test/init.lua");
+    let mut nvim = Nvim::start(
+        &init,
+        sandbox.workspace(),
+        &[("HOME", sandbox.home().to_str().unwrap())],
+    )
+    .expect("start nvim");
+    nvim.lua(
+        r#"local bin, name, log, lock_dir = ...
+        require("ccbridge").setup({
+          bin = bin, ide_name = name, log_file = log,
+          args = { "--lock-dir", lock_dir, "--selection-debounce-ms", "0" },
+          selection = { debounce_ms = 0 },
+        })"#,
+        vec![
+            env!("CARGO_BIN_EXE_ccbridge").into(),
+            IDE_NAME.into(),
+            log.to_str().unwrap().into(),
+            sandbox.lock_dir().to_str().unwrap().into(),
+        ],
+    );
+    let port = nvim
+        .wait(
+            "the sidecar's port",
+            "require('ccbridge').state.status == 'running' and require('ccbridge').state.init.port",
+            STEP,
+        )
+        .as_u64()
+        .unwrap() as u16;
+    nvim.command(&format!("edit {}", hello.display()));
+    let claude = Claude::start(
+        &sandbox,
+        &ClaudeOptions::new(claude_bin, mock.url()).ide_port(port),
+    )
+    .expect("start claude");
+    let mut rig = Rig {
+        claude,
+        nvim,
+        mock,
+        hello,
+        log,
+        sandbox,
+    };
+    rig.nvim.wait(
+        "CCBridgeConnected",
+        "#test.events_named('CCBridgeConnected') > 0",
+        STEP,
+    );
+    rig.claude.wait_prompt(STEP).unwrap();
+    rig.wait_status_connected();
+    rig
+}
+
+impl Rig {
+    /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
+    /// for the next turn (see `real_client.rs`, `wait_ide_ready`).
+    fn wait_status_connected(&self) {
+        let start = std::time::Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < STEP {
+            last = self
+                .claude
+                .ide_status(STEP)
+                .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+            if last.contains(&format!("Connected to {IDE_NAME}")) && !last.contains("Not connected")
+            {
+                return;
+            }
+        }
+        panic!(
+            "the CLI never showed `Connected to {IDE_NAME}`; last IDE line {last:?}\n{}",
+            self.context()
+        );
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "CLI screen:\n{}\n── ccbridge log (tail) ──\n{}\n── CLI debug log (tail) ──\n{}",
+            self.claude.screen(),
+            ccbridge_testkit::tail(&std::fs::read_to_string(&self.log).unwrap_or_default(), 40),
+            ccbridge_testkit::tail(&self.claude.debug_log(), 40)
+        )
+    }
+
+    fn hello_path(&self) -> String {
+        self.hello.display().to_string()
+    }
+
+    fn on_disk(&self) -> String {
+        std::fs::read_to_string(&self.hello).unwrap()
+    }
+
+    /// The model proposes `old` → `new` in hello.py, then ends its turn
+    /// with "Edit finished."; returns once Neovim shows the review (the
+    /// cursor in the proposal).
+    fn propose(&mut self, old: &str, new: &str) {
+        self.mock
+            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
+        self.mock.push(Turn::text("Edit finished."));
+        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .tmux
+            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        self.nvim.wait(
+            "the review in Neovim",
+            "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
+            STEP,
+        );
+    }
+
+    /// The tool_result the CLI sent the model for the Edit.
+    fn edit_result(&self) -> String {
+        let reqs = self
+            .mock
+            .wait_for_message_count(2, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        tool_results(&reqs[1].body)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Claude was told the user modified its proposal, finished, wrote
+    /// `expected`, and Neovim's buffer of the file shows it (reloaded).
+    fn assert_written_as_modified(&mut self, expected: &str) {
+        let result = self.edit_result();
+        assert!(
+            result.contains("The user modified your proposed changes"),
+            "tool_result: {result}\n{}",
+            self.context()
+        );
+        self.claude
+            .tmux
+            .wait_for_text("Edit finished.", STEP)
+            .unwrap();
+        assert_eq!(self.on_disk(), expected);
+        self.assert_buffer_shows(expected);
+    }
+
+    fn assert_buffer_shows(&mut self, expected: &str) {
+        let want = expected.strip_suffix('\n').unwrap_or(expected).to_owned();
+        let expr = format!(
+            "table.concat(vim.api.nvim_buf_get_lines(require('ccbridge.editors').buffer_for({:?}), 0, -1, false), '\\n') == {want:?}",
+            self.hello_path()
+        );
+        self.nvim.wait("the buffer to show the file", &expr, STEP);
+    }
+
+    /// The review's tab is gone and the cursor is back in hello.py.
+    fn assert_review_closed(&mut self) {
+        self.nvim.wait(
+            "the review to close",
+            "#test.events_named('CCBridgeDiffClosed') > 0 and #vim.api.nvim_list_tabpages() == 1",
+            STEP,
+        );
+        assert_eq!(
+            self.nvim.eval("vim.api.nvim_buf_get_name(0)"),
+            self.hello_path().as_str()
+        );
+    }
+}
+
+const OLD: &str = "    print(message)";
+const NEW: &str = "    print(message.upper())";
+
+#[test]
+fn proposal_edited_then_written_with_w_is_written_as_edited_and_the_buffer_reloads() {
+    let mut rig = rig();
+    rig.propose(OLD, NEW);
+    // In the proposal: on the changed line, append a comment, then :w.
+    rig.nvim.input("/upper<CR>A  # shout<Esc>:w<CR>");
+    rig.assert_written_as_modified(&HELLO_PY.replace(OLD, "    print(message.upper())  # shout"));
+    rig.assert_review_closed();
+}
+
+#[test]
+fn closing_the_proposal_window_rejects_and_the_file_stays() {
+    let mut rig = rig();
+    rig.propose(OLD, NEW);
+    rig.nvim.input(":q<CR>");
+    rig.claude
+        .tmux
+        .wait_for_text("Rejected update to hello.py", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.claude.wait_prompt(STEP).unwrap();
+    assert_eq!(rig.on_disk(), HELLO_PY);
+    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    rig.assert_review_closed();
+}
+
+#[test]
+fn do_on_the_second_of_two_hunks_writes_only_the_first() {
+    let mut rig = rig();
+    // One Edit, two separate changes: line 1 and line 3.
+    let old = "def greet(name):\n    message = \"hello \" + name\n    print(message)";
+    let new =
+        "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
+    rig.propose(old, new);
+    // `]c` twice from the top: the second hunk; `do` takes the original back.
+    rig.nvim.input("gg]c]cdo:w<CR>");
+    rig.assert_written_as_modified(
+        &HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):"),
+    );
+    rig.assert_review_closed();
+}
+
+#[test]
+fn a_visual_selection_and_ccbridge_send_reach_claudes_prompt() {
+    let mut rig = rig();
+    rig.nvim.input("2GVj");
+    rig.claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.nvim.input(":CCBridgeSend<CR>");
+    let line = rig
+        .claude
+        .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
+            l.contains("@hello.py#L2-3")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert_eq!(line.matches("@hello.py").count(), 1, "{line:?}");
+    // Quitting Neovim stops the sidecar, which removes its lock file.
+    let lock_dir = rig.sandbox.lock_dir();
+    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
+    let Rig {
+        nvim,
+        sandbox: _sandbox,
+        claude: _claude,
+        ..
+    } = rig;
+    assert!(nvim.quit().is_some(), "Neovim did not exit");
+    let gone = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
+        ccbridge_testkit::lock_files(&lock_dir)
+            .is_empty()
+            .then_some(())
+    });
+    assert!(gone.is_some(), "the lock file outlived Neovim");
+}
