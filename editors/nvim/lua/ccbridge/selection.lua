@@ -71,9 +71,15 @@ function M.flush()
   send(path, position.cursor(buf, cur[1], cur[2]))
 end
 
---- Arms the timer: all a cursor move costs.
+--- Arms the timer: all a cursor move costs. Without a debounce there is
+--- nothing to wait for: the position is reported at once.
 local function arm()
-  timer:start(config.options.selection.debounce_ms, 0, fire)
+  local ms = config.options.selection.debounce_ms
+  if ms > 0 then
+    timer:start(ms, 0, fire)
+  else
+    M.flush()
+  end
 end
 
 local function left_visual(args)

@@ -1,0 +1,474 @@
+//! `nvim-bench`: the Neovim plugin's costs (issue 7), beside claudecode.nvim
+//! at a pinned commit when a checkout of it is given, as a Markdown table
+//! (or JSON with `--json`). Progress goes to stderr.
+//!
+//! ```text
+//! scripts/test                                  # once: installs Neovim
+//! git clone https://github.com/coder/claudecode.nvim /tmp/claudecode.nvim
+//! git -C /tmp/claudecode.nvim checkout 2390c6e45c4789072c293ac69de051d169668b29
+//! cargo build --release -p ccbridge -p ccbridge-bench
+//! cargo run --release -p ccbridge-bench --bin nvim-bench -- --claudecode /tmp/claudecode.nvim
+//! ```
+//!
+//! Each plugin runs in its own headless Neovim (`--embed`, driven through
+//! msgpack-RPC by `ccbridge_testkit::nvim`), with this process playing
+//! Claude over a real WebSocket:
+//!
+//! - keystroke → `selection_changed`: `nvim_input("j")`/`("k")` in linewise
+//!   Visual mode, from just before the RPC is written until the notification
+//!   arrives at the WebSocket client; every debounce set to 0 (ccbridge's
+//!   plugin and sidecar, claudecode.nvim's selection module);
+//! - Lua per `CursorMoved`: the plugin's own `CursorMoved` autocommand
+//!   callback, called 10,000 times with `vim.uv.hrtime()` around each call
+//!   (the debounce at its default, so the cost is what a user pays);
+//! - Neovim's RSS with the plugin started and Claude connected, beside a
+//!   Neovim with no plugin (ccbridge's sidecar is a separate process; its
+//!   RSS is in the notes).
+
+use anyhow::{bail, Context};
+use ccbridge_bench::report::{LatencyUnit, Machine, Report, Row, Series, Target};
+use ccbridge_bench::stats::{summarize, Summary};
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_testkit::nvim::Nvim;
+use clap::Parser;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
+
+/// The commit of claudecode.nvim the figures in docs/benchmarks.md are for.
+const CLAUDECODE_COMMIT: &str = "2390c6e45c4789072c293ac69de051d169668b29";
+const WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Parser)]
+#[command(
+    name = "nvim-bench",
+    about = "Benchmarks the Neovim plugin, beside claudecode.nvim"
+)]
+struct Args {
+    /// The ccbridge binary the plugin spawns (should be a release build).
+    /// Default: `ccbridge` next to this binary, else target/release/ccbridge.
+    #[arg(long, value_name = "PATH")]
+    ccbridge: Option<PathBuf>,
+    /// A checkout of coder/claudecode.nvim (at the commit above) to measure
+    /// beside ccbridge's plugin.
+    #[arg(long, value_name = "DIR")]
+    claudecode: Option<PathBuf>,
+    /// Print JSON instead of Markdown.
+    #[arg(long)]
+    json: bool,
+    /// A smoke run with a tenth of the iterations (figures are rough).
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Which plugin a Neovim runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Plugin {
+    Ccbridge,
+    Claudecode,
+    None,
+}
+
+/// One measured Neovim.
+struct Run {
+    keystrokes: Vec<Duration>,
+    cursor_moved: Vec<Duration>,
+    nvim_rss_kib: u64,
+    sidecar_rss_kib: Option<u64>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build of nvim-bench; use --release");
+    }
+    let exe_dir = std::env::current_exe()?
+        .parent()
+        .context("no exe dir")?
+        .to_path_buf();
+    let ccbridge = args
+        .ccbridge
+        .clone()
+        .or_else(|| Some(exe_dir.join("ccbridge")).filter(|p| p.is_file()))
+        .unwrap_or_else(|| {
+            ccbridge_testkit::claude::workspace_root().join("target/release/ccbridge")
+        });
+    if !ccbridge.is_file() {
+        bail!(
+            "{} not found: cargo build --release -p ccbridge",
+            ccbridge.display()
+        );
+    }
+    if let Some(dir) = &args.claudecode {
+        let head = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        if head.as_deref() != Some(CLAUDECODE_COMMIT) {
+            eprintln!(
+                "warning: {} is at {head:?}, not the pinned {CLAUDECODE_COMMIT}",
+                dir.display()
+            );
+        }
+    }
+    let (keys, moves) = if args.quick {
+        (50, 1_000)
+    } else {
+        (500, 10_000)
+    };
+    let rt = Runtime::new()?;
+    let started = Instant::now();
+
+    eprintln!("ccbridge plugin…");
+    let ours = rt.block_on(measure(Plugin::Ccbridge, &ccbridge, None, keys, moves))?;
+    let theirs = match &args.claudecode {
+        Some(dir) => {
+            eprintln!("claudecode.nvim…");
+            Some(rt.block_on(measure(
+                Plugin::Claudecode,
+                &ccbridge,
+                Some(dir),
+                keys,
+                moves,
+            ))?)
+        }
+        None => None,
+    };
+    eprintln!("Neovim without a plugin…");
+    let bare = rt.block_on(measure(Plugin::None, &ccbridge, None, 0, 0))?;
+
+    let mut rows = Vec::new();
+    let mut series = Vec::new();
+    let mut push = |name: &str, which: &'static str, s: Summary| {
+        series.push(Series {
+            name: name.to_owned(),
+            server: which,
+            summary: s,
+        });
+        s
+    };
+    let empty = summarize(&[]);
+    let name = format!(
+        "keystroke (nvim_input j/k in linewise Visual) → selection_changed at a WebSocket client, debounce 0 (N={keys})"
+    );
+    let ok = push(&name, "ccbridge.nvim", summarize(&ours.keystrokes));
+    let base = theirs
+        .as_ref()
+        .map(|t| push(&name, "claudecode.nvim", summarize(&t.keystrokes)));
+    let mut latency = Row::latencies(
+        &name,
+        LatencyUnit::Millis,
+        &ok,
+        &base.unwrap_or(empty),
+        Some(Target::AtMost { limit: 0.5 }),
+        Some(Target::AtMost { limit: 1.5 }),
+    );
+    if base.is_none() {
+        latency.iter_mut().for_each(|r| {
+            r.floor = None;
+            r.ratio = None;
+        });
+    }
+    rows.extend(latency);
+
+    let name = format!("Lua per CursorMoved: the plugin's autocommand callback, hrtime around each of {moves} calls");
+    let ok = push(&name, "ccbridge.nvim", summarize(&ours.cursor_moved));
+    let base = theirs
+        .as_ref()
+        .map(|t| push(&name, "claudecode.nvim", summarize(&t.cursor_moved)));
+    for (metric, ours_v, base_v, target) in [
+        ("p50", ok.p50_us, base.map(|b| b.p50_us), None),
+        ("p99", ok.p99_us, base.map(|b| b.p99_us), None),
+        (
+            "mean",
+            ok.mean_us,
+            base.map(|b| b.mean_us),
+            Some(Target::AtMost { limit: 5.0 }),
+        ),
+    ] {
+        rows.push(Row::new(&name, metric, "µs", ours_v, base_v, target));
+    }
+    let mb = |kib: u64| kib as f64 * 1024.0 / 1e6;
+    rows.push(Row::new(
+        "Neovim's RSS, plugin started, Claude connected, one file open",
+        "VmRSS",
+        "MB",
+        mb(ours.nvim_rss_kib),
+        theirs.as_ref().map(|t| mb(t.nvim_rss_kib)),
+        None,
+    ));
+    let notes = vec![
+        format!(
+            "Neovim without a plugin, the same file open: {:.2} MB VmRSS ({} KiB); with ccbridge's plugin: +{} KiB{}.",
+            mb(bare.nvim_rss_kib),
+            bare.nvim_rss_kib,
+            ours.nvim_rss_kib.saturating_sub(bare.nvim_rss_kib),
+            theirs
+                .as_ref()
+                .map(|t| format!(
+                    ", with claudecode.nvim: +{} KiB",
+                    t.nvim_rss_kib.saturating_sub(bare.nvim_rss_kib)
+                ))
+                .unwrap_or_default()
+        ),
+        format!(
+            "ccbridge's plugin keeps its WebSocket server in the sidecar process (`ccbridge serve --stdio`): {:.2} MB VmRSS; claudecode.nvim runs its server inside Neovim.",
+            mb(ours.sidecar_rss_kib.unwrap_or(0))
+        ),
+        format!(
+            "Neovim: {}; claudecode.nvim: {}.",
+            nvim_version(),
+            match &args.claudecode {
+                Some(d) => format!("{} at {CLAUDECODE_COMMIT}", d.display()),
+                None => "not measured (--claudecode DIR)".to_owned(),
+            }
+        ),
+    ];
+    let report = Report {
+        columns: ["ccbridge.nvim", "claudecode.nvim"],
+        machine: Machine::detect(),
+        ccbridge_binary: ccbridge.display().to_string(),
+        rows,
+        notes,
+        series,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    report.print(args.json)?;
+    Ok(())
+}
+
+fn nvim_version() -> String {
+    std::process::Command::new(ccbridge_testkit::nvim::nvim_bin())
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    ccbridge_bench::process::status_field_kib(&status, "VmRSS").context("no VmRSS")
+}
+
+/// Starts a Neovim with `plugin`, connects as Claude, and measures.
+async fn measure(
+    plugin: Plugin,
+    ccbridge: &Path,
+    claudecode: Option<&Path>,
+    keys: usize,
+    moves: usize,
+) -> anyhow::Result<Run> {
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().join("ws");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&ws)?;
+    std::fs::create_dir_all(&home)?;
+    let text: String = (0..200)
+        .map(|i| format!("line {i}: the quick brown fox jumps over the lazy dog\n"))
+        .collect();
+    std::fs::write(ws.join("file.txt"), text)?;
+    let init = ccbridge_testkit::claude::workspace_root().join("editors/nvim/test/init.lua");
+    let config_dir = home.join(".claude");
+    let mut nvim = Nvim::start(
+        &init,
+        &ws,
+        &[
+            ("HOME", home.to_str().context("path")?),
+            ("CLAUDE_CONFIG_DIR", config_dir.to_str().context("path")?),
+        ],
+    )?;
+    nvim.command("edit file.txt");
+    let lock_dir = config_dir.join("ide");
+    let (mut client, group) = match plugin {
+        Plugin::None => {
+            let rss = rss_kib(nvim.pid())?;
+            return Ok(Run {
+                keystrokes: vec![],
+                cursor_moved: vec![],
+                nvim_rss_kib: rss,
+                sidecar_rss_kib: None,
+            });
+        }
+        Plugin::Ccbridge => {
+            nvim.lua(
+                r#"local bin = ...
+                require("ccbridge").setup({ bin = bin, args = { "--selection-debounce-ms", "0" } })"#,
+                vec![ccbridge.to_str().context("path")?.into()],
+            );
+            nvim.wait(
+                "ccbridge's sidecar",
+                "require('ccbridge').state.status == 'running'",
+                WAIT,
+            );
+            (connect(&lock_dir).await?, "ccbridge")
+        }
+        Plugin::Claudecode => {
+            let dir = claudecode.context("no claudecode.nvim checkout")?;
+            nvim.lua(
+                r#"vim.opt.runtimepath:prepend(...)
+                require("claudecode").setup({ terminal = { provider = "none" }, log_level = "error" })"#,
+                vec![dir.to_str().context("path")?.into()],
+            );
+            (connect(&lock_dir).await?, "ClaudeCodeSelection")
+        }
+    };
+    // Give the session time to take notifications (ccbridge holds them
+    // 600 ms after tools/list, as Claude drops early ones).
+    let ready = Instant::now();
+    while ready.elapsed() < Duration::from_millis(800) {
+        let _ = client.next_notification(Duration::from_millis(100)).await?;
+    }
+
+    // Keystrokes, debounce 0.
+    match plugin {
+        Plugin::Ccbridge => {
+            nvim.lua(
+                "require('ccbridge.config').options.selection.debounce_ms = 0",
+                vec![],
+            );
+        }
+        _ => {
+            nvim.lua(
+                "require('claudecode.selection').state.debounce_ms = 0",
+                vec![],
+            );
+        }
+    }
+    nvim.input("50GV");
+    drain(&mut client).await?;
+    let mut keystrokes = Vec::with_capacity(keys);
+    for i in 0..keys + 20 {
+        let key = if i % 2 == 0 { "j" } else { "k" };
+        let t0 = Instant::now();
+        nvim.input(key);
+        wait_selection(&mut client).await?;
+        if i >= 20 {
+            keystrokes.push(t0.elapsed());
+        }
+        // Let the previous update settle before the next key.
+        drain(&mut client).await?;
+    }
+    nvim.input("<Esc>");
+
+    // CursorMoved cost, debounce back at its default.
+    match plugin {
+        Plugin::Ccbridge => {
+            nvim.lua(
+                "require('ccbridge.config').options.selection.debounce_ms = 50",
+                vec![],
+            );
+        }
+        _ => {
+            nvim.lua(
+                "require('claudecode.selection').state.debounce_ms = 100",
+                vec![],
+            );
+        }
+    }
+    let ns = nvim.lua(
+        r#"local group, n = ...
+        local cbs = {}
+        for _, a in ipairs(vim.api.nvim_get_autocmds({ group = group, event = "CursorMoved" })) do
+          if a.callback then cbs[#cbs + 1] = a.callback end
+        end
+        if #cbs ~= 1 then return { error = ("%d CursorMoved callbacks in %s"):format(#cbs, group) } end
+        local cb, hr, out = cbs[1], (vim.uv or vim.loop).hrtime, {}
+        local args = { buf = vim.api.nvim_get_current_buf(), event = "CursorMoved", match = "", file = "" }
+        for i = 1, n do
+          local t0 = hr()
+          cb(args)
+          out[i] = hr() - t0
+        end
+        return out"#,
+        vec![group.into(), moves.into()],
+    );
+    if let Some(e) = ns.get("error") {
+        bail!("{e}");
+    }
+    let cursor_moved = ns
+        .as_array()
+        .context("hrtime samples")?
+        .iter()
+        .map(|v| Duration::from_nanos(v.as_u64().unwrap_or(0)))
+        .collect();
+    let nvim_rss_kib = rss_kib(nvim.pid())?;
+    let sidecar_rss_kib = if plugin == Plugin::Ccbridge {
+        let pid = nvim.eval("require('ccbridge').state.conn:pid()");
+        Some(rss_kib(pid.as_u64().context("sidecar pid")? as u32)?)
+    } else {
+        None
+    };
+    client.close().await.ok();
+    Ok(Run {
+        keystrokes,
+        cursor_moved,
+        nvim_rss_kib,
+        sidecar_rss_kib,
+    })
+}
+
+/// Connects to the one lock file's server as Claude (a `claude-code`
+/// session that has listed the tools and reported its pid).
+async fn connect(lock_dir: &Path) -> anyhow::Result<IdeClient> {
+    let deadline = Instant::now() + WAIT;
+    let lock: Value = loop {
+        let found = std::fs::read_dir(lock_dir).ok().and_then(|d| {
+            d.flatten()
+                .find(|e| e.path().extension().is_some_and(|x| x == "lock"))
+        });
+        if let Some(entry) = found {
+            if let Ok(v) = serde_json::from_str::<Value>(&std::fs::read_to_string(entry.path())?) {
+                let port: u16 = entry
+                    .path()
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(|s| s.parse().ok())
+                    .context("lock file name")?;
+                break json!({"port": port, "lock": v});
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("no lock file in {}", lock_dir.display());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let port = lock["port"].as_u64().context("port")? as u16;
+    let token = lock["lock"]["authToken"].as_str().context("authToken")?;
+    let mut c = IdeClient::connect_as(port, Some(token), WAIT, "claude-code").await?;
+    c.list_tools().await?;
+    c.notify("ide_connected", Some(json!({"pid": std::process::id()})))
+        .await?;
+    Ok(c)
+}
+
+async fn wait_selection(c: &mut IdeClient) -> anyhow::Result<()> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match c.next_notification(left).await? {
+            Some(n) if n.method == "selection_changed" => return Ok(()),
+            Some(_) => continue,
+            None => bail!("no selection_changed within {WAIT:?}"),
+        }
+    }
+}
+
+/// Takes whatever arrives in the next few milliseconds.
+async fn drain(c: &mut IdeClient) -> anyhow::Result<()> {
+    while c
+        .next_notification(Duration::from_millis(3))
+        .await?
+        .is_some()
+    {}
+    Ok(())
+}
