@@ -39,11 +39,22 @@ fn rig(extra: &str) -> Rig {
     let lock_dir = dir.path().join("ide");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("hello.py"), HELLO).unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    let nvim = plugin_nvim(&ws, &lock_dir, &dir.path().join("home"), extra);
+    Rig {
+        nvim,
+        ws,
+        lock_dir,
+        _dir: dir,
+    }
+}
+
+/// A Neovim in `ws` with the plugin set up (`extra` over the test
+/// defaults) and its sidecar answering.
+fn plugin_nvim(ws: &Path, lock_dir: &Path, home: &Path, extra: &str) -> Nvim {
+    std::fs::create_dir_all(home).unwrap();
     let mut nvim = Nvim::start(
         &plugin_dir().join("test/init.lua"),
-        &ws,
+        ws,
         &[
             ("HOME", home.to_str().unwrap()),
             ("XDG_STATE_HOME", home.to_str().unwrap()),
@@ -69,12 +80,7 @@ fn rig(extra: &str) -> Rig {
         "require('ccbridge').state.status == 'running'",
         STEP,
     );
-    Rig {
-        nvim,
-        ws,
-        lock_dir,
-        _dir: dir,
-    }
+    nvim
 }
 
 impl Rig {
@@ -832,6 +838,25 @@ async fn quitting_neovim_removes_the_lock_file() {
     });
     assert!(gone.is_some(), "{} left behind", lock.display());
     assert!(ccbridge_testkit::lock_files(&lock_dir).is_empty());
+}
+
+/// claudecode.nvim #237/#247: every instance was "Neovim" in `/ide`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_neovim_in_the_same_folder_gets_a_distinct_name() {
+    let mut first = rig("");
+    let folder = first.ws.file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(first.lock()["ideName"], format!("Neovim ({folder})"));
+    let home = first._dir.path().join("home2");
+    let mut second = plugin_nvim(&first.ws, &first.lock_dir, &home, "");
+    let lock = second.eval("require('ccbridge').state.init.lockFile");
+    let lock = PathBuf::from(lock.as_str().unwrap());
+    let want = format!("Neovim ({folder}) [2]");
+    let name = poll_until(STEP, Duration::from_millis(10), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
+        (v["ideName"] == want.as_str()).then_some(v)
+    });
+    assert!(name.is_some(), "{} never named {want:?}", lock.display());
+    assert_eq!(first.lock()["ideName"], format!("Neovim ({folder})"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,9 +31,23 @@ struct Rig {
     sandbox: Sandbox,
 }
 
+/// How the CLI finds Neovim.
+#[derive(Clone, Copy, PartialEq)]
+enum Finds {
+    /// `CLAUDE_CODE_SSE_PORT`, as `:CCBridgeClaude` starts it.
+    ByPort,
+    /// Started elsewhere (a tmux pane, another terminal) with `--ide`: it
+    /// scans the lock files for the one whose workspace holds its folder.
+    ByLockFile,
+}
+
 /// Neovim with the plugin editing `hello.py` in a fresh sandbox, and the
 /// CLI started with the port the plugin got, showing the IDE connected.
 fn rig() -> Rig {
+    rig_where(Finds::ByPort)
+}
+
+fn rig_where(finds: Finds) -> Rig {
     let claude_bin = claude_bin();
     let sandbox = Sandbox::new().expect("sandbox");
     let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
@@ -69,11 +83,13 @@ fn rig() -> Rig {
         .as_u64()
         .unwrap() as u16;
     nvim.command(&format!("edit {}", hello.display()));
-    let claude = Claude::start(
-        &sandbox,
-        &ClaudeOptions::new(claude_bin, mock.url()).ide_port(port),
-    )
-    .expect("start claude");
+    let mut opts = ClaudeOptions::new(claude_bin, mock.url());
+    if finds == Finds::ByPort {
+        opts = opts.ide_port(port);
+    } else {
+        opts.extra_args.push("--ide".into());
+    }
+    let claude = Claude::start(&sandbox, &opts).expect("start claude");
     let mut rig = Rig {
         claude,
         nvim,
@@ -248,8 +264,8 @@ fn do_on_the_second_of_two_hunks_writes_only_the_first() {
 }
 
 #[test]
-fn a_visual_selection_and_ccbridge_send_reach_claudes_prompt() {
-    let mut rig = rig();
+fn claude_started_elsewhere_finds_neovim_by_its_lock_file_and_sees_selection_and_send() {
+    let mut rig = rig_where(Finds::ByLockFile);
     rig.nvim.input("2GVj");
     rig.claude
         .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {

@@ -81,7 +81,45 @@ function M.workspace_folders()
 end
 
 function M.ide_name()
-  return config.options.ide_name or ("Neovim (%s)"):format(vim.fn.fnamemodify(vim.fn.getcwd(), ":t"))
+  return config.options.ide_name
+    or S.ide_name
+    or ("Neovim (%s)"):format(vim.fn.fnamemodify(vim.fn.getcwd(), ":t"))
+end
+
+--- The `ideName`s of the other lock files beside ours.
+local function names_taken(lock_file)
+  local dir, taken = vim.fs.dirname(lock_file), {}
+  for name, kind in vim.fs.dir(dir) do
+    local path = dir .. "/" .. name
+    if kind == "file" and name:match("%.lock$") and path ~= lock_file then
+      local ok, lock = pcall(function()
+        return vim.json.decode(table.concat(vim.fn.readfile(path), "\n"))
+      end)
+      if ok and type(lock) == "table" and type(lock.ideName) == "string" then
+        taken[lock.ideName] = true
+      end
+    end
+  end
+  return taken
+end
+
+--- Several Neovims in one folder: the default name gets a number, so
+--- Claude's `/ide` list tells them apart ("Neovim (app) [2]").
+local function distinct_name(init)
+  if config.options.ide_name or type(init.lockFile) ~= "string" then
+    return
+  end
+  S.ide_name = nil
+  local base, taken = M.ide_name(), names_taken(init.lockFile)
+  if not taken[base] then
+    return
+  end
+  local n = 2
+  while taken[("%s [%d]"):format(base, n)] do
+    n = n + 1
+  end
+  S.ide_name = ("%s [%d]"):format(base, n)
+  M.notify("workspaceChanged", { ideName = S.ide_name })
 end
 
 local function on_request(method, params)
@@ -221,6 +259,7 @@ function M.start()
       return
     end
     S.init, S.status = result, "running"
+    distinct_name(result)
     M.event("CCBridgeStarted", { port = result.port, lockFile = result.lockFile })
     require("ccbridge.editors").report_all()
     settle(result)
@@ -282,6 +321,7 @@ function M.setup(opts)
     return
   end
   local problems = config.set(opts)
+  S.told = {}
   if #problems > 0 then
     vim.notify("ccbridge: " .. table.concat(problems, "; ") .. " (defaults used)", vim.log.levels.WARN)
   end
@@ -295,7 +335,11 @@ function M.setup(opts)
     group = group,
     callback = function()
       if config.options.workspace_folders == nil then
+        S.ide_name = nil
         M.notify("workspaceChanged", { workspaceFolders = M.workspace_folders(), ideName = M.ide_name() })
+        if S.init then
+          distinct_name(S.init)
+        end
       end
     end,
   })
