@@ -81,9 +81,7 @@ function M.workspace_folders()
 end
 
 function M.ide_name()
-  return config.options.ide_name
-    or S.ide_name
-    or ("Neovim (%s)"):format(vim.fn.fnamemodify(vim.fn.getcwd(), ":t"))
+  return config.options.ide_name or S.ide_name or ("Neovim (%s)"):format(vim.fn.fnamemodify(vim.fn.getcwd(), ":t"))
 end
 
 --- The `ideName`s of the other lock files beside ours.
