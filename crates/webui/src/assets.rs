@@ -8,7 +8,8 @@
 
 /// The page shell; `{{NONCE}}` is replaced per response.
 pub const INDEX_HTML: &str = include_str!("../dist/index.html");
-pub const APP_JS: &[u8] = include_bytes!("../dist/app.js");
+/// `dist/app.js`, gzip-compressed by `build.rs` (served as it is).
+pub const APP_JS_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/app.js.gz"));
 pub const APP_CSS: &[u8] = include_bytes!("../dist/app.css");
 
 /// What `scripts/build-ui` recorded: the hashes of the sources and of what
@@ -99,8 +100,14 @@ mod tests {
         for out in ["dist/app.js", "dist/app.css", "dist/index.html"] {
             assert!(listed.iter().any(|l| l == out), "{out} unlisted");
         }
+        let mut embedded = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(super::APP_JS_GZ),
+            &mut embedded,
+        )
+        .unwrap();
         assert_eq!(
-            super::APP_JS,
+            embedded,
             std::fs::read(crate_dir().join("dist/app.js")).unwrap()
         );
     }

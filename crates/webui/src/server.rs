@@ -203,13 +203,48 @@ async fn index() -> Response {
     resp
 }
 
+/// The bundle exists in the binary only gzip-compressed (see `build.rs`);
+/// every browser accepts that, and a client that does not is told so.
 async fn app_js(headers: HeaderMap) -> Response {
-    asset(
+    if !accepts_gzip(&headers) {
+        return (
+            StatusCode::NOT_ACCEPTABLE,
+            "the page's script is sent gzip-compressed; open the page in a browser\n",
+        )
+            .into_response();
+    }
+    let mut resp = asset(
         &headers,
         "dist/app.js",
         "text/javascript; charset=utf-8",
-        assets::APP_JS,
-    )
+        assets::APP_JS_GZ,
+    );
+    let fresh = resp.status() == StatusCode::OK;
+    let h = resp.headers_mut();
+    if fresh {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    resp
+}
+
+/// `Accept-Encoding` lists `gzip` (or `*`) without `q=0`.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let coding = parts.next().unwrap_or("");
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+        })
 }
 
 async fn app_css(headers: HeaderMap) -> Response {

@@ -245,7 +245,7 @@ async fn without_the_cookie_nothing_is_readable_or_writable() {
     }
     // The page shell and its code are public (they hold no data).
     assert_eq!(rig.raw("GET", "/", &[], "").await.status, 200);
-    assert_eq!(rig.raw("GET", "/assets/app.js", &[], "").await.status, 200);
+    assert_eq!(rig.raw("GET", "/assets/app.js", GZIP, "").await.status, 200);
     rig.stop().await;
 }
 
@@ -255,10 +255,12 @@ async fn without_the_cookie_nothing_is_readable_or_writable() {
 #[tokio::test]
 async fn the_bundle_is_revalidated_by_its_entity_tag() {
     let rig = Rig::start().await;
-    let first = rig.raw("GET", "/assets/app.js", &[], "").await;
+    let first = rig.raw("GET", "/assets/app.js", GZIP, "").await;
     assert_eq!(first.status, 200);
     let head = first.head.to_ascii_lowercase();
     assert!(head.contains("cache-control: no-cache"), "{}", first.head);
+    assert!(head.contains("content-encoding: gzip"), "{}", first.head);
+    assert!(head.contains("vary: accept-encoding"), "{}", first.head);
     let tag = first
         .head
         .lines()
@@ -269,7 +271,12 @@ async fn the_bundle_is_revalidated_by_its_entity_tag() {
         .expect("an ETag")
         .to_owned();
     let again = rig
-        .raw("GET", "/assets/app.js", &[("If-None-Match", &tag)], "")
+        .raw(
+            "GET",
+            "/assets/app.js",
+            &[("If-None-Match", &tag), GZIP[0]],
+            "",
+        )
         .await;
     assert_eq!(again.status, 304, "{}", again.head);
     assert!(again.body.is_empty());
@@ -277,12 +284,43 @@ async fn the_bundle_is_revalidated_by_its_entity_tag() {
         .raw(
             "GET",
             "/assets/app.js",
-            &[("If-None-Match", "\"0000\"")],
+            &[("If-None-Match", "\"0000\""), GZIP[0]],
             "",
         )
         .await;
     assert_eq!(stale.status, 200);
     assert!(stale.body.len() > 100_000);
+    rig.stop().await;
+}
+
+/// What every browser sends.
+const GZIP: &[(&str, &str)] = &[("Accept-Encoding", "gzip, deflate, br, zstd")];
+
+/// The binary holds the bundle gzip-compressed only (to stay small): it is
+/// sent so to whoever accepts gzip, and refused with a reason otherwise,
+/// never sent compressed to a client that did not ask for it.
+#[tokio::test]
+async fn the_bundle_is_sent_gzip_compressed_to_clients_that_accept_it() {
+    let rig = Rig::start().await;
+    for refuses in [
+        &[][..],
+        &[("Accept-Encoding", "identity")],
+        &[("Accept-Encoding", "gzip;q=0, br")],
+    ] {
+        let a = rig.raw("GET", "/assets/app.js", refuses, "").await;
+        assert_eq!(a.status, 406, "{refuses:?}: {}", a.head);
+        assert!(a.body.contains("open the page in a browser"), "{}", a.body);
+    }
+    for accepts in ["gzip", "deflate, GZIP;q=0.5", "*"] {
+        let a = rig
+            .raw("GET", "/assets/app.js", &[("Accept-Encoding", accepts)], "")
+            .await;
+        assert_eq!(a.status, 200, "{accepts}: {}", a.head);
+        assert!(a
+            .head
+            .to_ascii_lowercase()
+            .contains("content-encoding: gzip"));
+    }
     rig.stop().await;
 }
 
