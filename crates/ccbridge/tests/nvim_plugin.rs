@@ -607,6 +607,30 @@ async fn a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting() {
     assert!(rig.buffer_text(&path).ends_with("# mine"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsaved_changes_made_during_the_review_also_hold_the_accept() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    let hello_buf = rig.nvim.eval("vim.api.nvim_get_current_buf()");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    // The user's own buffer changes while the review is open.
+    rig.nvim.lua(
+        "vim.api.nvim_buf_set_lines(..., 0, 0, false, { '# new' })",
+        vec![hello_buf],
+    );
+    rig.nvim.input(":w<CR>");
+    rig.nvim.wait(
+        "the refusal",
+        "test.noted('accept anyway with :w!') ~= nil",
+        STEP,
+    );
+    assert!(!task.is_finished(), "accepted over unsaved changes");
+    rig.nvim.input(":CCBridgeReject<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
 /// claudecode.nvim #231: the diff failed when a terminal was the only window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_review_from_a_lone_terminal_window_returns_to_it() {
@@ -702,6 +726,12 @@ async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
     );
     let other = rig.path("other.txt");
     assert_eq!(rig.buffer_text(&other), "onemine");
+    // The reload left no buffer-local 'autoread' behind (-1: none).
+    let local = rig.nvim.lua(
+        "return vim.fn.getbufvar(require('ccbridge.editors').buffer_for(...), '&l:autoread')",
+        vec![path.into()],
+    );
+    assert_eq!(local, -1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -786,6 +816,48 @@ async fn ccbridge_claude_runs_in_a_terminal_with_the_sidecars_environment() {
         "#vim.tbl_filter(function(b) return vim.bo[b].buftype == 'terminal' end, vim.api.nvim_list_bufs())",
     );
     assert_eq!(terminals, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_starts_claude_again_once_it_has_exited() {
+    let mut rig = rig(
+        r#"{ terminal = { auto_close = false, cmd = { "sh", "-c", 'echo "run $$"; exit 3' } } }"#,
+    );
+    rig.nvim.input(":CCBridgeClaude<CR>");
+    let first = rig.nvim.wait(
+        "Claude's terminal",
+        "require('ccbridge.terminal').buffer()",
+        STEP,
+    );
+    rig.nvim.wait(
+        "the first run to end",
+        "vim.fn.jobwait({ vim.b[require('ccbridge.terminal').buffer()].terminal_job_id }, 0)[1] ~= -1",
+        STEP,
+    );
+    rig.nvim.input("<C-\\><C-n>:CCBridgeClaude<CR>");
+    let second = rig.nvim.wait(
+        "a second terminal",
+        &format!("require('ccbridge.terminal').buffer() ~= {first} and require('ccbridge.terminal').buffer()"),
+        STEP,
+    );
+    assert_ne!(first, second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_then_start_at_once_restarts_the_sidecar() {
+    let mut rig = rig("");
+    let port = rig.init()["port"].clone();
+    rig.nvim.command("CCBridgeStop | CCBridgeStart");
+    rig.nvim.wait(
+        "a new sidecar",
+        &format!("require('ccbridge').state.status == 'running' and require('ccbridge').state.init.port ~= {port}"),
+        STEP,
+    );
+    let lock = rig.lock();
+    assert_eq!(
+        lock["ideName"].as_str().map(|n| n.starts_with("Neovim (")),
+        Some(true)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -878,4 +950,30 @@ async fn bad_options_are_reported_and_replaced_by_defaults() {
             .eval("require('ccbridge.config').options.diff.layout"),
         "vertical"
     );
+}
+
+/// `:helptags` accepts the help file (a duplicate tag is error E154).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_help_file_builds_its_tags() {
+    let mut rig = rig("");
+    let doc = rig._dir.path().join("doc");
+    std::fs::create_dir_all(&doc).unwrap();
+    std::fs::copy(
+        plugin_dir().join("doc/ccbridge.txt"),
+        doc.join("ccbridge.txt"),
+    )
+    .unwrap();
+    rig.nvim.command(&format!("helptags {}", doc.display()));
+    let tags = std::fs::read_to_string(doc.join("tags")).unwrap();
+    for tag in [
+        "ccbridge.txt",
+        ":CCBridgeSend",
+        ":CCBridgeClaude",
+        "ccbridge-setup",
+    ] {
+        assert!(
+            tags.lines().any(|l| l.starts_with(&format!("{tag}\t"))),
+            "no {tag} in\n{tags}"
+        );
+    }
 }

@@ -6,9 +6,10 @@
 --- its text, your edits included, is what Claude writes). Hunks move between
 --- them: `do` in the proposal (or `:CCBridgeRejectHunk`) takes the
 --- original's text back, `dp` (or `:CCBridgeAcceptHunk`) copies the
---- proposal's hunk into the original, so a decided hunk leaves the diff;
---- when none is left the review ends by itself. Closing the proposal's
---- window rejects (or dismisses, see `diff.on_close`).
+--- proposal's hunk into the original, so a decided hunk leaves the diff.
+--- When the commands leave no hunk, the review ends by itself; after `do`
+--- and `dp`, `:w` ends it. Closing the proposal's window rejects (or
+--- dismisses, see `diff.on_close`).
 ---
 --- Only windows, tabs and buffers created here are ever closed or wiped,
 --- and focus goes back to where it was when the review took it.
@@ -32,7 +33,7 @@ local text_diff = (vim.text and vim.text.diff) or vim.diff
 ---@field wins integer[] windows created for the review
 ---@field prev_win integer where the cursor was
 ---@field prev_mode string the mode it was in
----@field dirty_buf integer? the user's buffer of the file, unsaved
+---@field dirty_buf integer? the user's buffer of the file, unsaved when the review opened
 ---@field decided string? the verdict sent
 ---@field closed boolean?
 
@@ -224,7 +225,8 @@ local function accept(r, force)
   if r.decided then
     return
   end
-  if r.dirty_buf and api.nvim_buf_is_valid(r.dirty_buf) and vim.bo[r.dirty_buf].modified and not force then
+  local own = require("ccbridge.editors").buffer_for(r.path)
+  if own and vim.bo[own].modified and not force then
     vim.notify(
       ("ccbridge: %s has unsaved changes in Neovim. Save or undo them, or accept anyway with :w! (your buffer keeps its text and is not reloaded)."):format(
         vim.fn.fnamemodify(r.path, ":~:.")

@@ -84,7 +84,9 @@ function M.check()
     }, "\n"))
   end
   for _, c in ipairs(clients) do
-    health.ok(("Claude session %d: %s %s, pid %s"):format(c.id, c.name or "?", c.version or "?", tostring(c.pid)))
+    health.ok(
+      ("Claude session %d: %s %s, pid %s"):format(c.id, c.name or "?", c.version or "?", tostring(c.pid or "?"))
+    )
   end
   local tail = S.conn:stderr_tail()
   if #tail > 0 then

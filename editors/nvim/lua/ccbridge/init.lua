@@ -162,7 +162,7 @@ end
 
 local function on_exit(code, signal, stderr)
   local was = S.status
-  S.status, S.conn, S.init = "stopped", nil, nil
+  S.status, S.conn, S.init, S.ide_name = "stopped", nil, nil, nil
   local clients = S.clients
   S.clients = {}
   for _, client in pairs(clients) do
@@ -183,6 +183,10 @@ local function on_exit(code, signal, stderr)
     )
   end
   S.stopping = false
+  if S.restart then
+    S.restart = false
+    M.start()
+  end
 end
 
 --- The command line that starts the sidecar.
@@ -213,6 +217,11 @@ end
 
 --- Starts the sidecar (no-op if it runs).
 function M.start()
+  if S.stopping then
+    -- `:CCBridgeStop` then `:CCBridgeStart`: start once it has exited.
+    S.restart = true
+    return
+  end
   if S.status ~= "stopped" then
     return
   end
@@ -252,8 +261,12 @@ function M.start()
       return
     end
     if e then
-      M.notify_once("initialize failed: " .. tostring(e.message), vim.log.levels.ERROR)
+      M.notify_once(
+        "the sidecar refused initialize: " .. tostring(e.message) .. " (is `bin` a ccbridge of another version?)",
+        vim.log.levels.ERROR
+      )
       settle(nil, e.message)
+      M.stop()
       return
     end
     S.init, S.status = result, "running"
@@ -272,6 +285,7 @@ end
 
 --- Stops the sidecar: it removes its lock file; open reviews close.
 function M.stop()
+  S.restart = false
   if S.conn then
     S.stopping = true
     S.conn:stop(1000)
@@ -280,15 +294,16 @@ end
 
 local function user_commands()
   local cmd = vim.api.nvim_create_user_command
-  cmd("CCBridgeStart", M.start, { desc = "Start the ccbridge sidecar" })
-  cmd("CCBridgeStop", M.stop, { desc = "Stop the ccbridge sidecar" })
+  cmd("CCBridgeStart", M.start, { bar = true, desc = "Start the ccbridge sidecar" })
+  cmd("CCBridgeStop", M.stop, { bar = true, desc = "Stop the ccbridge sidecar" })
   cmd("CCBridgeStatus", function()
     require("ccbridge.status").show()
-  end, { desc = "ccbridge: the sidecar, its lock file and the Claude sessions" })
+  end, { bar = true, desc = "ccbridge: the sidecar, its lock file and the Claude sessions" })
   cmd("CCBridgeSend", function(o)
     require("ccbridge.mention").send(o)
   end, {
     range = true,
+    bar = true,
     nargs = "?",
     complete = "file",
     desc = "Send the range, the file, an explorer's entry or a path to Claude",
@@ -298,16 +313,16 @@ local function user_commands()
   end, { nargs = "*", bang = true, desc = "Claude Code in a terminal connected to this Neovim" })
   cmd("CCBridgeReject", function()
     require("ccbridge.diff").reject_current()
-  end, { desc = "Reject the proposal under review" })
+  end, { bar = true, desc = "Reject the proposal under review" })
   cmd("CCBridgeAccept", function()
     require("ccbridge.diff").accept_current()
-  end, { desc = "Accept the proposal under review (as edited)" })
+  end, { bar = true, desc = "Accept the proposal under review (as edited)" })
   cmd("CCBridgeAcceptHunk", function()
     require("ccbridge.diff").hunk("accept")
-  end, { desc = "Accept the proposal's hunk under the cursor" })
+  end, { bar = true, desc = "Accept the proposal's hunk under the cursor" })
   cmd("CCBridgeRejectHunk", function()
     require("ccbridge.diff").hunk("reject")
-  end, { desc = "Reject the proposal's hunk under the cursor" })
+  end, { bar = true, desc = "Reject the proposal's hunk under the cursor" })
 end
 
 --- Configures the plugin; see `config.lua` (and the README) for `opts`.

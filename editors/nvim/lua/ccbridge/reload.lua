@@ -46,10 +46,16 @@ end
 local function check(buf, path)
   if not vim.bo[buf].modified then
     api.nvim_buf_call(buf, function()
-      -- 'autoread' for this buffer only, for this check only.
+      -- 'autoread' for this buffer only, for this check only; its local
+      -- value (-1: none, the global one applies) is put back as it was.
+      local was = vim.fn.getbufvar(buf, "&l:autoread")
       vim.cmd("setlocal autoread")
       pcall(vim.cmd, "silent checktime " .. buf)
-      vim.cmd("setlocal autoread<")
+      if was == -1 then
+        vim.cmd("set autoread<")
+      else
+        vim.cmd(was == 1 and "setlocal autoread" or "setlocal noautoread")
+      end
     end)
     return
   end
@@ -142,7 +148,7 @@ function M.check_path(path)
   end
 end
 
---- The watched directories (for `:CCBridgeStatus` and tests).
+--- The watched directories (for tests).
 ---@return table<string, boolean>
 function M._watched()
   local out = {}
@@ -154,7 +160,7 @@ end
 
 ---@param group integer
 function M.attach(group)
-  api.nvim_create_autocmd({ "BufReadPost", "BufWipeout", "BufFilePost" }, {
+  api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufWritePost", "BufWipeout", "BufFilePost" }, {
     group = group,
     callback = function()
       vim.schedule(M.update)

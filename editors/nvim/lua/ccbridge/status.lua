@@ -65,7 +65,7 @@ function M.lines()
       id,
       c.name or "?",
       c.version or "?",
-      c.pid ~= nil and c.pid ~= vim.NIL and tostring(c.pid) or "?"
+      c.pid and tostring(c.pid) or "?"
     )
   end
   for _, r in ipairs(require("ccbridge.diff").pending()) do

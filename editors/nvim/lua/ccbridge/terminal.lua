@@ -2,7 +2,8 @@
 --- sidecar's environment (`CLAUDE_CODE_SSE_PORT`, ...) so it connects to
 --- this Neovim at once, and with loopback excluded from any HTTP proxy.
 --- One terminal per Neovim: the command shows it again (or focuses it) while
---- it runs; `:CCBridgeClaude!` starts a new one.
+--- Claude runs in it, and starts a new one once Claude has exited;
+--- `:CCBridgeClaude!` starts another at any time.
 local config = require("ccbridge.config")
 
 local M = {}
@@ -34,16 +35,21 @@ end
 
 --- `no_proxy` with the loopback names added (claudecode.nvim #70: a proxy
 --- in the environment otherwise swallows the connection to the editor).
-local function no_proxy()
-  local current = vim.env.no_proxy or vim.env.NO_PROXY or ""
+local function no_proxy(current)
   local add = "localhost,127.0.0.1,::1"
-  return current == "" and add or (current .. "," .. add)
+  return (current or "") == "" and add or (current .. "," .. add)
+end
+
+--- Whether `buf`'s terminal job still runs.
+local function running(buf)
+  local job = vim.b[buf].terminal_job_id
+  return job ~= nil and vim.fn.jobwait({ job }, 0)[1] == -1
 end
 
 ---@param args string[]
 ---@param new boolean start another even if one runs
 function M.open(args, new)
-  if not new and term_buf and api.nvim_buf_is_valid(term_buf) then
+  if not new and term_buf and api.nvim_buf_is_valid(term_buf) and running(term_buf) then
     local wins = vim.fn.win_findbuf(term_buf)
     if #wins > 0 then
       api.nvim_set_current_win(wins[1])
@@ -62,7 +68,10 @@ function M.open(args, new)
       return
     end
     local t = config.options.terminal
-    local env = vim.tbl_extend("force", {}, init.env or {}, t.env, { no_proxy = no_proxy(), NO_PROXY = no_proxy() })
+    local env = vim.tbl_extend("force", {}, init.env or {}, {
+      no_proxy = no_proxy(vim.env.no_proxy),
+      NO_PROXY = no_proxy(vim.env.NO_PROXY),
+    }, t.env)
     local cmd = vim.list_extend(vim.deepcopy(t.cmd), args)
     if vim.fn.executable(cmd[1]) ~= 1 then
       vim.notify(("ccbridge: `%s` not found (set terminal.cmd)"):format(cmd[1]), vim.log.levels.ERROR)
