@@ -9,22 +9,24 @@
 
 use crate::config::Config;
 use crate::connection;
-use crate::diffs::{ConnId, DiffRegistry};
-use crate::frontend::{ClientInfo, CloseReason, DiffId, EditorEvent, Frontend, FrontendError};
+use crate::frontend::{ClientInfo, CloseReason, DiffId, EditorEvent, Frontend};
 use crate::handshake::{self, Policy};
+use crate::ide::lock;
+use crate::ide::Ide;
 use crate::lockfile::{self, LockError, LockGuard};
 use crate::refusals::{AuthThrottle, RefusalLog, SUMMARY_PERIOD};
 use crate::sessions::Sessions;
+pub(crate) use crate::shared::Shared;
 use crate::state::EditorState;
 use crate::token::{AuthToken, RandomError};
 use crate::traffic::TrafficLog;
-use ccbridge_protocol::lockfile::{LockFile, ServerProcess};
+
 use ccbridge_protocol::notifications::SelectionChanged;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -130,128 +132,6 @@ pub enum ApplyError {
 /// An editor event, and who waits to hear it was applied.
 type Inbound = (EditorEvent, Option<oneshot::Sender<Result<(), ApplyError>>>);
 
-/// State shared by the accept loop, the connections, the tools and the
-/// editor-event loop.
-pub(crate) struct Shared {
-    pub config: Config,
-    pub token: AuthToken,
-    pub port: u16,
-    pub frontend: Arc<dyn Frontend>,
-    pub state: Mutex<EditorState>,
-    pub diffs: Mutex<DiffRegistry>,
-    pub sessions: Mutex<Sessions>,
-    pub lock: Mutex<Option<LockGuard>>,
-    pub shutdown: watch::Sender<bool>,
-    /// `tools/call` tasks that have not yet sent their answer.
-    pub calls_in_flight: std::sync::atomic::AtomicUsize,
-    pub calls_done: tokio::sync::Notify,
-    /// `tools/list` results, serialized once: `[without, with]` executeCode.
-    pub tools_list_json: [std::sync::OnceLock<Arc<str>>; 2],
-    /// This process, recorded in the lock file so a lock left behind by a
-    /// killed ccbridge is known to be stale even while the editor lives.
-    server_process: ServerProcess,
-    /// Delays for repeated authentication failures.
-    throttle: AuthThrottle,
-    /// Refused upgrades, summarised in the log.
-    refusals: RefusalLog,
-    /// `--log-traffic`.
-    pub traffic: Option<Arc<TrafficLog>>,
-    next_conn: AtomicU64,
-}
-
-/// Locks a mutex, recovering from poisoning: the data stays consistent
-/// because no critical section here can panic halfway through an update.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Shared {
-    pub fn next_conn(&self) -> ConnId {
-        self.next_conn.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// Runs an editor request under the configured timeout.
-    pub async fn editor<T>(
-        &self,
-        fut: impl Future<Output = Result<T, FrontendError>>,
-    ) -> Result<T, FrontendError> {
-        tokio::time::timeout(self.config.frontend_timeout, fut)
-            .await
-            .unwrap_or(Err(FrontendError::Timeout))
-    }
-
-    /// Closes editor views without waiting for the editor.
-    pub fn close_views(self: &Arc<Self>, ids: Vec<(DiffId, CloseReason)>) {
-        for (id, reason) in ids {
-            let shared = self.clone();
-            tokio::spawn(async move {
-                if let Err(e) = shared.editor(shared.frontend.close_diff(id, reason)).await {
-                    tracing::warn!(%id, "the editor could not close a diff view: {e}");
-                }
-            });
-        }
-    }
-
-    fn lock_contents(&self) -> LockFile {
-        let s = lock(&self.state);
-        let mut l = LockFile::new(
-            s.pid,
-            s.workspace_folders.clone(),
-            s.ide_name.clone(),
-            self.token.expose().to_owned(),
-        );
-        l.server_process = Some(self.server_process);
-        l
-    }
-
-    fn rewrite_lock(&self) -> Result<(), LockError> {
-        let contents = self.lock_contents();
-        match lock(&self.lock).as_ref() {
-            Some(g) => g.update(&contents),
-            None => Ok(()),
-        }
-    }
-
-    /// Makes `conn` ready: replays the latest selection, then the queued
-    /// at-mentions, to it alone.
-    pub fn make_ready(&self, conn: ConnId) {
-        let selection = lock(&self.state).latest.clone();
-        let mut sessions = lock(&self.sessions);
-        if let Some((tx, mentions)) =
-            sessions.make_ready(conn, Instant::now(), self.config.at_mention_max_age)
-        {
-            let notes = selection
-                .map(|s| SelectionChanged::from(&s).into_notification())
-                .into_iter()
-                .chain(mentions.into_iter().map(|m| m.into_notification()));
-            for n in notes {
-                tracing::debug!(conn, method = %n.method, "notification replayed");
-                let text = ccbridge_protocol::jsonrpc::Message::Notification(n).to_json();
-                let _ = tx.try_send(crate::sessions::Outbound::Text(text));
-            }
-            tracing::debug!(conn, "client ready for notifications");
-        }
-        let announce = sessions.announce(conn);
-        drop(sessions);
-        if let Some(info) = announce {
-            self.frontend.client_connected(&info);
-        }
-    }
-
-    /// A connection ended: forget it and settle its diffs.
-    pub fn disconnected(self: &Arc<Self>, conn: ConnId) {
-        let gone = lock(&self.sessions).remove(conn);
-        let ids = lock(&self.diffs).close_all(Some(conn), CloseReason::Disconnected);
-        self.close_views(ids);
-        if let Some((info, announced)) = gone {
-            tracing::info!(client = info.id.0, "Claude Code session disconnected");
-            if announced {
-                self.frontend.client_disconnected(info.id);
-            }
-        }
-    }
-}
-
 /// A bound server that is not yet serving.
 pub struct Server {
     shared: Arc<Shared>,
@@ -309,19 +189,17 @@ impl Server {
         state.ide_name = config.ide_name.clone();
         state.pid = config.pid;
         let (events, rx) = mpsc::channel(1024);
+        let ide = Arc::new(Ide::new(frontend, state, config.frontend_timeout));
         let shared = Arc::new(Shared {
             config,
             token,
             port: local.port(),
-            frontend,
-            state: Mutex::new(state),
-            diffs: Mutex::new(DiffRegistry::default()),
+            ide,
             sessions: Mutex::new(Sessions::default()),
             lock: Mutex::new(None),
             shutdown: watch::channel(false).0,
             calls_in_flight: Default::default(),
             calls_done: Default::default(),
-            tools_list_json: Default::default(),
             server_process: ccbridge_client::discovery::this_server_process(),
             throttle: AuthThrottle::default(),
             refusals: RefusalLog::new(Instant::now()),
@@ -409,7 +287,7 @@ impl Server {
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
         }
-        let ids = lock(&shared.diffs).close_all(None, CloseReason::Shutdown);
+        let ids = lock(&shared.ide.diffs).close_all(None, CloseReason::Shutdown);
         // Let the settled calls answer before their connections close.
         let answered = async {
             loop {
@@ -425,7 +303,10 @@ impl Server {
         let _ = tokio::time::timeout(Duration::from_millis(500), answered).await;
         let _ = shared.shutdown.send(true);
         for (id, reason) in ids {
-            let _ = shared.editor(shared.frontend.close_diff(id, reason)).await;
+            let _ = shared
+                .ide
+                .editor(shared.ide.frontend.close_diff(id, reason))
+                .await;
         }
         let drain = async { while connections.join_next().await.is_some() {} };
         if tokio::time::timeout(Duration::from_secs(2), drain)
@@ -528,12 +409,12 @@ impl EngineHandle {
 
     /// Every file's diagnostics as the editor last reported them.
     pub fn diagnostics(&self) -> Vec<ccbridge_protocol::editor::FileDiagnostics> {
-        lock(&self.shared.state).all_diagnostics()
+        lock(&self.shared.ide.state).all_diagnostics()
     }
 
     /// The workspace folders, as the lock file advertises them.
     pub fn workspace_folders(&self) -> Vec<String> {
-        lock(&self.shared.state).workspace_folders.clone()
+        lock(&self.shared.ide.state).workspace_folders.clone()
     }
 
     /// The traffic log, when `Config::traffic_log` asked for one: a
@@ -608,7 +489,7 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 fn flush_selection(shared: &Shared, last_sent: &mut Option<SelectionChanged>) {
-    let Some(sel) = lock(&shared.state).current.clone() else {
+    let Some(sel) = lock(&shared.ide.state).current.clone() else {
         return;
     };
     let params = SelectionChanged::from(&sel);
@@ -621,17 +502,17 @@ fn flush_selection(shared: &Shared, last_sent: &mut Option<SelectionChanged>) {
 
 fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
     match ev {
-        EditorEvent::Selection(s) => lock(&shared.state).set_selection(s),
-        EditorEvent::OpenEditors(tabs) => lock(&shared.state).set_tabs(tabs),
+        EditorEvent::Selection(s) => lock(&shared.ide.state).set_selection(s),
+        EditorEvent::OpenEditors(tabs) => lock(&shared.ide.state).set_tabs(tabs),
         EditorEvent::Diagnostics { path, diagnostics } => {
-            lock(&shared.state).set_diagnostics(&path, diagnostics);
-            shared.frontend.diagnostics_changed();
+            lock(&shared.ide.state).set_diagnostics(&path, diagnostics);
+            shared.ide.frontend.diagnostics_changed();
         }
         EditorEvent::ClearDiagnostics => {
-            lock(&shared.state).clear_diagnostics();
-            shared.frontend.diagnostics_changed();
+            lock(&shared.ide.state).clear_diagnostics();
+            shared.ide.frontend.diagnostics_changed();
         }
-        EditorEvent::Dirty { path, is_dirty } => lock(&shared.state).set_dirty(&path, is_dirty),
+        EditorEvent::Dirty { path, is_dirty } => lock(&shared.ide.state).set_dirty(&path, is_dirty),
         EditorEvent::AtMention(m) => {
             lock(&shared.sessions).mention(m, Instant::now(), shared.config.at_mention_queue_len)
         }
@@ -641,7 +522,7 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
             pid,
         } => {
             {
-                let mut s = lock(&shared.state);
+                let mut s = lock(&shared.ide.state);
                 if let Some(f) = folders {
                     s.workspace_folders = f;
                 }
@@ -655,7 +536,7 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
             shared.rewrite_lock()?;
         }
         EditorEvent::DiffResolved { id, decision } => {
-            if !lock(&shared.diffs).resolve(id, decision) {
+            if !lock(&shared.ide.diffs).resolve(id, decision) {
                 return Err(ApplyError::DiffNotOpen(id));
             }
         }

@@ -12,11 +12,14 @@
 //! [`EngineHandle`] for editor events, then [`Server::run`] until shutdown.
 //! The lock file is written when `run` starts and removed when it returns.
 //!
-//! Layout: `handshake` (HTTP upgrade and auth), `connection` (one socket),
-//! `router` (JSON-RPC methods), `tools/` (one file per IDE tool), `state`
-//! (editor state), `diffs` (diff views), `sessions` (connected clients and
-//! queued notifications), `keepalive`, `lockfile`, `token`, `engine` (the
-//! server and the editor-event loop).
+//! Layout: `handshake` (HTTP upgrade and auth), `connection` (one socket's
+//! loop), `peer` (the session it serves, as the router sees it),
+//! `router` (JSON-RPC methods), `tools/` (one file per IDE tool), `ide`
+//! (what the tools use, beneath any transport: editor state, diffs, the
+//! frontend), `state` (editor state), `diffs` (diff views), `sessions`
+//! (connected clients and queued notifications), `keepalive`, `lockfile`,
+//! `token`, `shared` (what the server's parts share), `engine` (the server
+//! and the editor-event loop).
 
 pub mod config;
 mod connection;
@@ -25,12 +28,15 @@ mod engine;
 pub mod frontend;
 pub mod handshake;
 pub mod hunks;
+mod ide;
 pub mod keepalive;
 pub mod lockfile;
 pub mod memory;
+mod peer;
 pub mod refusals;
 mod router;
 mod sessions;
+mod shared;
 pub mod socket;
 mod state;
 pub mod token;

@@ -20,8 +20,8 @@
 //!   [`SUMMARY_PERIOD`] ("N refused upgrades in the last minute, last
 //!   reason …"), together with idle handshakes abandoned for newer ones.
 
-use crate::engine::lock;
 use crate::handshake::Rejection;
+use crate::ide::lock;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Mutex;

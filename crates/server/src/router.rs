@@ -11,9 +11,9 @@
 //! | bad tool arguments | an `isError` tool result |
 //! | unknown notification, responses | ignored |
 
-use crate::connection::Conn;
-use crate::engine::lock;
 use crate::frontend::{Activity, ClientInfo};
+use crate::ide::lock;
+use crate::peer::Conn;
 use crate::tools;
 use ccbridge_protocol::jsonrpc::{
     code, ErrorObject, Message, Notification, RawJson, Request, Response,
@@ -63,7 +63,7 @@ async fn request(conn: &Arc<Conn>, r: Request) -> Option<String> {
         )),
         "tools/list" => {
             conn.ready_after(conn.shared.config.notify_delay);
-            let list = tools::list_json(&conn.shared);
+            let list = tools::list_json(&conn.shared.ide);
             return Some(Response::ok_json_with_raw_result(&id, &list));
         }
         "tools/call" => return call(conn, r).await,
@@ -110,7 +110,7 @@ async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
         Ok(p) => p,
         Err(e) => return Some(Response::error(Some(r.id), e).to_json()),
     };
-    let Some(tool) = tools::find(&conn.shared, &params.name) else {
+    let Some(tool) = tools::find(&conn.shared.ide, &params.name) else {
         let e = ErrorObject::invalid_params(format!("Unknown tool: {}", params.name));
         return Some(Response::error(Some(r.id), e).to_json());
     };
@@ -134,7 +134,7 @@ async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
 
 async fn run_tool(conn: &Arc<Conn>, tool: Tool, args: RawJson) -> tools::Reply {
     let started = std::time::Instant::now();
-    let reply = tools::call(tool, conn, args).await;
+    let reply = tools::call(tool, &conn.shared.ide, conn.caller(), args).await;
     let elapsed = started.elapsed();
     tracing::debug!(
         conn = conn.id,
@@ -143,7 +143,7 @@ async fn run_tool(conn: &Arc<Conn>, tool: Tool, args: RawJson) -> tools::Reply {
         elapsed_us = elapsed.as_micros() as u64,
         "tools/call answered"
     );
-    conn.shared.frontend.activity(Activity::ToolCall {
+    conn.shared.ide.frontend.activity(Activity::ToolCall {
         client: conn.client_id(),
         tool: tool.name().to_owned(),
         is_error: reply.is_error(),
@@ -164,7 +164,7 @@ fn notification(conn: &Arc<Conn>, nf: Notification) {
                 sessions.announce(conn.id)
             };
             if let Some(info) = announce {
-                conn.shared.frontend.client_connected(&info);
+                conn.shared.ide.frontend.client_connected(&info);
             }
         }
         n::LOG_EVENT => {

@@ -5,19 +5,19 @@
 //! asks the editor to close that tab. Always `TAB_CLOSED`.
 
 use super::args;
-use crate::connection::Conn;
-use crate::engine::lock;
+use crate::ide::lock;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{CloseTabArgs, Tool, TAB_CLOSED};
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToolResult {
     let a: CloseTabArgs = match args(Tool::CloseTab, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = &conn.shared;
+    let shared = ide;
     let (diff, recent) = {
         let mut diffs = lock(&shared.diffs);
         let d = diffs.close_tab(&a.tab_name);

@@ -3,18 +3,18 @@
 //! engine asks for the confirmation itself, so no frontend can forget to.
 
 use super::{args, editor_error};
-use crate::connection::Conn;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{ExecuteCodeArgs, Tool};
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToolResult {
     let a: ExecuteCodeArgs = match args(Tool::ExecuteCode, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    let frontend = &conn.shared.frontend;
+    let frontend = &ide.frontend;
     // No timeout on the question: the user may take their time.
     match frontend.confirm_execute(a.code.clone()).await {
         Ok(true) => {}

@@ -8,24 +8,24 @@
 //! the state lock, so editor events never wait behind it.
 
 use super::{args, Reply};
-use crate::connection::Conn;
-use crate::engine::lock;
+use crate::ide::lock;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{diagnostics_result, GetDiagnosticsArgs, Tool};
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> Reply {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> Reply {
     let a: GetDiagnosticsArgs = match args(Tool::GetDiagnostics, a) {
         Ok(a) => a,
         Err(e) => return e.into(),
     };
     if let Some(uri) = a.uri.filter(|u| !u.is_empty()) {
-        let file = lock(&conn.shared.state).diagnostics_for(&uri);
+        let file = lock(&ide.state).diagnostics_for(&uri);
         return diagnostics_result(&[file]).into();
     }
     let (files, generation) = {
-        let state = lock(&conn.shared.state);
+        let state = lock(&ide.state);
         if let Some(json) = state.all_diagnostics_json() {
             return Reply::Serialized(json);
         }
@@ -37,6 +37,6 @@ pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> Reply {
             return CallToolResult::error(format!("cannot serialize diagnostics: {e}")).into()
         }
     };
-    lock(&conn.shared.state).cache_all_diagnostics_json(generation, json.clone());
+    lock(&ide.state).cache_all_diagnostics_json(generation, json.clone());
     Reply::Serialized(json)
 }

@@ -1,15 +1,15 @@
 //! `getLatestSelection`: the most recent selection, even if its editor is no
 //! longer active.
 
-use crate::connection::Conn;
-use crate::engine::lock;
+use crate::ide::lock;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{failure, selection_result};
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, _args: RawJson) -> CallToolResult {
-    match &lock(&conn.shared.state).latest {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, _args: RawJson) -> CallToolResult {
+    match &lock(&ide.state).latest {
         Some(s) => selection_result(s),
         None => failure("No selection available"),
     }

@@ -1,6 +1,7 @@
 //! The IDE tools, one file each, and the table that dispatches to them.
 //!
-//! Each tool is `async fn call(conn: &Arc<Conn>, args: Value) -> CallToolResult`.
+//! Each tool is `async fn call(ide: &Arc<Ide>, caller: Caller, args: RawJson)`,
+//! returning a `CallToolResult`: the IDE beneath every transport, and who asks.
 //! Tools that only read editor state answer from the engine's copy at once;
 //! the others ask the editor through the [`Frontend`](crate::Frontend).
 //! Bad arguments are an `isError` result, never a JSON-RPC error, so the
@@ -22,9 +23,8 @@ mod open_files;
 mod reformat_file;
 mod save_document;
 
-use crate::connection::Conn;
-use crate::engine::Shared;
 use crate::frontend::FrontendError;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::jsonrpc::{code, ErrorObject, RequestId, Response};
 use ccbridge_protocol::mcp::{CallToolResult, ToolDescriptor};
@@ -40,9 +40,9 @@ fn offered(tool: Tool, execute_code: bool) -> bool {
 
 /// The serialized `tools/list` result, built once per engine for each of
 /// the two possible lists (with and without `executeCode`).
-pub(crate) fn list_json(shared: &Shared) -> Arc<str> {
-    let exec = shared.frontend.capabilities().execute_code;
-    shared.tools_list_json[usize::from(exec)]
+pub(crate) fn list_json(ide: &Ide) -> Arc<str> {
+    let exec = ide.frontend.capabilities().execute_code;
+    ide.tools_list_json[usize::from(exec)]
         .get_or_init(|| {
             let tools: Vec<ToolDescriptor> = Tool::ALL
                 .into_iter()
@@ -54,8 +54,8 @@ pub(crate) fn list_json(shared: &Shared) -> Arc<str> {
         .clone()
 }
 
-pub(crate) fn find(shared: &Shared, name: &str) -> Option<Tool> {
-    let exec = shared.frontend.capabilities().execute_code;
+pub(crate) fn find(ide: &Ide, name: &str) -> Option<Tool> {
+    let exec = ide.frontend.capabilities().execute_code;
     Tool::from_name(name).filter(|t| offered(*t, exec))
 }
 
@@ -122,23 +122,23 @@ pub(crate) fn answers_at_once(tool: Tool) -> bool {
     )
 }
 
-pub(crate) async fn call(tool: Tool, conn: &Arc<Conn>, args: RawJson) -> Reply {
+pub(crate) async fn call(tool: Tool, ide: &Arc<Ide>, caller: Caller, args: RawJson) -> Reply {
     let result = match tool {
-        Tool::GetDiagnostics => return get_diagnostics::call(conn, args).await,
-        Tool::OpenFile => open_file::call(conn, args).await,
-        Tool::OpenDiff => open_diff::call(conn, args).await,
-        Tool::GetCurrentSelection => get_current_selection::call(conn, args).await,
-        Tool::GetLatestSelection => get_latest_selection::call(conn, args).await,
-        Tool::GetOpenEditors => get_open_editors::call(conn, args).await,
-        Tool::GetWorkspaceFolders => get_workspace_folders::call(conn, args).await,
-        Tool::CheckDocumentDirty => check_document_dirty::call(conn, args).await,
-        Tool::SaveDocument => save_document::call(conn, args).await,
-        Tool::CloseTab => close_tab::call(conn, args).await,
-        Tool::CloseAllDiffTabs => close_all_diff_tabs::call(conn, args).await,
-        Tool::ExecuteCode => execute_code::call(conn, args).await,
-        Tool::OpenFiles => open_files::call(conn, args).await,
-        Tool::GetAllOpenedFilePaths => get_all_opened_file_paths::call(conn, args).await,
-        Tool::ReformatFile => reformat_file::call(conn, args).await,
+        Tool::GetDiagnostics => return get_diagnostics::call(ide, caller, args).await,
+        Tool::OpenFile => open_file::call(ide, caller, args).await,
+        Tool::OpenDiff => open_diff::call(ide, caller, args).await,
+        Tool::GetCurrentSelection => get_current_selection::call(ide, caller, args).await,
+        Tool::GetLatestSelection => get_latest_selection::call(ide, caller, args).await,
+        Tool::GetOpenEditors => get_open_editors::call(ide, caller, args).await,
+        Tool::GetWorkspaceFolders => get_workspace_folders::call(ide, caller, args).await,
+        Tool::CheckDocumentDirty => check_document_dirty::call(ide, caller, args).await,
+        Tool::SaveDocument => save_document::call(ide, caller, args).await,
+        Tool::CloseTab => close_tab::call(ide, caller, args).await,
+        Tool::CloseAllDiffTabs => close_all_diff_tabs::call(ide, caller, args).await,
+        Tool::ExecuteCode => execute_code::call(ide, caller, args).await,
+        Tool::OpenFiles => open_files::call(ide, caller, args).await,
+        Tool::GetAllOpenedFilePaths => get_all_opened_file_paths::call(ide, caller, args).await,
+        Tool::ReformatFile => reformat_file::call(ide, caller, args).await,
     };
     result.into()
 }

@@ -7,10 +7,10 @@
 //! `isError` result, and the client falls back to its terminal prompt.
 
 use super::{args, editor_error};
-use crate::connection::Conn;
 use crate::diffs::Settled;
-use crate::engine::lock;
 use crate::frontend::{CloseReason, DiffDecision, DiffView};
+use crate::ide::lock;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{diff_rejected, file_saved, OpenDiffArgs, Tool};
@@ -19,20 +19,20 @@ use std::sync::Arc;
 /// Files larger than this are shown as new files rather than read.
 const MAX_ORIGINAL: u64 = 16 << 20;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallToolResult {
     let a: OpenDiffArgs = match args(Tool::OpenDiff, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = &conn.shared;
+    let shared = ide;
     let (original, is_new_file) = read_original(&a.old_file_path).await;
-    let (id, decision, replaced) = lock(&shared.diffs).open(&a.tab_name, conn.id);
+    let (id, decision, replaced) = lock(&shared.diffs).open(&a.tab_name, caller.conn);
     if let Some(old) = replaced {
         shared.close_views(vec![old]);
     }
     let view = DiffView {
         id,
-        client_id: Some(conn.client_id()),
+        client_id: Some(caller.client),
         tab_name: a.tab_name.clone(),
         old_file_path: a.old_file_path,
         new_file_path: a.new_file_path,

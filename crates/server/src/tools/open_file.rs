@@ -3,20 +3,20 @@
 //! as the VS Code extension answers.
 
 use super::{args, editor_error};
-use crate::connection::Conn;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{language_id_for, OpenFileArgs, Tool};
 use serde_json::json;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToolResult {
     let a: OpenFileArgs = match args(Tool::OpenFile, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
     let frontmost = a.make_frontmost;
-    let shared = &conn.shared;
+    let shared = ide;
     match shared.editor(shared.frontend.open_file(a.clone())).await {
         Ok(opened) if frontmost => {
             CallToolResult::text(format!("Opened file: {}", opened.file_path))

@@ -1,19 +1,19 @@
 //! `open_files` (JetBrains): opens several files; answers the ones opened.
 
 use super::{args, editor_error};
-use crate::connection::Conn;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{OpenFilesArgs, Tool};
 use serde_json::json;
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToolResult {
     let a: OpenFilesArgs = match args(Tool::OpenFiles, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = &conn.shared;
+    let shared = ide;
     match shared
         .editor(shared.frontend.open_files(a.file_paths))
         .await

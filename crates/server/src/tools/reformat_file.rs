@@ -1,18 +1,18 @@
 //! `reformat_file` (JetBrains): runs the editor's formatter on a file.
 
 use super::{args, editor_error};
-use crate::connection::Conn;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{ReformatFileArgs, Tool};
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToolResult {
     let a: ReformatFileArgs = match args(Tool::ReformatFile, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = &conn.shared;
+    let shared = ide;
     match shared
         .editor(shared.frontend.reformat_file(a.file_path.clone()))
         .await

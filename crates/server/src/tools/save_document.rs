@@ -1,22 +1,22 @@
 //! `saveDocument`: asks the editor to save an open document.
 
 use super::args;
-use crate::connection::Conn;
-use crate::engine::lock;
+use crate::ide::lock;
+use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{document_not_open, failure, saved_result, FilePathArgs, Tool};
 use std::sync::Arc;
 
-pub(crate) async fn call(conn: &Arc<Conn>, a: RawJson) -> CallToolResult {
+pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToolResult {
     let a: FilePathArgs = match args(Tool::SaveDocument, a) {
         Ok(a) => a,
         Err(e) => return e,
     };
-    if lock(&conn.shared.state).dirty(&a.file_path).is_none() {
+    if lock(&ide.state).dirty(&a.file_path).is_none() {
         return document_not_open(&a.file_path);
     }
-    let shared = &conn.shared;
+    let shared = ide;
     match shared
         .editor(shared.frontend.save_document(a.file_path.clone()))
         .await

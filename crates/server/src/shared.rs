@@ -1,0 +1,110 @@
+//! What the WebSocket server's parts share: the accept loop and the
+//! editor-event loop (`engine`), each connection (`connection`) and its
+//! router (`router`). The tools see only the [`Ide`] inside it.
+
+use crate::config::Config;
+use crate::diffs::ConnId;
+use crate::frontend::CloseReason;
+use crate::ide::{lock, Ide};
+use crate::lockfile::{LockError, LockGuard};
+use crate::refusals::{AuthThrottle, RefusalLog};
+use crate::sessions::Sessions;
+use crate::token::AuthToken;
+use crate::traffic::TrafficLog;
+use ccbridge_protocol::lockfile::{LockFile, ServerProcess};
+use ccbridge_protocol::notifications::SelectionChanged;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// State shared by the accept loop, the connections and the editor-event
+/// loop.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub token: AuthToken,
+    pub port: u16,
+    /// The editor side the tools use (state, diffs, frontend).
+    pub ide: Arc<Ide>,
+    pub sessions: Mutex<Sessions>,
+    pub lock: Mutex<Option<LockGuard>>,
+    pub shutdown: watch::Sender<bool>,
+    /// `tools/call` tasks that have not yet sent their answer.
+    pub calls_in_flight: std::sync::atomic::AtomicUsize,
+    pub calls_done: tokio::sync::Notify,
+    /// This process, recorded in the lock file so a lock left behind by a
+    /// killed ccbridge is known to be stale even while the editor lives.
+    pub server_process: ServerProcess,
+    /// Delays for repeated authentication failures.
+    pub throttle: AuthThrottle,
+    /// Refused upgrades, summarised in the log.
+    pub refusals: RefusalLog,
+    /// `--log-traffic`.
+    pub traffic: Option<Arc<TrafficLog>>,
+    pub next_conn: AtomicU64,
+}
+
+impl Shared {
+    pub fn next_conn(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub fn lock_contents(&self) -> LockFile {
+        let s = lock(&self.ide.state);
+        let mut l = LockFile::new(
+            s.pid,
+            s.workspace_folders.clone(),
+            s.ide_name.clone(),
+            self.token.expose().to_owned(),
+        );
+        l.server_process = Some(self.server_process);
+        l
+    }
+
+    pub fn rewrite_lock(&self) -> Result<(), LockError> {
+        let contents = self.lock_contents();
+        match lock(&self.lock).as_ref() {
+            Some(g) => g.update(&contents),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes `conn` ready: replays the latest selection, then the queued
+    /// at-mentions, to it alone.
+    pub fn make_ready(&self, conn: ConnId) {
+        let selection = lock(&self.ide.state).latest.clone();
+        let mut sessions = lock(&self.sessions);
+        if let Some((tx, mentions)) =
+            sessions.make_ready(conn, Instant::now(), self.config.at_mention_max_age)
+        {
+            let notes = selection
+                .map(|s| SelectionChanged::from(&s).into_notification())
+                .into_iter()
+                .chain(mentions.into_iter().map(|m| m.into_notification()));
+            for n in notes {
+                tracing::debug!(conn, method = %n.method, "notification replayed");
+                let text = ccbridge_protocol::jsonrpc::Message::Notification(n).to_json();
+                let _ = tx.try_send(crate::sessions::Outbound::Text(text));
+            }
+            tracing::debug!(conn, "client ready for notifications");
+        }
+        let announce = sessions.announce(conn);
+        drop(sessions);
+        if let Some(info) = announce {
+            self.ide.frontend.client_connected(&info);
+        }
+    }
+
+    /// A connection ended: forget it and settle its diffs.
+    pub fn disconnected(self: &Arc<Self>, conn: ConnId) {
+        let gone = lock(&self.sessions).remove(conn);
+        let ids = lock(&self.ide.diffs).close_all(Some(conn), CloseReason::Disconnected);
+        self.ide.close_views(ids);
+        if let Some((info, announced)) = gone {
+            tracing::info!(client = info.id.0, "Claude Code session disconnected");
+            if announced {
+                self.ide.frontend.client_disconnected(info.id);
+            }
+        }
+    }
+}
