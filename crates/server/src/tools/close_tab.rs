@@ -17,16 +17,15 @@ pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToo
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = ide;
     let (diff, recent) = {
-        let mut diffs = lock(&shared.diffs);
+        let mut diffs = lock(&ide.diffs);
         let d = diffs.close_tab(&a.tab_name);
         (d, diffs.was_recently_closed(&a.tab_name))
     };
     if let Some(closed) = diff {
-        shared.close_views(vec![closed]);
-    } else if !recent && shared.frontend.capabilities().close_tab {
-        if let Err(e) = shared.editor(shared.frontend.close_tab(a.tab_name)).await {
+        ide.close_views(vec![closed]);
+    } else if !recent && ide.frontend.capabilities().close_tab {
+        if let Err(e) = ide.editor(ide.frontend.close_tab(a.tab_name)).await {
             tracing::debug!("close_tab: {e}");
         }
     }

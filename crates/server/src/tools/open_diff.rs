@@ -24,11 +24,10 @@ pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallTool
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = ide;
     let (original, is_new_file) = read_original(&a.old_file_path).await;
-    let (id, decision, replaced) = lock(&shared.diffs).open(&a.tab_name, caller.conn);
+    let (id, decision, replaced) = lock(&ide.diffs).open(&a.tab_name, caller.conn);
     if let Some(old) = replaced {
-        shared.close_views(vec![old]);
+        ide.close_views(vec![old]);
     }
     let view = DiffView {
         id,
@@ -40,9 +39,9 @@ pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallTool
         is_new_file,
         proposed_contents: a.new_file_contents.clone(),
     };
-    if let Err(e) = shared.editor(shared.frontend.show_diff(view)).await {
+    if let Err(e) = ide.editor(ide.frontend.show_diff(view)).await {
         // Never shown: only the registry forgets it (no view to close).
-        lock(&shared.diffs).close(id, CloseReason::ClaudeClosed);
+        lock(&ide.diffs).close(id, CloseReason::ClaudeClosed);
         return editor_error("The editor could not show the diff", e);
     }
     match decision.await {

@@ -16,8 +16,7 @@ pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToo
         Err(e) => return e,
     };
     let frontmost = a.make_frontmost;
-    let shared = ide;
-    match shared.editor(shared.frontend.open_file(a.clone())).await {
+    match ide.editor(ide.frontend.open_file(a.clone())).await {
         Ok(opened) if frontmost => {
             CallToolResult::text(format!("Opened file: {}", opened.file_path))
         }

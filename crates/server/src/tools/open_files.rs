@@ -13,11 +13,7 @@ pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToo
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = ide;
-    match shared
-        .editor(shared.frontend.open_files(a.file_paths))
-        .await
-    {
+    match ide.editor(ide.frontend.open_files(a.file_paths)).await {
         Ok(opened) => CallToolResult::json(&json!({ "opened_files": opened })),
         Err(e) => editor_error("Failed to open files", e),
     }

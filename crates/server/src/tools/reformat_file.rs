@@ -12,9 +12,8 @@ pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToo
         Ok(a) => a,
         Err(e) => return e,
     };
-    let shared = ide;
-    match shared
-        .editor(shared.frontend.reformat_file(a.file_path.clone()))
+    match ide
+        .editor(ide.frontend.reformat_file(a.file_path.clone()))
         .await
     {
         Ok(()) => CallToolResult::text("OK"),

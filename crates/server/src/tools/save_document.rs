@@ -16,13 +16,12 @@ pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> CallToo
     if lock(&ide.state).dirty(&a.file_path).is_none() {
         return document_not_open(&a.file_path);
     }
-    let shared = ide;
-    match shared
-        .editor(shared.frontend.save_document(a.file_path.clone()))
+    match ide
+        .editor(ide.frontend.save_document(a.file_path.clone()))
         .await
     {
         Ok(()) => {
-            lock(&shared.state).set_dirty(&a.file_path, false);
+            lock(&ide.state).set_dirty(&a.file_path, false);
             saved_result(&a.file_path)
         }
         Err(e) => failure(format!("Failed to save {}: {e}", a.file_path)),
