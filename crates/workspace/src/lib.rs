@@ -87,6 +87,16 @@ pub enum FileText {
     Binary { size: u64 },
 }
 
+/// A regular file opened beneath a workspace folder.
+#[derive(Debug)]
+pub struct OpenFile {
+    pub file: std::fs::File,
+    /// Its size when opened.
+    pub size: u64,
+    /// The path as it was asked for (for messages).
+    pub asked: String,
+}
+
 /// What a directory entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -177,37 +187,41 @@ impl Workspace {
         }
     }
 
-    /// Reads a text file of at most `limit` bytes. FIFOs, devices and
-    /// directories are refused without blocking; the limit is checked on
-    /// the opened file and enforced while reading (a file growing under us
-    /// cannot push past it).
-    pub fn read_text(&self, path: &str, limit: u64) -> Result<FileText, WorkspaceError> {
+    /// Opens a regular file for reading, confined to the workspace. FIFOs,
+    /// devices and directories are refused without blocking (opened with
+    /// `O_NONBLOCK`, which changes nothing for a regular file's reads).
+    pub fn open_file(&self, path: &str) -> Result<OpenFile, WorkspaceError> {
         let at = self.locate(path)?;
         let fd = self.open_beneath(&at, OFlags::RDONLY | OFlags::NONBLOCK)?;
         let stat = rustix::fs::fstat(&fd).map_err(|e| io_error(&at.asked, e))?;
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
             return Err(WorkspaceError::NotAFile(at.asked));
         }
-        let size = stat.st_size as u64;
+        Ok(OpenFile {
+            file: std::fs::File::from(fd),
+            size: stat.st_size as u64,
+            asked: at.asked,
+        })
+    }
+
+    /// Reads a text file of at most `limit` bytes. FIFOs, devices and
+    /// directories are refused without blocking; the limit is checked on
+    /// the opened file and enforced while reading (a file growing under us
+    /// cannot push past it).
+    pub fn read_text(&self, path: &str, limit: u64) -> Result<FileText, WorkspaceError> {
+        let OpenFile { file, size, asked } = self.open_file(path)?;
         if size > limit {
-            return Err(WorkspaceError::TooLarge {
-                path: at.asked,
-                limit,
-            });
+            return Err(WorkspaceError::TooLarge { path: asked, limit });
         }
         let mut bytes = Vec::with_capacity(size as usize);
-        std::fs::File::from(fd)
-            .take(limit + 1)
+        file.take(limit + 1)
             .read_to_end(&mut bytes)
             .map_err(|error| WorkspaceError::Io {
-                path: at.asked.clone(),
+                path: asked.clone(),
                 error,
             })?;
         if bytes.len() as u64 > limit {
-            return Err(WorkspaceError::TooLarge {
-                path: at.asked,
-                limit,
-            });
+            return Err(WorkspaceError::TooLarge { path: asked, limit });
         }
         Ok(as_text(bytes))
     }
