@@ -10,3 +10,4 @@
 
 pub mod apply_diff;
 pub mod read_file;
+pub mod search_files;
