@@ -4,10 +4,12 @@
 //! [`ccbridge_workspace::Workspace`], so nothing outside the workspace
 //! folders is read or written.
 //!
-//! Landed so far: the SEARCH/REPLACE engine of `apply_diff` and the windowed
-//! reader of `read_file`. The MCP server, the reviewed writes and the other
-//! tools come next.
+//! Landed so far: `read_file`, `list_files` and `search_files`, and the
+//! SEARCH/REPLACE engine of `apply_diff`. The MCP server, the reviewed
+//! writes (`write_file`, `apply_diff`'s review), `execute_command` and
+//! `get_diagnostics` come next.
 
 pub mod apply_diff;
+pub mod list_files;
 pub mod read_file;
 pub mod search_files;
