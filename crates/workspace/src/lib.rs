@@ -21,14 +21,19 @@
 //!   a size cap enforced while reading;
 //! - errors name the path as it was asked for, never where a link leads.
 //!
+//! Writes ([`Workspace::write_atomic`]) go through a temporary file in the
+//! target's directory, opened beneath its folder, renamed over the target.
+//!
 //! Listings ([`Workspace::list_dir`]) read the directory through its
 //! descriptor and leave out what the `.gitignore` files from the folder
 //! down say to ignore (and `.git`).
 
 mod gitignore;
 mod locate;
+mod write;
 
 pub use locate::Located;
+pub use write::Written;
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use serde::Serialize;
@@ -51,6 +56,8 @@ pub enum WorkspaceError {
     NotFound(String),
     #[error("{0} is not a regular file")]
     NotAFile(String),
+    #[error("{0} is a symbolic link; write to the file it points to instead")]
+    IsALink(String),
     #[error("{0} is not a directory")]
     NotADirectory(String),
     #[error("{path} is larger than {limit} bytes")]

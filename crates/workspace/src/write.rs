@@ -1,0 +1,270 @@
+//! Writing a file in the workspace atomically: readers see the old text or
+//! the new one, never a part; a failure leaves the old file as it was and
+//! no temporary file behind.
+//!
+//! The parent directory is opened beneath its folder (`openat2`, so no link
+//! leads out) and everything after happens relative to that descriptor: the
+//! temporary file is created in it with `O_EXCL | O_NOFOLLOW`, written,
+//! flushed to disk, given the old file's permissions, and renamed over the
+//! target with `renameat`. A directory swapped for a link after the open
+//! changes nothing, since the descriptor is what is used. Missing parent
+//! directories are created (and removed again if the write fails). A target
+//! that is a symbolic link is refused rather than replaced by a file.
+
+use crate::{io_error, Located, Workspace, WorkspaceError};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The file did not exist before.
+    pub created: bool,
+    /// Where it is.
+    pub path: PathBuf,
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Workspace {
+    /// Replaces (or creates) the file at `path` with `bytes`, atomically.
+    pub fn write_atomic(&self, path: &str, bytes: &[u8]) -> Result<Written, WorkspaceError> {
+        let at = self.locate(path)?;
+        let (Some(name), parent) = (at.rel.file_name(), at.rel.parent()) else {
+            return Err(WorkspaceError::NotAFile(at.asked));
+        };
+        let name = name.to_owned();
+        let (dir, made) = self.parent_dir(&at, parent.unwrap_or(Path::new("")))?;
+        let result = self.write_in(&dir, &name, bytes, &at);
+        if result.is_err() {
+            // Directories made for this write go again (deepest first).
+            for d in made.iter().rev() {
+                let root = &self.roots[at.root].dir;
+                let _ = rustix::fs::unlinkat(root, d, AtFlags::REMOVEDIR);
+            }
+        }
+        result.map(|created| Written {
+            created,
+            path: self.absolute(&at),
+        })
+    }
+
+    /// The parent directory's descriptor, creating what is missing of it;
+    /// also the directories created (relative to the folder).
+    fn parent_dir(
+        &self,
+        at: &Located,
+        parent: &Path,
+    ) -> Result<(OwnedFd, Vec<PathBuf>), WorkspaceError> {
+        let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let here = |rel: &Path| Located {
+            root: at.root,
+            rel: rel.to_owned(),
+            asked: at.asked.clone(),
+        };
+        match self.open_beneath(&here(parent), dir_flags) {
+            Ok(fd) => return Ok((fd, Vec::new())),
+            Err(WorkspaceError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        // The deepest directory that exists, then the rest made one by one.
+        let parts: Vec<_> = parent.components().collect();
+        let mut have = parts.len();
+        let mut fd = loop {
+            if have == 0 {
+                // Not even the folder itself is there any more.
+                return Err(WorkspaceError::NotFound(at.asked.clone()));
+            }
+            have -= 1;
+            let prefix: PathBuf = parts[..have].iter().collect();
+            match self.open_beneath(&here(&prefix), dir_flags) {
+                Ok(fd) => break fd,
+                Err(WorkspaceError::NotFound(_)) if have > 0 => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        let mut made = Vec::new();
+        let mut rel: PathBuf = parts[..have].iter().collect();
+        for part in &parts[have..] {
+            rel.push(part);
+            rustix::fs::mkdirat(&fd, part.as_os_str(), Mode::from_raw_mode(0o777))
+                .map_err(|e| io_error(&at.asked, e))?;
+            made.push(rel.clone());
+            fd = rustix::fs::openat(
+                &fd,
+                part.as_os_str(),
+                dir_flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| io_error(&at.asked, e))?;
+        }
+        Ok((fd, made))
+    }
+
+    /// Writes `name` in `dir` through a temporary file; true if it is new.
+    fn write_in(
+        &self,
+        dir: &OwnedFd,
+        name: &std::ffi::OsStr,
+        bytes: &[u8],
+        at: &Located,
+    ) -> Result<bool, WorkspaceError> {
+        let err = |e| io_error(&at.asked, e);
+        let (created, mode) = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => (false, Some(Mode::from_raw_mode(st.st_mode & 0o7777))),
+                FileType::Symlink => return Err(WorkspaceError::IsALink(at.asked.clone())),
+                _ => return Err(WorkspaceError::NotAFile(at.asked.clone())),
+            },
+            Err(rustix::io::Errno::NOENT) => (true, None),
+            Err(e) => return Err(err(e)),
+        };
+        let temp = format!(
+            ".{}.ccbridge-{}-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let fd = rustix::fs::openat(
+            dir,
+            temp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )
+        .map_err(err)?;
+        let written = (|| {
+            if let Some(mode) = mode {
+                rustix::fs::fchmod(&fd, mode)?;
+            }
+            let mut file = std::fs::File::from(fd);
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            rustix::fs::renameat(dir, temp.as_str(), dir, name)?;
+            Ok::<(), std::io::Error>(())
+        })();
+        if let Err(error) = written {
+            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            return Err(WorkspaceError::Io {
+                path: at.asked.clone(),
+                error,
+            });
+        }
+        // The rename itself reaches the disk with the directory.
+        let _ = rustix::fs::fsync(dir);
+        Ok(created)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Workspace, WorkspaceError};
+    use std::os::unix::fs::PermissionsExt;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let d = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(&[d.path().to_path_buf()]).unwrap();
+        (d, ws)
+    }
+
+    fn leftovers(dir: &std::path::Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in walk(dir) {
+            let n = e.file_name().unwrap().to_string_lossy().into_owned();
+            if n.contains(".ccbridge-") {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                out.extend(walk(&p));
+            }
+            out.push(p);
+        }
+        out
+    }
+
+    #[test]
+    fn a_new_file_in_new_directories_is_created() {
+        let (d, ws) = ws();
+        let w = ws
+            .write_atomic("src/deep/new.rs", b"fn main() {}\n")
+            .unwrap();
+        assert!(w.created);
+        assert_eq!(
+            std::fs::read(d.path().join("src/deep/new.rs")).unwrap(),
+            b"fn main() {}\n"
+        );
+        assert!(leftovers(d.path()).is_empty());
+    }
+
+    #[test]
+    fn an_existing_file_is_replaced_keeping_its_permissions() {
+        let (d, ws) = ws();
+        let p = d.path().join("run.sh");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let w = ws.write_atomic("run.sh", b"new").unwrap();
+        assert!(!w.created);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777,
+            0o750
+        );
+    }
+
+    #[test]
+    fn links_are_neither_followed_out_nor_replaced() {
+        let (d, ws) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("victim"), "safe").unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("victim"), d.path().join("link")).unwrap();
+        assert!(matches!(
+            ws.write_atomic("out/victim", b"pwned"),
+            Err(WorkspaceError::Escapes(_))
+        ));
+        assert!(matches!(
+            ws.write_atomic("link", b"pwned"),
+            Err(WorkspaceError::IsALink(_))
+        ));
+        assert!(matches!(
+            ws.write_atomic("out/new/x", b"pwned"),
+            Err(WorkspaceError::Escapes(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("victim")).unwrap(),
+            "safe"
+        );
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+        assert!(ws.write_atomic("../x", b"x").is_err());
+        assert!(ws.write_atomic("/etc/x", b"x").is_err());
+    }
+
+    #[test]
+    fn a_failed_write_leaves_nothing_behind() {
+        let (d, ws) = ws();
+        std::fs::create_dir(d.path().join("adir")).unwrap();
+        assert!(matches!(
+            ws.write_atomic("adir", b"x"),
+            Err(WorkspaceError::NotAFile(_))
+        ));
+        // A file where a directory is needed.
+        std::fs::write(d.path().join("blocker"), "b").unwrap();
+        assert!(ws.write_atomic("blocker/x/y", b"x").is_err());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("blocker")).unwrap(),
+            "b"
+        );
+        assert!(leftovers(d.path()).is_empty());
+        assert!(ws.write_atomic(".", b"x").is_err());
+    }
+}
