@@ -4,12 +4,15 @@
 //! [`ccbridge_workspace::Workspace`], so nothing outside the workspace
 //! folders is read or written.
 //!
-//! Landed so far: `read_file`, `list_files` and `search_files`, and the
-//! SEARCH/REPLACE engine of `apply_diff`. The MCP server, the reviewed
-//! writes (`write_file`, `apply_diff`'s review), `execute_command` and
-//! `get_diagnostics` come next.
+//! Landed so far: `read_file`, `list_files`, `search_files`, the formatting
+//! of `get_diagnostics`, the SEARCH/REPLACE engine of `apply_diff` and the
+//! text handling of `write_file` (the atomic write itself is
+//! `Workspace::write_atomic`). The MCP server, the reviews of writes and
+//! `execute_command` come next.
 
 pub mod apply_diff;
+pub mod get_diagnostics;
 pub mod list_files;
 pub mod read_file;
 pub mod search_files;
+pub mod write_file;

@@ -1,0 +1,98 @@
+//! `write_file`'s text handling, around the review and the atomic write
+//! (`Workspace::write_atomic`): what is written keeps the conventions of the
+//! file it replaces, and what the user changed in the proposal is reported
+//! back to the model as a unified diff.
+//!
+//! Conventions kept from the original: a UTF-8 byte-order mark, CRLF line
+//! endings (a proposal with bare LF lines is converted), and a final line
+//! break. A model rarely reproduces them, and a file rewritten without them
+//! shows every line changed in version control.
+
+/// `proposed` with `original`'s BOM, line endings and final line break.
+/// A new file (`original` is `None`) is written as proposed.
+pub fn keep_conventions(original: Option<&str>, proposed: &str) -> String {
+    let Some(original) = original else {
+        return proposed.to_owned();
+    };
+    const BOM: char = '\u{FEFF}';
+    let had_bom = original.starts_with(BOM);
+    let body = proposed.strip_prefix(BOM).unwrap_or(proposed);
+    let crlf = uses_crlf(original);
+    let mut text = if crlf {
+        body.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        body.to_owned()
+    };
+    let eol = if crlf { "\r\n" } else { "\n" };
+    if original.ends_with('\n') && !text.is_empty() && !text.ends_with('\n') {
+        text.push_str(eol);
+    }
+    if had_bom {
+        text.insert(0, BOM);
+    }
+    text
+}
+
+/// Most of the text's line breaks are CRLF.
+fn uses_crlf(text: &str) -> bool {
+    let lf = text.matches('\n').count();
+    let crlf = text.matches("\r\n").count();
+    crlf > 0 && crlf * 2 >= lf
+}
+
+/// The user's changes to the proposal, as a unified diff of `proposed`
+/// → `final_text` with three lines of context; `None` when they are equal.
+pub fn user_edits(path: &str, proposed: &str, final_text: &str) -> Option<String> {
+    if proposed == final_text {
+        return None;
+    }
+    let diff = similar::TextDiff::from_lines(proposed, final_text);
+    Some(
+        diff.unified_diff()
+            .context_radius(3)
+            .header(
+                &format!("{path} (proposed)"),
+                &format!("{path} (as accepted)"),
+            )
+            .to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_is_written_as_proposed() {
+        assert_eq!(keep_conventions(None, "a\nb"), "a\nb");
+    }
+
+    #[test]
+    fn the_final_line_break_bom_and_crlf_of_the_original_are_kept() {
+        assert_eq!(keep_conventions(Some("a\n"), "b"), "b\n");
+        assert_eq!(keep_conventions(Some("a"), "b"), "b");
+        assert_eq!(keep_conventions(Some("\u{FEFF}a\n"), "b\n"), "\u{FEFF}b\n");
+        assert_eq!(
+            keep_conventions(Some("\u{FEFF}a\n"), "\u{FEFF}b\n"),
+            "\u{FEFF}b\n"
+        );
+        assert_eq!(keep_conventions(Some("a\r\nb\r\n"), "x\ny"), "x\r\ny\r\n");
+        assert_eq!(
+            keep_conventions(Some("a\r\nb\r\n"), "x\r\ny\n"),
+            "x\r\ny\r\n"
+        );
+        // An emptied file stays empty.
+        assert_eq!(keep_conventions(Some("a\n"), ""), "");
+    }
+
+    #[test]
+    fn user_edits_are_a_unified_diff_of_the_proposal() {
+        assert_eq!(user_edits("f.py", "a\nb\n", "a\nb\n"), None);
+        let d = user_edits("f.py", "a\nb\nc\n", "a\nB\nc\n").unwrap();
+        assert!(
+            d.starts_with("--- f.py (proposed)\n+++ f.py (as accepted)\n"),
+            "{d}"
+        );
+        assert!(d.contains("-b\n+B\n"), "{d}");
+    }
+}
