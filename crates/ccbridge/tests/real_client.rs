@@ -112,7 +112,9 @@ impl Rig {
     /// selection sent in it never showed. Tests that are not about that
     /// window wait for the CLI to say it is connected, as a user would.
     fn wait_ide_ready(&self) {
-        wait_status_connected(&self.claude).unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
+        self.claude
+            .wait_ide_connected(IDE_NAME, STEP)
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
         eprintln!(
             "[e2e] CLI shows the IDE connected {:.2?} after clientConnected",
             self.connected_at.elapsed()
@@ -125,29 +127,8 @@ impl Rig {
 
     /// Failure context: the CLI's screen and the tails of both logs.
     fn context(&self) -> String {
-        format!(
-            "CLI screen:\n{}\n── ccbridge log (tail) ──\n{}\n── CLI debug log (tail) ──\n{}",
-            self.claude.screen(),
-            ccbridge_testkit::tail(&self.editor.log(), 40),
-            ccbridge_testkit::tail(&self.claude.debug_log(), 40)
-        )
+        self.claude.context(&self.editor.log())
     }
-}
-
-/// Runs `/status` until its IDE line reads `Connected to <ideName>`.
-fn wait_status_connected(claude: &Claude) -> Result<(), String> {
-    let start = Instant::now();
-    let mut last = String::new();
-    while start.elapsed() < STEP {
-        last = claude.ide_status(STEP).map_err(|e| format!("{e:?}"))?;
-        if last.contains(&format!("Connected to {IDE_NAME}")) && !last.contains("Not connected") {
-            return Ok(());
-        }
-    }
-    Err(format!(
-        "the CLI never showed `Connected to {IDE_NAME}` in /status within {STEP:?}; \
-         last IDE line {last:?}"
-    ))
 }
 
 /// Selection of 0-based lines 1–3 of hello.py, as an editor reports it.
@@ -585,7 +566,9 @@ fn second_cli_session_evicts_the_first() {
         "first CLI /status: {line:?}"
     );
     second.wait_prompt(STEP).unwrap();
-    wait_status_connected(&second).unwrap_or_else(|e| panic!("second CLI: {e}"));
+    second
+        .wait_ide_connected(IDE_NAME, STEP)
+        .unwrap_or_else(|e| panic!("second CLI: {e}"));
     // The editor learns that the first session is gone.
     rig.editor
         .wait_seen("clientDisconnected", STEP, |m| m.params["id"] == first_id)

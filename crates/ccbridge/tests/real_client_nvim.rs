@@ -110,33 +110,16 @@ fn rig_where(finds: Finds) -> Rig {
 
 impl Rig {
     /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
-    /// for the next turn (see `real_client.rs`, `wait_ide_ready`).
+    /// for the next turn.
     fn wait_status_connected(&self) {
-        let start = std::time::Instant::now();
-        let mut last = String::new();
-        while start.elapsed() < STEP {
-            last = self
-                .claude
-                .ide_status(STEP)
-                .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-            if last.contains(&format!("Connected to {IDE_NAME}")) && !last.contains("Not connected")
-            {
-                return;
-            }
-        }
-        panic!(
-            "the CLI never showed `Connected to {IDE_NAME}`; last IDE line {last:?}\n{}",
-            self.context()
-        );
+        self.claude
+            .wait_ide_connected(IDE_NAME, STEP)
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
     }
 
     fn context(&self) -> String {
-        format!(
-            "CLI screen:\n{}\n── ccbridge log (tail) ──\n{}\n── CLI debug log (tail) ──\n{}",
-            self.claude.screen(),
-            ccbridge_testkit::tail(&std::fs::read_to_string(&self.log).unwrap_or_default(), 40),
-            ccbridge_testkit::tail(&self.claude.debug_log(), 40)
-        )
+        self.claude
+            .context(&std::fs::read_to_string(&self.log).unwrap_or_default())
     }
 
     fn hello_path(&self) -> String {

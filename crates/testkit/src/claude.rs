@@ -435,6 +435,37 @@ impl Claude {
         })
     }
 
+    /// Runs `/status` until its IDE line reads `Connected to <ide_name>`:
+    /// the CLI then uses the IDE for the next turn. (It decides from its own
+    /// connection state, which under load was seen to lag the handshake by
+    /// more than a second; a prompt in that window runs without the IDE.)
+    pub fn wait_ide_connected(&self, ide_name: &str, timeout: Duration) -> Result<(), String> {
+        let start = std::time::Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < timeout {
+            last = self.ide_status(timeout).map_err(|e| format!("{e:?}"))?;
+            if last.contains(&format!("Connected to {ide_name}")) && !last.contains("Not connected")
+            {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "the CLI never showed `Connected to {ide_name}` in /status within {timeout:?}; \
+             last IDE line {last:?}"
+        ))
+    }
+
+    /// Failure context: the CLI's screen, the tail of ccbridge's log
+    /// `ccbridge_log` (its text) and of the CLI's debug log.
+    pub fn context(&self, ccbridge_log: &str) -> String {
+        format!(
+            "CLI screen:\n{}\n── ccbridge log (tail) ──\n{}\n── CLI debug log (tail) ──\n{}",
+            self.screen(),
+            crate::tail(ccbridge_log, 40),
+            crate::tail(&self.debug_log(), 40)
+        )
+    }
+
     /// Runs `/status`, returns its `IDE:` line, and closes the panel.
     pub fn ide_status(&self, timeout: Duration) -> Result<String, Timeout> {
         self.wait_prompt(timeout)?;
