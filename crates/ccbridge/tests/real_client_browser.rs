@@ -12,7 +12,7 @@
 
 use ccbridge_testkit::browser::Browser;
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::{tool_results, MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -147,15 +147,9 @@ impl Rig {
 
     /// The tool_result the CLI sent the model for the Edit.
     fn edit_result(&self) -> String {
-        let reqs = self
-            .mock
-            .wait_for_message_count(2, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        tool_results(&reqs[1].body)
-            .into_iter()
-            .map(|(_, t)| t)
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.mock
+            .tool_results_of(2, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()))
     }
 
     /// The card leaves the page once Claude closes its tab, and the page

@@ -9,7 +9,7 @@
 //! Without them every test fails with the instruction; none is skipped.
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::{tool_results, MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
 use ccbridge_testkit::nvim::Nvim;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -151,15 +151,9 @@ impl Rig {
 
     /// The tool_result the CLI sent the model for the Edit.
     fn edit_result(&self) -> String {
-        let reqs = self
-            .mock
-            .wait_for_message_count(2, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        tool_results(&reqs[1].body)
-            .into_iter()
-            .map(|(_, t)| t)
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.mock
+            .tool_results_of(2, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()))
     }
 
     /// Claude was told the user modified its proposal, finished, wrote

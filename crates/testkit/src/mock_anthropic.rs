@@ -278,6 +278,18 @@ impl MockAnthropic {
             requests: inner.requests.clone(),
         })
     }
+
+    /// The texts of the tool results the `n`-th (1-based) Messages request
+    /// carried, one per line, once that request arrived: what the model was
+    /// told a tool did.
+    pub fn tool_results_of(&self, n: usize, timeout: Duration) -> Result<String, RequestTimeout> {
+        let reqs = self.wait_for_message_count(n, timeout)?;
+        Ok(tool_results(&reqs[n - 1].body)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
 }
 
 impl Drop for MockAnthropic {
