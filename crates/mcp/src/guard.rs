@@ -1,0 +1,262 @@
+//! The checks every request to the tools server passes before MCP sees it,
+//! in this order, each answered without reading the body:
+//!
+//! 1. `Host` must name the loopback interface (`127.0.0.1`, `localhost`,
+//!    `[::1]`, with any port), else 403: a page on another site that got
+//!    its name resolved to 127.0.0.1 (DNS rebinding) is refused.
+//! 2. A request that carries an `Origin` comes from a browser page, which
+//!    no MCP client is: 403.
+//! 3. A token in the URL's query is refused (401) whether right or wrong:
+//!    URLs end up in logs and histories.
+//! 4. `Authorization: Bearer <token>`, compared in constant time; anything
+//!    else is 401 with `WWW-Authenticate: Bearer realm="ccbridge"`.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+/// The server's bearer token.
+#[derive(Clone)]
+pub struct Token(pub Arc<str>);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    ForeignHost,
+    BrowserOrigin,
+    TokenInUrl,
+    NoToken,
+    WrongToken,
+}
+
+impl Refusal {
+    fn response(self) -> Response {
+        let (status, text) = match self {
+            Refusal::ForeignHost => (
+                StatusCode::FORBIDDEN,
+                "Host must be the loopback interface\n",
+            ),
+            Refusal::BrowserOrigin => (
+                StatusCode::FORBIDDEN,
+                "requests from web pages are refused\n",
+            ),
+            Refusal::TokenInUrl => (
+                StatusCode::UNAUTHORIZED,
+                "a token in the URL is not accepted; send Authorization: Bearer <token>\n",
+            ),
+            Refusal::NoToken => (
+                StatusCode::UNAUTHORIZED,
+                "Authorization: Bearer <token> is required\n",
+            ),
+            Refusal::WrongToken => (StatusCode::UNAUTHORIZED, "wrong token\n"),
+        };
+        let mut resp = (status, text).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"ccbridge\""),
+            );
+        }
+        resp
+    }
+}
+
+/// Whether `host` (a `Host` header value) names the loopback interface.
+pub fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        // [::1]:port
+        match rest.split_once(']') {
+            Some((addr, tail)) if tail.is_empty() || tail.starts_with(':') => addr,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost") || name == "::1"
+}
+
+/// Judges a request's head (pure, for tests and the fuzzer).
+pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(), Refusal> {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    if !host.is_some_and(is_loopback_host) {
+        return Err(Refusal::ForeignHost);
+    }
+    if headers.contains_key(header::ORIGIN) {
+        return Err(Refusal::BrowserOrigin);
+    }
+    if let Some(q) = query {
+        let names_a_token = q.split('&').any(|kv| {
+            let k = kv.split('=').next().unwrap_or("").to_ascii_lowercase();
+            matches!(
+                k.as_str(),
+                "token" | "access_token" | "auth" | "authorization" | "key"
+            )
+        });
+        if names_a_token {
+            return Err(Refusal::TokenInUrl);
+        }
+    }
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .ok_or(Refusal::NoToken)?;
+    // Equal lengths are compared in constant time; the length itself is
+    // not secret (it is fixed).
+    if given.len() == token.len() && bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+        Ok(())
+    } else {
+        Err(Refusal::WrongToken)
+    }
+}
+
+/// The axum middleware around the MCP service.
+pub async fn check(
+    axum::extract::State(token): axum::extract::State<Token>,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    match judge(req.headers(), req.uri().query(), &token.0) {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => {
+            tracing::info!(?refusal, "tools server refused a request");
+            refusal.response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    const T: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn loopback_hosts_only() {
+        for ok in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "localhost:1",
+            "LOCALHOST",
+            "[::1]:9",
+            "[::1]",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:80",
+            "127.0.0.1.evil.example",
+            "127.0.0.2:1",
+            "[::2]:1",
+            "localhost:x",
+            "[::1]x",
+            "",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn each_check_in_its_order() {
+        let good = [
+            ("host", "127.0.0.1:5"),
+            ("authorization", "Bearer 0123456789abcdef0123456789abcdef"),
+        ];
+        assert_eq!(judge(&headers(&good), None, T), Ok(()));
+        assert_eq!(
+            judge(&headers(&[("host", "evil.example"), good[1]]), None, T),
+            Err(Refusal::ForeignHost)
+        );
+        assert_eq!(
+            judge(
+                &headers(&[good[0], good[1], ("origin", "http://127.0.0.1:5")]),
+                None,
+                T
+            ),
+            Err(Refusal::BrowserOrigin)
+        );
+        assert_eq!(
+            judge(
+                &headers(&good),
+                Some("x=1&token=0123456789abcdef0123456789abcdef"),
+                T
+            ),
+            Err(Refusal::TokenInUrl)
+        );
+        assert_eq!(judge(&headers(&good[..1]), None, T), Err(Refusal::NoToken));
+        assert_eq!(
+            judge(
+                &headers(&[good[0], ("authorization", "Basic abc")]),
+                None,
+                T
+            ),
+            Err(Refusal::NoToken)
+        );
+        assert_eq!(
+            judge(
+                &headers(&[
+                    good[0],
+                    ("authorization", "Bearer 0123456789abcdef0123456789abcdeX")
+                ]),
+                None,
+                T
+            ),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            judge(
+                &headers(&[
+                    good[0],
+                    ("authorization", "bearer  0123456789abcdef0123456789abcdef")
+                ]),
+                None,
+                T
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn the_token_is_not_in_debug_output() {
+        assert!(!format!("{:?}", Token(T.into())).contains(T));
+    }
+
+    #[test]
+    fn unauthorized_answers_name_the_scheme() {
+        let r = Refusal::NoToken.response();
+        assert_eq!(r.status(), 401);
+        assert_eq!(
+            r.headers()[header::WWW_AUTHENTICATE],
+            "Bearer realm=\"ccbridge\""
+        );
+        assert_eq!(Refusal::ForeignHost.response().status(), 403);
+    }
+}

@@ -1,0 +1,91 @@
+//! The workspace tools server: MCP over Streamable HTTP at
+//! `http://127.0.0.1:<port>/mcp`, for Claude Code and any MCP client
+//! (issue 9). Loopback only; every request passes [`guard`] (loopback
+//! `Host`, no browser `Origin`, `Authorization: Bearer <token>` compared in
+//! constant time, never a token in the URL) before the MCP layer
+//! ([`service`], the one module that uses `rmcp`) sees it.
+//!
+//! Like the other servers: bind (port 0 in tests, a configured port that
+//! falls back to an OS-assigned one when taken), then `run(shutdown)`,
+//! which ends every session when `shutdown` completes.
+//!
+//! Served so far: `read_file`, `list_files`, `search_files`,
+//! `get_diagnostics`. The reviewed writes and `execute_command` come next.
+
+pub mod guard;
+pub mod service;
+
+pub use service::{DiagnosticsSource, WorkspaceTools};
+
+use ccbridge_workspace::Workspace;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// A bound tools server, not yet serving.
+pub struct ToolsServer {
+    listener: TcpListener,
+    token: guard::Token,
+    tools: WorkspaceTools,
+}
+
+impl ToolsServer {
+    /// Binds 127.0.0.1:`port` (0 or `None`: OS-assigned). A port that is
+    /// taken falls back to an OS-assigned one, with a warning.
+    pub async fn bind(
+        port: Option<u16>,
+        token: &str,
+        workspace: Arc<Workspace>,
+        diagnostics: Arc<dyn DiagnosticsSource>,
+    ) -> std::io::Result<ToolsServer> {
+        let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let listener = match port.filter(|p| *p != 0) {
+            Some(p) => match TcpListener::bind((Ipv4Addr::LOCALHOST, p)).await {
+                Ok(l) => l,
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    tracing::warn!(
+                        port = p,
+                        "tools server port is taken; using an OS-assigned one"
+                    );
+                    TcpListener::bind(any).await?
+                }
+                Err(e) => return Err(e),
+            },
+            None => TcpListener::bind(any).await?,
+        };
+        Ok(ToolsServer {
+            listener,
+            token: guard::Token(token.into()),
+            tools: WorkspaceTools::new(workspace, diagnostics),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The MCP endpoint's URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port())
+    }
+
+    /// Serves until `shutdown` completes, then ends every session.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let endpoint = service::endpoint(self.tools, stop.child_token());
+        let app = axum::Router::new().nest_service("/mcp", endpoint).layer(
+            axum::middleware::from_fn_with_state(self.token, guard::check),
+        );
+        let cancel = stop.clone();
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                cancel.cancel();
+            })
+            .await
+    }
+}

@@ -1,0 +1,351 @@
+//! The tools server over real sockets: every refusal before MCP sees a
+//! request, then an MCP session (initialize, tools/list, tools/call) as a
+//! client drives it, then a clean shutdown.
+
+use ccbridge_mcp::{DiagnosticsSource, ToolsServer};
+use ccbridge_protocol::editor::FileDiagnostics;
+use ccbridge_workspace::Workspace;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const WAIT: Duration = Duration::from_secs(10);
+
+struct NoDiagnostics;
+impl DiagnosticsSource for NoDiagnostics {
+    fn diagnostics(&self) -> Vec<FileDiagnostics> {
+        serde_json::from_value(json!([{"uri": "file:///nowhere/x.rs", "diagnostics": []}])).unwrap()
+    }
+}
+
+struct Rig {
+    port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+
+    /// The JSON-RPC message in the body: plain JSON, or the first `data:`
+    /// line of an event stream.
+    fn message(&self) -> Value {
+        let data = self
+            .body
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("data:")
+                    .map(str::trim)
+                    .filter(|d| d.starts_with('{'))
+            })
+            .unwrap_or(self.body.trim());
+        serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {}\n{}", self.head, self.body))
+    }
+}
+
+async fn start() -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.py"), "print('hi')\nprint('bye')\n").unwrap();
+    let ws = Arc::new(Workspace::open(&[dir.path().to_path_buf()]).unwrap());
+    let server = ToolsServer::bind(None, TOKEN, ws, Arc::new(NoDiagnostics))
+        .await
+        .unwrap();
+    let port = server.port();
+    assert_eq!(server.url(), format!("http://127.0.0.1:{port}/mcp"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    Rig {
+        port,
+        stop: Some(stop),
+        task,
+        _dir: dir,
+    }
+}
+
+impl Rig {
+    /// One request on its own connection; `headers` replace the defaults
+    /// of the same name (Host, Authorization, Accept, Content-Type).
+    async fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
+        let mut req = format!("POST {path} HTTP/1.1\r\n");
+        let host = format!("127.0.0.1:{}", self.port);
+        let auth = format!("Bearer {TOKEN}");
+        let defaults = [
+            ("Host", host.as_str()),
+            ("Authorization", auth.as_str()),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+        ];
+        for (k, v) in defaults {
+            if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
+                req.push_str(&format!("{k}: {v}\r\n"));
+            }
+        }
+        for (k, v) in headers {
+            if !v.is_empty() {
+                req.push_str(&format!("{k}: {v}\r\n"));
+            }
+        }
+        req.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        ));
+        s.write_all(req.as_bytes()).await.unwrap();
+        s.write_all(body.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        // An event stream stays open: read until the message is complete.
+        let _ = tokio::time::timeout(WAIT, async {
+            let mut buf = [0u8; 8192];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => raw.extend_from_slice(&buf[..n]),
+                }
+                let text = String::from_utf8_lossy(&raw);
+                if let Some((_, body)) = text.split_once("\r\n\r\n") {
+                    if body.contains("\"jsonrpc\"") && body.contains("}\n") {
+                        break;
+                    }
+                }
+            }
+        })
+        .await;
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        Answer {
+            status,
+            head: head.to_owned(),
+            body: body.to_owned(),
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(WAIT, self.task)
+            .await
+            .expect("the server stops")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+/// What a request is, the headers that make it so, the status it gets.
+type Case = (&'static str, &'static [(&'static str, &'static str)], u16);
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+
+#[tokio::test]
+async fn requests_are_refused_before_mcp_sees_them() {
+    let rig = start().await;
+    let cases: [Case; 7] = [
+        ("no token", &[("Authorization", "")], 401),
+        ("wrong token", &[("Authorization", "Bearer nope")], 401),
+        (
+            "basic auth",
+            &[("Authorization", "Basic dXNlcjpwYXNz")],
+            401,
+        ),
+        (
+            "foreign Host (DNS rebinding)",
+            &[("Host", "evil.example")],
+            403,
+        ),
+        (
+            "a browser page",
+            &[("Origin", "http://127.0.0.1:3000")],
+            403,
+        ),
+        (
+            "foreign Host without a token",
+            &[("Host", "evil.example"), ("Authorization", "")],
+            403,
+        ),
+        ("null Origin", &[("Origin", "null")], 403),
+    ];
+    for (what, headers, want) in cases {
+        let a = rig.post("/mcp", headers, INIT).await;
+        assert_eq!(a.status, want, "{what}: {}", a.head);
+        assert!(a.header("mcp-session-id").is_none(), "{what} got a session");
+        if want == 401 {
+            assert_eq!(
+                a.header("www-authenticate").as_deref(),
+                Some("Bearer realm=\"ccbridge\""),
+                "{what}"
+            );
+        }
+    }
+    // The right token in the URL is refused too.
+    let a = rig
+        .post(
+            &format!("/mcp?token={TOKEN}"),
+            &[("Authorization", "")],
+            INIT,
+        )
+        .await;
+    assert_eq!(a.status, 401, "{}", a.head);
+    // A body over 4 MiB.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
+        "a".repeat(5 << 20)
+    );
+    let a = rig.post("/mcp", &[], &big).await;
+    assert_eq!(a.status, 413, "{}", a.head);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_lists_and_calls_the_tools() {
+    let rig = start().await;
+    let init = rig.post("/mcp", &[], INIT).await;
+    assert_eq!(init.status, 200, "{}\n{}", init.head, init.body);
+    let session = init.header("mcp-session-id").expect("a session id");
+    let result = &init.message()["result"];
+    assert_eq!(result["protocolVersion"], "2025-11-25");
+    assert_eq!(result["serverInfo"]["name"], "ccbridge-tools");
+    let s = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let a = rig
+        .post(
+            "/mcp",
+            &s,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+    assert_eq!(a.status, 202, "{}", a.head);
+
+    let list = rig
+        .post(
+            "/mcp",
+            &s,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        )
+        .await
+        .message();
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for want in ["read_file", "list_files", "search_files", "get_diagnostics"] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    let read = tools.iter().find(|t| t["name"] == "read_file").unwrap();
+    assert!(
+        read["description"].as_str().unwrap().contains("line"),
+        "{read}"
+    );
+    assert_eq!(read["inputSchema"]["required"], json!(["path"]), "{read}");
+    assert!(
+        read["inputSchema"]["properties"]["offset"]["description"].is_string(),
+        "{read}"
+    );
+
+    let call = |name: &str, args: Value| {
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name": name, "arguments": args}}).to_string()
+    };
+    let r = rig
+        .post("/mcp", &s, &call("read_file", json!({"path": "hello.py"})))
+        .await
+        .message();
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("1 | print('hi')\n2 | print('bye')\n"),
+        "{text}"
+    );
+    assert!(text.contains("2 lines in the file"), "{text}");
+    assert_ne!(r["result"]["isError"], true);
+
+    let r = rig
+        .post(
+            "/mcp",
+            &s,
+            &call("read_file", json!({"path": "../../etc/passwd"})),
+        )
+        .await
+        .message();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(!r.to_string().contains("root:"), "{r}");
+
+    let r = rig
+        .post(
+            "/mcp",
+            &s,
+            &call("search_files", json!({"path": ".", "regex": "bye"})),
+        )
+        .await
+        .message();
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("hello.py\n1-print('hi')\n2:print('bye')"),
+        "{text}"
+    );
+
+    let r = rig
+        .post("/mcp", &s, &call("list_files", json!({"path": "."})))
+        .await
+        .message();
+    assert_eq!(r["result"]["content"][0]["text"], "hello.py\n");
+
+    let r = rig
+        .post("/mcp", &s, &call("get_diagnostics", json!({})))
+        .await
+        .message();
+    assert_eq!(r["result"]["content"][0]["text"], "No diagnostics.\n");
+
+    let r = rig
+        .post(
+            "/mcp",
+            &s,
+            &call("get_diagnostics", json!({"severity": "catastrophic"})),
+        )
+        .await
+        .message();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+
+    // A session id the server never gave.
+    let a = rig
+        .post(
+            "/mcp",
+            &[("Mcp-Session-Id", "made-up")],
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(a.status, 404, "{}", a.head);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn a_taken_port_falls_back_to_an_os_assigned_one() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Arc::new(Workspace::open(&[dir.path().to_path_buf()]).unwrap());
+    let server = ToolsServer::bind(Some(port), TOKEN, ws, Arc::new(NoDiagnostics))
+        .await
+        .unwrap();
+    assert_ne!(server.port(), port);
+    assert_ne!(server.port(), 0);
+}
