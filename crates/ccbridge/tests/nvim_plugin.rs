@@ -460,6 +460,25 @@ async fn open_diff(
     task
 }
 
+/// A rig editing hello.py, Claude connected, and Claude's proposal of
+/// `proposed` open for review.
+async fn review(
+    extra: &str,
+    proposed: &str,
+) -> (Rig, tokio::task::JoinHandle<(IdeClient, String)>) {
+    let mut rig = rig(extra);
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, proposed).await;
+    (rig, task)
+}
+
+/// The review was accepted: `FILE_SAVED` with `expected` as the text.
+fn assert_saved(text: &str, expected: &str) {
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    assert!(text.ends_with(expected), "{text}");
+}
+
 async fn verdict(task: tokio::task::JoinHandle<(IdeClient, String)>) -> (IdeClient, String) {
     tokio::time::timeout(STEP, task)
         .await
@@ -503,10 +522,7 @@ async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_proposal_rejects_it() {
-    let mut rig = rig("");
-    rig.edit("hello.py");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    let (mut rig, task) = review("", &HELLO.replace("hello ", "hi ")).await;
     rig.nvim.input(":q<CR>");
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("DIFF_REJECTED"), "{text}");
@@ -519,10 +535,11 @@ async fn closing_the_proposal_rejects_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccbridge_reject_rejects_from_either_side() {
-    let mut rig = rig("{ diff = { layout = 'horizontal' } }");
-    rig.edit("hello.py");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    let (mut rig, task) = review(
+        "{ diff = { layout = 'horizontal' } }",
+        &HELLO.replace("hello ", "hi "),
+    )
+    .await;
     rig.nvim.input("<C-w>k:CCBridgeReject<CR>");
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("DIFF_REJECTED"), "{text}");
@@ -532,24 +549,17 @@ const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    pri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn do_on_one_hunk_of_two_writes_only_the_other() {
-    let mut rig = rig("");
-    rig.edit("hello.py");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, TWO_HUNKS).await;
+    let (mut rig, task) = review("", TWO_HUNKS).await;
     // The second hunk (the last line): `do` takes the original's text back.
     rig.nvim.input("Gdo:w<CR>");
     let (_c, text) = verdict(task).await;
     let expected = HELLO.replace("hello ", "hi ");
-    assert!(text.starts_with("FILE_SAVED"), "{text}");
-    assert!(text.ends_with(&expected), "{text}");
+    assert_saved(&text, &expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
-    let mut rig = rig("{ diff = { layout = 'inline' } }");
-    rig.edit("hello.py");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, TWO_HUNKS).await;
+    let (mut rig, task) = review("{ diff = { layout = 'inline' } }", TWO_HUNKS).await;
     // Inline: one window, the removed line shown as a virtual line.
     let virt = rig.nvim.eval(
         "#vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { details = true, type = 'virt_lines' })",
@@ -564,16 +574,12 @@ async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
     rig.nvim.input(":CCBridgeAcceptHunk<CR>");
     let (_c, text) = verdict(task).await;
     let expected = HELLO.replace("greet(\"world\")", "greet(\"everyone\")");
-    assert!(text.starts_with("FILE_SAVED"), "{text}");
-    assert!(text.ends_with(&expected), "{text}");
+    assert_saved(&text, &expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rejecting_every_hunk_is_a_rejection() {
-    let mut rig = rig("");
-    rig.edit("hello.py");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, TWO_HUNKS).await;
+    let (mut rig, task) = review("", TWO_HUNKS).await;
     rig.nvim
         .input("gg:CCBridgeRejectHunk<CR>:CCBridgeRejectHunk<CR>");
     let (_c, text) = verdict(task).await;
