@@ -891,6 +891,11 @@ async fn status_statusline_and_events_follow_the_sessions() {
     let port = rig.init()["port"].as_u64().unwrap();
     assert!(status.contains(&format!("port {port}")), "{status}");
     assert!(status.contains("Claude session 1: claude-code"), "{status}");
+    let tools = rig.init()["tools"]["url"].as_str().unwrap().to_owned();
+    assert!(
+        status.contains(&format!("workspace tools (MCP): {tools}")),
+        "{status}"
+    );
     c.close().await.unwrap();
     rig.nvim.wait(
         "CCBridgeDisconnected",

@@ -4,12 +4,11 @@
 
 use ccbridge_mcp::{DiagnosticsSource, ToolsServer};
 use ccbridge_protocol::editor::FileDiagnostics;
+use ccbridge_testkit::http::{self, Answer};
 use ccbridge_workspace::Workspace;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const WAIT: Duration = Duration::from_secs(10);
@@ -26,38 +25,6 @@ struct Rig {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     _dir: tempfile::TempDir,
-}
-
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_owned())
-        })
-    }
-
-    /// The JSON-RPC message in the body: plain JSON, or the first `data:`
-    /// line of an event stream.
-    fn message(&self) -> Value {
-        let data = self
-            .body
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("data:")
-                    .map(str::trim)
-                    .filter(|d| d.starts_with('{'))
-            })
-            .unwrap_or(self.body.trim());
-        serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {}\n{}", self.head, self.body))
-    }
 }
 
 async fn start() -> Rig {
@@ -83,10 +50,9 @@ async fn start() -> Rig {
 
 impl Rig {
     /// One request on its own connection; `headers` replace the defaults
-    /// of the same name (Host, Authorization, Accept, Content-Type).
+    /// of the same name (Host, Authorization, Accept, Content-Type), an
+    /// empty value drops the header.
     async fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
-        let mut req = format!("POST {path} HTTP/1.1\r\n");
         let host = format!("127.0.0.1:{}", self.port);
         let auth = format!("Bearer {TOKEN}");
         let defaults = [
@@ -95,52 +61,25 @@ impl Rig {
             ("Accept", "application/json, text/event-stream"),
             ("Content-Type", "application/json"),
         ];
-        for (k, v) in defaults {
-            if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
-                req.push_str(&format!("{k}: {v}\r\n"));
-            }
-        }
-        for (k, v) in headers {
-            if !v.is_empty() {
-                req.push_str(&format!("{k}: {v}\r\n"));
-            }
-        }
-        req.push_str(&format!(
-            "Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        ));
-        s.write_all(req.as_bytes()).await.unwrap();
-        s.write_all(body.as_bytes()).await.unwrap();
-        let mut raw = Vec::new();
-        // An event stream stays open: read until the message is complete.
-        let _ = tokio::time::timeout(WAIT, async {
-            let mut buf = [0u8; 8192];
-            loop {
-                match s.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => raw.extend_from_slice(&buf[..n]),
-                }
-                let text = String::from_utf8_lossy(&raw);
-                if let Some((_, body)) = text.split_once("\r\n\r\n") {
-                    if body.contains("\"jsonrpc\"") && body.contains("}\n") {
-                        break;
-                    }
-                }
-            }
+        let mut all: Vec<(String, String)> = defaults
+            .iter()
+            .filter(|(k, _)| !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        all.extend(
+            headers
+                .iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        let (port, path, body) = (self.port, path.to_owned(), body.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<(&str, &str)> =
+                all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            http::post(port, &path, &refs, &body, WAIT)
         })
-        .await;
-        let text = String::from_utf8_lossy(&raw).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        Answer {
-            status,
-            head: head.to_owned(),
-            body: body.to_owned(),
-        }
+        .await
+        .unwrap()
     }
 
     async fn stop(mut self) {

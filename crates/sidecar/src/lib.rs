@@ -26,8 +26,9 @@ pub mod messages;
 pub mod pending;
 pub mod session;
 pub mod sniff;
+mod tools;
 
 pub use error::SidecarError;
 pub use frontend::StdioFrontend;
 pub use messages::PROTOCOL_VERSION;
-pub use session::{run, ExitReason};
+pub use session::{run, run_with, ExitReason, Options};

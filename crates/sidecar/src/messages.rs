@@ -103,6 +103,18 @@ pub struct InitializeResult {
     pub lock_file: Option<String>,
     /// Variables to set on the terminal that runs `claude`.
     pub env: BTreeMap<String, String>,
+    /// The workspace tools' MCP server (version 2; absent when it does not
+    /// run): register it with an MCP client, e.g. `claude mcp add
+    /// --transport http ccbridge <url> --header "Authorization: Bearer <token>"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolsEndpoint>,
+}
+
+/// Where the workspace tools are served, and the bearer token they take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolsEndpoint {
+    pub url: String,
+    pub token: String,
 }
 
 /// The variables that make a `claude` started in the editor's terminal
@@ -534,6 +546,7 @@ mod tests {
             port: 53117,
             lock_file: Some("/home/u/.claude/ide/53117.lock".into()),
             env: claude_env(53117),
+            tools: None,
         };
         assert_eq!(
             serde_json::to_value(&r).unwrap(),

@@ -20,7 +20,7 @@ use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, 
 use crate::frontend::StdioFrontend;
 use crate::messages::{
     self, check_folders, claude_env, method, Checked, InitializeParams, InitializeResult,
-    ServerInfo, StatusResult, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use async_trait::async_trait;
 use ccbridge_protocol::jsonrpc::{
@@ -70,6 +70,30 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    run_with(config, Options::default(), input, output, shutdown).await
+}
+
+/// What the sidecar serves besides the Claude Code IDE server.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Also serve the workspace tools over MCP (`ccbridge-mcp`) on this
+    /// port (`Some(None)`: OS-assigned); `None`: not at all.
+    pub tools_port: Option<Option<u16>>,
+}
+
+/// [`run`], with [`Options`].
+pub async fn run_with<R, W>(
+    config: Config,
+    options: Options,
+    input: R,
+    output: W,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ExitReason, SidecarError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let folders: Vec<PathBuf> = config.workspace_folders.iter().map(PathBuf::from).collect();
     let (sink, writer) = spawn_writer(output);
     let frontend = Arc::new(StdioFrontend::new(sink.clone(), config.frontend_timeout));
     let server_info = ServerInfo {
@@ -113,13 +137,24 @@ where
         let _ = engine_stop.await;
     }));
     tracing::info!(port = handle.port(), lock = ?handle.lock_path(), "sidecar serving");
+    let (stop_tools, tools_stop) = oneshot::channel::<()>();
+    let tools = match options.tools_port {
+        Some(port) => {
+            crate::tools::start(port, &folders, handle.clone(), async move {
+                let _ = tools_stop.await;
+            })
+            .await
+        }
+        None => None,
+    };
 
     let session = Session::new(
         Arc::new(handle),
         frontend.clone(),
         sink.clone(),
         server_info,
-    );
+    )
+    .with_tools(tools.as_ref().map(|t| t.endpoint.clone()));
     let mut reader = FrameReader::new(input);
     let mut engine_result = None;
     let outcome = {
@@ -145,6 +180,10 @@ where
     // engine's shutdown (which closes diff views) does not wait for it.
     frontend.disconnect();
     let _ = stop_engine.send(());
+    let _ = stop_tools.send(());
+    if let Some(t) = tools {
+        t.stopped().await;
+    }
     let engine_result = match engine_result {
         Some(r) => r,
         None => (&mut engine_task).await,
@@ -208,6 +247,8 @@ pub(crate) struct Session {
     server_info: ServerInfo,
     /// The protocol version the editor asked for (the newest until it says).
     version: AtomicU32,
+    /// The workspace tools server, when it runs.
+    tools: Option<ToolsEndpoint>,
 }
 
 impl Session {
@@ -223,7 +264,14 @@ impl Session {
             sink,
             server_info,
             version: AtomicU32::new(PROTOCOL_VERSION),
+            tools: None,
         }
+    }
+
+    /// Reports the tools server in `initialize` (version 2).
+    pub(crate) fn with_tools(mut self, tools: Option<ToolsEndpoint>) -> Self {
+        self.tools = tools;
+        self
     }
 
     /// Serves frames from `reader` until the input ends, the editor asks to
@@ -433,6 +481,11 @@ impl Session {
             port,
             lock_file: self.lock_file(),
             env: claude_env(port),
+            tools: if version >= 2 {
+                self.tools.clone()
+            } else {
+                None
+            },
         };
         self.reply(Response::ok_from(req.id, &result));
         Step::Continue

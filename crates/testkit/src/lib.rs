@@ -23,6 +23,7 @@
 pub mod browser;
 pub mod claude;
 pub mod editor;
+pub mod http;
 pub mod mock_anthropic;
 pub mod nvim;
 pub mod tmux;

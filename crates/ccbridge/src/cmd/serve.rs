@@ -80,13 +80,21 @@ pub struct ServerArgs {
     /// file as JSON lines (created 0600, appended to).
     #[arg(long, value_name = "FILE")]
     pub(crate) log_traffic: Option<PathBuf>,
+    /// Do not serve the workspace tools over MCP (with --stdio they are
+    /// served at http://127.0.0.1:<port>/mcp, reported in `initialize`).
+    #[arg(long)]
+    pub(crate) no_tools: bool,
+    /// Serve the workspace tools on this port (an OS-assigned one if taken).
+    #[arg(long, value_name = "PORT", conflicts_with = "no_tools")]
+    pub(crate) tools_port: Option<u16>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.stdio && (args.ui.open || args.ui.ui_port.is_some()) {
         bail!("--open and --ui-port are for the browser UI, which --stdio does not serve");
     }
-    init_logging(args.server.log_file.as_deref(), "info")?;
+    // rmcp logs every message it receives at INFO, payloads included.
+    init_logging(args.server.log_file.as_deref(), "info,rmcp=warn")?;
     if !args.stdio {
         let standalone = start_standalone(&args.server, &args.ui, std::process::id()).await?;
         println!("{}", banner(&standalone, &args.server));
@@ -101,8 +109,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .and_then(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
         .unwrap_or_else(std::process::id);
     let config = config_from(&args.server, parent)?;
-    let reason = ccbridge_sidecar::run(
+    let options = ccbridge_sidecar::Options {
+        tools_port: (!args.server.no_tools).then_some(args.server.tools_port),
+    };
+    let reason = ccbridge_sidecar::run_with(
         config,
+        options,
         tokio::io::stdin(),
         protocol_output()?,
         termination_signal(),

@@ -67,6 +67,14 @@ function M.check()
     })
   end
 
+  if type(init.tools) == "table" then
+    health.info(
+      ("workspace tools served over MCP at %s (token in require('ccbridge').state.init.tools.token)"):format(
+        tostring(init.tools.url)
+      )
+    )
+  end
+
   local status
   bridge.request("status", nil, function(_, result)
     status = result or {}

@@ -52,6 +52,9 @@ function M.lines()
   )
   out[#out + 1] = ("port %s, lock file %s"):format(init.port or "?", init.lockFile or "none")
   out[#out + 1] = "workspace: " .. table.concat(bridge().workspace_folders(), ", ")
+  if type(init.tools) == "table" then
+    out[#out + 1] = "workspace tools (MCP): " .. tostring(init.tools.url)
+  end
   local ids = vim.tbl_keys(S.clients)
   table.sort(ids)
   if #ids == 0 then

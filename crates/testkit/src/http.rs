@@ -1,0 +1,100 @@
+//! A bare HTTP/1.1 client for tests that must control every header (Host,
+//! Origin, Authorization) and see the answer as sent: one request per
+//! connection, an event-stream answer read until its first JSON-RPC message.
+
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// An answer: status, head and body as text.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Answer {
+    /// A header's value (first of that name, case-insensitive).
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+
+    /// The JSON-RPC message in the body: plain JSON, or the first `data:`
+    /// line of an event stream. Panics with the answer if there is none.
+    pub fn message(&self) -> Value {
+        let data = self
+            .body
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("data:")
+                    .map(str::trim)
+                    .filter(|d| d.starts_with('{'))
+            })
+            .unwrap_or(self.body.trim());
+        serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {}\n{}", self.head, self.body))
+    }
+}
+
+/// `POST path` to 127.0.0.1:`port` with exactly `headers` (plus
+/// `Content-Length` and `Connection: close`), within `timeout`.
+pub fn post(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Answer {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_millis(200))).ok();
+    let mut req = format!("POST {path} HTTP/1.1\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    s.write_all(req.as_bytes()).expect("send the head");
+    // The server may answer (413, 401) before the body is all sent.
+    let _ = s.write_all(body.as_bytes());
+    let deadline = Instant::now() + timeout;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    while Instant::now() < deadline {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+        // An event stream stays open: stop at its first whole message.
+        let text = String::from_utf8_lossy(&raw);
+        if let Some((_, body)) = text.split_once("\r\n\r\n") {
+            if body.contains("\"jsonrpc\"") && body.contains("}\n") {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    Answer {
+        status: head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
