@@ -133,9 +133,12 @@ impl Rig {
         });
     }
 
-    /// The id of the review card for `path`, once the page shows it.
+    /// The id of the pending review card for `path`, once the page shows
+    /// it. Pending only: the card of an earlier, decided review of the same
+    /// file may still be on the page until Claude's close reaches it (a
+    /// fresh-clone run once picked that card, which then left).
     fn review_id(&mut self, path: &Path) -> String {
-        let find = r#"(path) => { for (const el of document.querySelectorAll('[data-review]')) {
+        let find = r#"(path) => { for (const el of document.querySelectorAll('[data-review][data-status=pending]')) {
             if (el.textContent.includes(path.split('/').pop())) return el.dataset.review; }
             return null; }"#;
         self.browser
