@@ -59,6 +59,7 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    args.server.tools_only_with_stdio()?;
     let claude = match &args.claude {
         Some(p) if Path::new(p).is_file() => p.clone(),
         Some(p) => {

@@ -89,9 +89,22 @@ pub struct ServerArgs {
     pub(crate) tools_port: Option<u16>,
 }
 
+impl ServerArgs {
+    /// The tools server runs beside the sidecar only, so far.
+    pub(crate) fn tools_only_with_stdio(&self) -> anyhow::Result<()> {
+        if self.tools_port.is_some() {
+            bail!("--tools-port needs --stdio: the browser UI mode does not serve the workspace tools yet");
+        }
+        Ok(())
+    }
+}
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.stdio && (args.ui.open || args.ui.ui_port.is_some()) {
         bail!("--open and --ui-port are for the browser UI, which --stdio does not serve");
+    }
+    if !args.stdio {
+        args.server.tools_only_with_stdio()?;
     }
     // rmcp logs every message it receives at INFO, payloads included.
     init_logging(args.server.log_file.as_deref(), "info,rmcp=warn")?;
