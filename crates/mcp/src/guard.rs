@@ -2,7 +2,8 @@
 //! in this order, each answered without reading the body:
 //!
 //! 1. `Host` must name the loopback interface (`127.0.0.1`, `localhost`,
-//!    `[::1]`, with any port), else 403: a page on another site that got
+//!    `[::1]`, with any port; the IDE server's own rule,
+//!    `ccbridge_server::handshake::host_allowed`), else 403: a page on another site that got
 //!    its name resolved to 127.0.0.1 (DNS rebinding) is refused.
 //! 2. A request that carries an `Origin` comes from a browser page, which
 //!    no MCP client is: 403.
@@ -15,6 +16,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use ccbridge_server::handshake::host_allowed;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
@@ -70,28 +72,10 @@ impl Refusal {
     }
 }
 
-/// Whether `host` (a `Host` header value) names the loopback interface.
-pub fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        // [::1]:port
-        match rest.split_once(']') {
-            Some((addr, tail)) if tail.is_empty() || tail.starts_with(':') => addr,
-            _ => return false,
-        }
-    } else {
-        match host.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-            Some(_) => return false,
-            None => host,
-        }
-    };
-    name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost") || name == "::1"
-}
-
 /// Judges a request's head (pure, for tests and the fuzzer).
 pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(), Refusal> {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    if !host.is_some_and(is_loopback_host) {
+    if !host.is_some_and(|h| host_allowed(h, &[])) {
         return Err(Refusal::ForeignHost);
     }
     if headers.contains_key(header::ORIGIN) {
@@ -160,6 +144,10 @@ mod tests {
 
     #[test]
     fn loopback_hosts_only() {
+        let judged = |host: &str| {
+            let h = headers(&[("host", host), ("authorization", "Bearer x")]);
+            judge(&h, None, T)
+        };
         for ok in [
             "127.0.0.1:8080",
             "127.0.0.1",
@@ -168,7 +156,7 @@ mod tests {
             "[::1]:9",
             "[::1]",
         ] {
-            assert!(is_loopback_host(ok), "{ok}");
+            assert_ne!(judged(ok), Err(Refusal::ForeignHost), "{ok}");
         }
         for bad in [
             "evil.example",
@@ -178,9 +166,10 @@ mod tests {
             "[::2]:1",
             "localhost:x",
             "[::1]x",
+            "localhost:",
             "",
         ] {
-            assert!(!is_loopback_host(bad), "{bad}");
+            assert_eq!(judged(bad), Err(Refusal::ForeignHost), "{bad}");
         }
     }
 

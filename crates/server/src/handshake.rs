@@ -81,7 +81,7 @@ pub fn evaluate(req: &httparse::Request<'_, '_>, policy: &Policy<'_>) -> Verdict
         Err(()) => return reject(400, "repeated Host header"),
         Ok(None) => return reject(400, "missing Host header"),
         Ok(Some(h)) => {
-            if !host_allowed(h, policy.allowed_hosts) {
+            if !std::str::from_utf8(h).is_ok_and(|h| host_allowed(h, policy.allowed_hosts)) {
                 return reject(403, "Host is not a loopback name");
             }
         }
@@ -134,10 +134,9 @@ fn valid_key(k: &[u8]) -> bool {
 /// Exact names only: `127.0.0.1`, `localhost`, `[::1]` and the configured
 /// ones, each with an optional numeric port. No DNS, no lenient IP parsing
 /// (`2130706433`, `0x7f.0.0.1`, `localhost6`, `127.0.0.1.nip.io` all fail).
-fn host_allowed(raw: &[u8], extra: &[String]) -> bool {
-    let Ok(host) = std::str::from_utf8(raw) else {
-        return false;
-    };
+/// The one rule for a loopback `Host` (the workspace tools server uses it
+/// too).
+pub fn host_allowed(host: &str, extra: &[String]) -> bool {
     let host = host.trim();
     let name = if let Some(rest) = host.strip_prefix('[') {
         match rest.split_once(']') {
