@@ -144,8 +144,7 @@ impl ServerProcess {
 
     /// `VmRSS` from `/proc/<pid>/status`, in KiB.
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
-        status_field_kib(&status, "VmRSS").context("no VmRSS in /proc/<pid>/status")
+        rss_kib(self.pid())
     }
 
     /// Closes stdin (the editor went away) and waits, bounded, for the
@@ -187,6 +186,12 @@ pub fn find_lock(dir: &Path) -> Option<PathBuf> {
         let name = name.to_str()?;
         (name.ends_with(".lock") && !name.starts_with('.')).then(|| e.path())
     })
+}
+
+/// `VmRSS` of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status_field_kib(&status, "VmRSS").context("no VmRSS in /proc/<pid>/status")
 }
 
 /// A `Name:   1234 kB` field of `/proc/<pid>/status`.

@@ -26,12 +26,14 @@
 //!   RSS is in the notes).
 
 use anyhow::{bail, Context};
+use ccbridge_bench::process::{find_lock, rss_kib};
 use ccbridge_bench::report::{LatencyUnit, Machine, Report, Row, Series, Target};
 use ccbridge_bench::stats::{summarize, Summary};
+use ccbridge_client::discovery::read_lock;
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::nvim::Nvim;
 use clap::Parser;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
@@ -255,11 +257,6 @@ fn nvim_version() -> String {
         .unwrap_or_default()
 }
 
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    ccbridge_bench::process::status_field_kib(&status, "VmRSS").context("no VmRSS")
-}
-
 /// Starts a Neovim with `plugin`, connects as Claude, and measures.
 async fn measure(
     plugin: Plugin,
@@ -421,20 +418,17 @@ async fn measure(
 /// session that has listed the tools and reported its pid).
 async fn connect(lock_dir: &Path) -> anyhow::Result<IdeClient> {
     let deadline = Instant::now() + WAIT;
-    let lock: Value = loop {
-        let found = std::fs::read_dir(lock_dir).ok().and_then(|d| {
-            d.flatten()
-                .find(|e| e.path().extension().is_some_and(|x| x == "lock"))
-        });
-        if let Some(entry) = found {
-            if let Ok(v) = serde_json::from_str::<Value>(&std::fs::read_to_string(entry.path())?) {
-                let port: u16 = entry
-                    .path()
+    // The plugin writes its lock file through a temporary one: read until
+    // a whole one is there.
+    let (port, lock) = loop {
+        if let Some(path) = find_lock(lock_dir) {
+            if let Ok(lock) = read_lock(&path) {
+                let port: u16 = path
                     .file_stem()
                     .and_then(|s| s.to_str())
                     .and_then(|s| s.parse().ok())
                     .context("lock file name")?;
-                break json!({"port": port, "lock": v});
+                break (port, lock);
             }
         }
         if Instant::now() > deadline {
@@ -442,8 +436,7 @@ async fn connect(lock_dir: &Path) -> anyhow::Result<IdeClient> {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    let port = lock["port"].as_u64().context("port")? as u16;
-    let token = lock["lock"]["authToken"].as_str().context("authToken")?;
+    let token = lock.auth_token.as_deref().context("authToken")?;
     let mut c = IdeClient::connect_as(port, Some(token), WAIT, "claude-code").await?;
     c.list_tools().await?;
     c.notify("ide_connected", Some(json!({"pid": std::process::id()})))

@@ -13,6 +13,7 @@
 //! process's `SystemTime` on the same machine: both read the same clock.
 
 use crate::client::{is_notification, Client, WAIT};
+use crate::process::rss_kib;
 use anyhow::{bail, Context};
 use ccbridge_testkit::editor::{Editor, EditorOptions};
 use serde_json::{json, Value};
@@ -315,11 +316,6 @@ impl Sidecar {
 /// newline: what a selection from the start to the start of line `k` holds.
 pub fn first_lines(lines: &[String], k: usize) -> String {
     lines[..k].iter().map(|l| format!("{l}\n")).collect()
-}
-
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    crate::process::status_field_kib(&status, "VmRSS").context("no VmRSS")
 }
 
 /// Claude's side of the diff benchmarks: one session proposes, another
