@@ -18,4 +18,5 @@ pub mod get_diagnostics;
 pub mod list_files;
 pub mod read_file;
 pub mod search_files;
+mod shown;
 pub mod write_file;

@@ -49,16 +49,6 @@ pub fn list(
     max_entries: usize,
 ) -> Result<Listed, WorkspaceError> {
     let at = ws.locate(path)?;
-    let first = ws
-        .folders()
-        .next()
-        .map(|p| p.to_path_buf())
-        .unwrap_or_default();
-    let shown = |abs: &std::path::Path| {
-        abs.strip_prefix(&first)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| abs.to_string_lossy().into_owned())
-    };
     let mut out = Listed {
         entries: Vec::new(),
         truncated: false,
@@ -79,7 +69,7 @@ pub fn list(
             break;
         }
         let abs = dir.join(&e.name);
-        let mut name = shown(&abs);
+        let mut name = crate::shown::path(ws, &abs);
         if e.kind == EntryKind::Dir {
             name.push('/');
         }

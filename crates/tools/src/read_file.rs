@@ -162,20 +162,9 @@ fn count_lines<R: BufRead>(r: &mut R) -> std::io::Result<usize> {
 
 /// A line as shown: without its line break, cut if very long.
 fn shown_line(raw: &[u8]) -> String {
-    let mut bytes = raw.strip_suffix(b"\n").unwrap_or(raw);
-    bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    let cut = bytes.len().saturating_sub(MAX_LINE_BYTES);
-    let shown = String::from_utf8_lossy(&bytes[..bytes.len() - cut]);
-    // A cut inside a character shows as U+FFFD: drop it.
-    let shown = if cut > 0 {
-        shown.trim_end_matches('\u{FFFD}')
-    } else {
-        &shown
-    };
-    if cut > 0 {
-        format!("{shown} … ({cut} more bytes on this line)")
-    } else {
-        shown.to_owned()
+    match crate::shown::line(raw, MAX_LINE_BYTES) {
+        (text, 0) => text,
+        (text, cut) => format!("{text} … ({cut} more bytes on this line)"),
     }
 }
 

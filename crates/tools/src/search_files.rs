@@ -21,7 +21,6 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use ignore::{WalkBuilder, WalkState};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -112,13 +111,9 @@ struct Collect<'a> {
 }
 
 fn shown(bytes: &[u8]) -> String {
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    if bytes.len() > MAX_LINE_BYTES {
-        let text = String::from_utf8_lossy(&bytes[..MAX_LINE_BYTES]);
-        format!("{} …", text.trim_end_matches('\u{FFFD}'))
-    } else {
-        String::from_utf8_lossy(bytes).into_owned()
+    match crate::shown::line(bytes, MAX_LINE_BYTES) {
+        (text, 0) => text,
+        (text, _) => format!("{text} …"),
     }
 }
 
@@ -159,11 +154,6 @@ pub fn search(
 ) -> Result<Found, SearchError> {
     let at = ws.locate(path)?;
     let start = ws.absolute(&at);
-    let first_folder: PathBuf = ws
-        .folders()
-        .next()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .size_limit(10 << 20)
@@ -199,7 +189,7 @@ pub fn search(
             .after_context(1)
             .build();
         let matcher: RegexMatcher = matcher.clone();
-        let (taken, cut, files, first_folder, only) = (&taken, &cut, &files, &first_folder, &only);
+        let (taken, cut, files, ws, only) = (&taken, &cut, &files, ws, &only);
         Box::new(move |entry| {
             if cut.load(Ordering::Relaxed) {
                 return WalkState::Quit;
@@ -231,11 +221,6 @@ pub fn search(
                 .is_ok()
                 && sink.lines.iter().any(|l| l.is_match)
             {
-                let rel = entry
-                    .path()
-                    .strip_prefix(first_folder)
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|_| entry.path().to_path_buf());
                 // Context after the last match kept is dropped when the
                 // cap cut the file short.
                 while sink.lines.last().is_some_and(|l| !l.is_match) && cut.load(Ordering::Relaxed)
@@ -246,7 +231,7 @@ pub fn search(
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(FileMatches {
-                        path: rel.to_string_lossy().into_owned(),
+                        path: crate::shown::path(ws, entry.path()),
                         lines: sink.lines,
                     });
             }
