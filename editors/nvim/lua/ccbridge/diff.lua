@@ -108,16 +108,23 @@ local function current()
   end
 end
 
+--- The original's and the proposal's lines, and the hunks between them
+--- (`{start_a, count_a, start_b, count_b}`, 1-based).
+local function hunks_of(r)
+  local base, prop = lines(r.base), lines(r.prop)
+  local text = function(l)
+    return table.concat(l, "\n") .. "\n"
+  end
+  return base, prop, text_diff(text(base), text(prop), { result_type = "indices" })
+end
+
 --- Removed lines above the added ones, in the proposal itself.
 local function render_inline(r)
   if not api.nvim_buf_is_valid(r.prop) then
     return
   end
   api.nvim_buf_clear_namespace(r.prop, ns, 0, -1)
-  local base = lines(r.base)
-  local prop = lines(r.prop)
-  local hunks =
-    text_diff(table.concat(base, "\n") .. "\n", table.concat(prop, "\n") .. "\n", { result_type = "indices" })
+  local base, prop, hunks = hunks_of(r)
   for _, h in ipairs(hunks) do
     local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
     for i = sb, sb + cb - 1 do
@@ -439,9 +446,7 @@ function M.hunk(action)
   if not r then
     return not_here()
   end
-  local base, prop = lines(r.base), lines(r.prop)
-  local hunks =
-    text_diff(table.concat(base, "\n") .. "\n", table.concat(prop, "\n") .. "\n", { result_type = "indices" })
+  local base, prop, hunks = hunks_of(r)
   local row = api.nvim_win_get_cursor(0)[1]
   local pick
   for _, h in ipairs(hunks) do

@@ -140,14 +140,6 @@ function M.update()
   end
 end
 
---- Checks `path`'s buffer now (the editor learnt Claude wrote it).
-function M.check_path(path)
-  local buf = file_buffers()[path]
-  if buf then
-    check(buf, path)
-  end
-end
-
 --- The watched directories (for tests).
 ---@return table<string, boolean>
 function M._watched()
