@@ -125,3 +125,186 @@ fn no_tools_turns_it_off_and_a_version_1_editor_is_not_told() {
         .unwrap();
     assert!(v2["tools"]["url"].is_string(), "{v2}");
 }
+
+/// Opens an MCP session; returns its id.
+fn session(port: u16, token: &str) -> String {
+    let a = mcp(
+        port,
+        token,
+        None,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+    );
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    a.header("mcp-session-id").expect("a session")
+}
+
+/// Starts a tool call on a thread of its own (it waits for the editor);
+/// the handle yields the result's text and whether it is an error.
+fn call_later(
+    port: u16,
+    token: &str,
+    session: &str,
+    id: u64,
+    name: &str,
+    args: Value,
+) -> std::thread::JoinHandle<(String, bool)> {
+    let (token, session, name) = (token.to_owned(), session.to_owned(), name.to_owned());
+    std::thread::spawn(move || {
+        let r = mcp(
+            port,
+            &token,
+            Some(&session),
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name": name,"arguments": args}}),
+        )
+        .message();
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"))
+            .to_owned();
+        (text, r["result"]["isError"] == true)
+    })
+}
+
+#[test]
+fn writes_are_reviewed_and_commands_approved_by_the_editor_through_the_sidecar() {
+    let sandbox = Sandbox::new().unwrap();
+    sandbox.write_file("app.py", "a = 1\nb = 2\n").unwrap();
+    let mut opts =
+        EditorOptions::for_sandbox(env!("CARGO_BIN_EXE_ccbridge"), &sandbox, "ToolsTest");
+    opts.extra_env = vec![
+        ("CCBRIDGE_PROBE".into(), "leak".into()),
+        ("CLAUDE_CODE_SSE_PORT".into(), "45678".into()),
+    ];
+    let mut ed = Editor::spawn(&opts).expect("spawn ccbridge");
+    let init = ed
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "ideName": "ToolsTest",
+                   "capabilities": {"diff": true, "approve": true},
+                   "approvalMode": "write-only"}),
+            STEP,
+        )
+        .unwrap();
+    assert_eq!(init["tools"]["approvalMode"], "write-only", "{init}");
+    let port = port_of(init["tools"]["url"].as_str().unwrap());
+    let token = init["tools"]["token"].as_str().unwrap().to_owned();
+    let s = session(port, &token);
+
+    // apply_diff → a showDiff request; the user edits and accepts.
+    let call = call_later(
+        port,
+        &token,
+        &s,
+        2,
+        "apply_diff",
+        json!({"path": "app.py", "diff": "<<<<<<< SEARCH\nb = 2\n=======\nb = 3\n>>>>>>> REPLACE\n"}),
+    );
+    let show = ed.expect_request("showDiff", STEP).unwrap();
+    let view = &show.params;
+    assert_eq!(view["originalContents"], "a = 1\nb = 2\n", "{view}");
+    assert_eq!(view["proposedContents"], "a = 1\nb = 3\n", "{view}");
+    assert!(view["clientId"].is_null(), "{view}");
+    ed.respond(show.id.as_ref().unwrap(), json!(null)).unwrap();
+    ed.notify(
+        "diffResolved",
+        json!({"id": view["id"], "decision": "accepted", "contents": "a = 1\nb = 4\n"}),
+    )
+    .unwrap();
+    let (text, is_error) = call.join().unwrap();
+    assert!(!is_error, "{text}");
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["status"], "accepted");
+    assert!(r["user_edits"].as_str().unwrap().contains("+b = 4"), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace().join("app.py")).unwrap(),
+        "a = 1\nb = 4\n"
+    );
+    // The view is closed once decided.
+    let closed = ed.expect_request("closeDiff", STEP).unwrap();
+    assert_eq!(closed.params["id"], view["id"]);
+    ed.respond(closed.id.as_ref().unwrap(), json!(null))
+        .unwrap();
+
+    // execute_command → an `approve` request, then the output as
+    // `commandEvent`s; ccbridge's variables do not reach the command.
+    let call = call_later(
+        port,
+        &token,
+        &s,
+        3,
+        "execute_command",
+        json!({"command": "echo hi; env"}),
+    );
+    let ask = ed.expect_request("approve", STEP).unwrap();
+    assert_eq!(ask.params["tool"], "execute_command");
+    assert_eq!(ask.params["command"], "echo hi; env");
+    ed.respond(ask.id.as_ref().unwrap(), json!({"approved": true}))
+        .unwrap();
+    let (text, is_error) = call.join().unwrap();
+    assert!(!is_error, "{text}");
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["exit_code"], 0);
+    let out = r["output"].as_str().unwrap();
+    assert!(out.starts_with("hi\n"), "{out}");
+    let lock = ed.wait_lock_file(STEP).unwrap();
+    for secret in [
+        "CCBRIDGE_PROBE",
+        "CLAUDE_CODE_SSE_PORT",
+        token.as_str(),
+        lock.auth_token.as_str(),
+    ] {
+        assert!(!out.contains(secret), "{secret} reached the command");
+    }
+    let started = ed.expect_notification("commandEvent", STEP).unwrap();
+    assert_eq!(started["event"], "started", "{started}");
+    assert_eq!(started["id"], ask.params["id"]);
+    let exited = ed
+        .expect("commandEvent", STEP, |m| m.params["event"] == "exited")
+        .unwrap();
+    assert_eq!(exited.params["exitCode"], 0, "{}", exited.params);
+
+    // A denied command does not run.
+    let call = call_later(
+        port,
+        &token,
+        &s,
+        4,
+        "execute_command",
+        json!({"command": "touch ran"}),
+    );
+    let ask = ed.expect_request("approve", STEP).unwrap();
+    ed.respond(ask.id.as_ref().unwrap(), json!({"approved": false}))
+        .unwrap();
+    let (text, _) = call.join().unwrap();
+    assert!(text.contains("\"rejected\""), "{text}");
+    assert!(!sandbox.workspace().join("ran").exists());
+    ed.close(STEP).unwrap();
+}
+
+#[test]
+fn an_editor_without_the_approve_capability_gets_no_command_run() {
+    let sandbox = Sandbox::new().unwrap();
+    let ed = editor(&sandbox, &[]);
+    let init = ed
+        .request("initialize", json!({"protocolVersion": 2}), STEP)
+        .unwrap();
+    let port = port_of(init["tools"]["url"].as_str().unwrap());
+    let token = init["tools"]["token"].as_str().unwrap().to_owned();
+    let s = session(port, &token);
+    let (text, is_error) = call_later(
+        port,
+        &token,
+        &s,
+        2,
+        "execute_command",
+        json!({"command": "touch ran"}),
+    )
+    .join()
+    .unwrap();
+    assert!(is_error, "{text}");
+    assert!(text.contains("not run"), "{text}");
+    assert!(!sandbox.workspace().join("ran").exists());
+    assert!(ed.seen("approve").is_empty());
+}

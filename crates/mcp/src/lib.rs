@@ -9,13 +9,20 @@
 //! falls back to an OS-assigned one when taken), then `run(shutdown)`,
 //! which ends every session when `shutdown` completes.
 //!
-//! Served so far: `read_file`, `list_files`, `search_files`,
-//! `get_diagnostics`. The reviewed writes and `execute_command` come next.
+//! The tools (`tools/`, one file each) reach the editor through the
+//! [`Editor`] trait: writes are reviewed as diffs, commands approved and
+//! their output shown, as the [`ApprovalMode`] says.
 
+pub mod approval;
+pub mod editor;
 pub mod guard;
 pub mod service;
+pub mod tools;
 
-pub use service::{DiagnosticsSource, WorkspaceTools};
+pub use approval::ApprovalMode;
+pub use editor::Editor;
+pub use service::WorkspaceTools;
+pub use tools::Settings;
 
 use ccbridge_workspace::Workspace;
 use std::future::Future;
@@ -27,17 +34,19 @@ use tokio::net::TcpListener;
 pub struct ToolsServer {
     listener: TcpListener,
     token: guard::Token,
-    tools: WorkspaceTools,
+    ctx: Arc<tools::Context>,
 }
 
 impl ToolsServer {
     /// Binds 127.0.0.1:`port` (0 or `None`: OS-assigned). A port that is
-    /// taken falls back to an OS-assigned one, with a warning.
+    /// taken falls back to an OS-assigned one, with a warning. The token is
+    /// added to `settings.secrets`, which commands never see.
     pub async fn bind(
         port: Option<u16>,
         token: &str,
         workspace: Arc<Workspace>,
-        diagnostics: Arc<dyn DiagnosticsSource>,
+        editor: Arc<dyn Editor>,
+        mut settings: Settings,
     ) -> std::io::Result<ToolsServer> {
         let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let listener = match port.filter(|p| *p != 0) {
@@ -54,11 +63,20 @@ impl ToolsServer {
             },
             None => TcpListener::bind(any).await?,
         };
+        let port = listener.local_addr()?.port();
+        settings.secrets.push(token.to_owned());
+        settings.secrets.push(format!("127.0.0.1:{port}"));
         Ok(ToolsServer {
             listener,
             token: guard::Token(token.into()),
-            tools: WorkspaceTools::new(workspace, diagnostics),
+            ctx: Arc::new(tools::Context::new(workspace, editor, settings)),
         })
+    }
+
+    /// What the tools share: change the workspace or the approval mode
+    /// through it while serving.
+    pub fn context(&self) -> Arc<tools::Context> {
+        self.ctx.clone()
     }
 
     pub fn port(&self) -> u16 {
@@ -76,7 +94,7 @@ impl ToolsServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let stop = tokio_util::sync::CancellationToken::new();
-        let endpoint = service::endpoint(self.tools, stop.child_token());
+        let endpoint = service::endpoint(WorkspaceTools::new(self.ctx), stop.child_token());
         let app = axum::Router::new().nest_service("/mcp", endpoint).layer(
             axum::middleware::from_fn_with_state(self.token, guard::check),
         );

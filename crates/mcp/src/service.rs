@@ -2,12 +2,10 @@
 //! (pinned `=3.11.0`; its API changes with every minor release). It declares
 //! the tools with their argument types (the input schemas are generated
 //! from them, the doc comments becoming the descriptions a model reads) and
-//! calls `ccbridge-tools` for the work, on the blocking pool. Transport
-//! settings (sessions, Host/Origin, body size) are set here too.
+//! hands each call to its file in `tools/`. Transport settings (sessions,
+//! Host/Origin, body size) are set here too.
 
-use ccbridge_protocol::editor::{FileDiagnostics, Severity};
-use ccbridge_tools::{get_diagnostics, list_files, read_file, search_files};
-use ccbridge_workspace::Workspace;
+use crate::tools::{self, Context, Reply};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -17,11 +15,6 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
 use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Where `get_diagnostics` reads the editor's diagnostics.
-pub trait DiagnosticsSource: Send + Sync + 'static {
-    fn diagnostics(&self) -> Vec<FileDiagnostics>;
-}
 
 /// Sessions idle this long are closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
@@ -57,6 +50,32 @@ pub struct SearchFilesArgs {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct WriteFileArgs {
+    /// The file: relative to the workspace folder, or absolute inside it. Missing folders are created.
+    pub path: String,
+    /// The whole new text of the file.
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ApplyDiffArgs {
+    /// The file to edit (it must exist): relative to the workspace folder, or absolute inside it.
+    pub path: String,
+    /// One or more blocks, each `<<<<<<< SEARCH`, the exact lines to find, `=======`, the lines to put instead, `>>>>>>> REPLACE`.
+    pub diff: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ExecuteCommandArgs {
+    /// The command line, run by `/bin/sh -c`.
+    pub command: String,
+    /// The working directory, inside the workspace (default: the workspace folder).
+    pub cwd: Option<String>,
+    /// Stop the command after this many seconds (default 120, at most 600).
+    pub timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct GetDiagnosticsArgs {
     /// Only this file, or the files under this directory (default: the whole workspace).
     pub path: Option<String>,
@@ -67,32 +86,22 @@ pub struct GetDiagnosticsArgs {
 /// The tools, over one workspace.
 #[derive(Clone)]
 pub struct WorkspaceTools {
-    ws: Arc<Workspace>,
-    diagnostics: Arc<dyn DiagnosticsSource>,
+    ctx: Arc<Context>,
     tool_router: ToolRouter<Self>,
 }
 
-fn text(t: impl Into<String>) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(t)])
-}
-
-fn failed(t: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(t)])
-}
-
-/// Runs blocking file work off the async threads.
-async fn blocking(f: impl FnOnce() -> CallToolResult + Send + 'static) -> CallToolResult {
-    tokio::task::spawn_blocking(f)
-        .await
-        .unwrap_or_else(|e| failed(format!("the tool failed: {e}")))
+fn result(reply: Reply) -> CallToolResult {
+    match reply {
+        Ok(t) => CallToolResult::success(vec![ContentBlock::text(t)]),
+        Err(t) => CallToolResult::error(vec![ContentBlock::text(t)]),
+    }
 }
 
 #[tool_router]
 impl WorkspaceTools {
-    pub fn new(ws: Arc<Workspace>, diagnostics: Arc<dyn DiagnosticsSource>) -> WorkspaceTools {
+    pub fn new(ctx: Arc<Context>) -> WorkspaceTools {
         WorkspaceTools {
-            ws,
-            diagnostics,
+            ctx,
             tool_router: Self::tool_router(),
         }
     }
@@ -101,72 +110,45 @@ impl WorkspaceTools {
         description = "Read a text file of the workspace, each line prefixed with its number (`  12 | text`). Returns at most `limit` lines from `offset`; the last line says which lines were shown and how many the file has. Binary files are refused."
     )]
     async fn read_file(&self, Parameters(a): Parameters<ReadFileArgs>) -> CallToolResult {
-        let ws = self.ws.clone();
-        blocking(
-            move || match read_file::read(&ws, &a.path, a.offset, a.limit) {
-                Ok(w) => {
-                    let total = match w.total_lines {
-                        Some(n) => format!("{n} lines in the file"),
-                        None => format!("{} bytes in the file, not counted", w.size_bytes),
-                    };
-                    let shown = if w.first_line == 0 {
-                        "no lines at this offset".to_owned()
-                    } else {
-                        format!("lines {}-{}", w.first_line, w.last_line)
-                    };
-                    let more = if w.more {
-                        "; more follow (read on with offset)"
-                    } else {
-                        ""
-                    };
-                    text(format!(
-                        "{}({shown} of {}, {total}{more})\n",
-                        w.text, a.path
-                    ))
-                }
-                Err(e) => failed(e.to_string()),
-            },
-        )
-        .await
+        result(tools::read_file::call(&self.ctx, a.path, a.offset, a.limit).await)
     }
 
     #[tool(
         description = "List a directory of the workspace, one entry per line, directories ending in `/`. With `recursive`, everything below it too. Files ignored by .gitignore are left out; at most 500 entries."
     )]
     async fn list_files(&self, Parameters(a): Parameters<ListFilesArgs>) -> CallToolResult {
-        let ws = self.ws.clone();
-        blocking(move || {
-            match list_files::list(
-                &ws,
-                &a.path,
-                a.recursive.unwrap_or(false),
-                list_files::DEFAULT_MAX_ENTRIES,
-            ) {
-                Ok(l) => text(l.render()),
-                Err(e) => failed(e.to_string()),
-            }
-        })
-        .await
+        result(tools::list_files::call(&self.ctx, a.path, a.recursive.unwrap_or(false)).await)
     }
 
     #[tool(
         description = "Search the files under a directory for a regular expression. Matches are grouped by file: the path, then `N:line` for each matching line and `N-line` for one line of context around it. Files ignored by .gitignore, hidden files and binary files are skipped; at most 300 matching lines."
     )]
     async fn search_files(&self, Parameters(a): Parameters<SearchFilesArgs>) -> CallToolResult {
-        let ws = self.ws.clone();
-        blocking(move || {
-            match search_files::search(
-                &ws,
-                &a.path,
-                &a.regex,
-                a.file_pattern.as_deref(),
-                search_files::DEFAULT_MAX_RESULTS,
-            ) {
-                Ok(f) => text(f.render()),
-                Err(e) => failed(e.to_string()),
-            }
-        })
-        .await
+        result(tools::search_files::call(&self.ctx, a.path, a.regex, a.file_pattern).await)
+    }
+
+    #[tool(
+        description = "Create a file or replace its whole text. The user reviews the change as a diff in their editor and may edit or reject it. The result is JSON: `status` `accepted` (with `operation` `created` or `modified`, `user_edits` as a unified diff when the user changed your text: the file holds their version, and `new_diagnostics` when the editor reports new problems), `rejected` (nothing was written), or `unchanged`. Prefer apply_diff for small edits of an existing file."
+    )]
+    async fn write_file(&self, Parameters(a): Parameters<WriteFileArgs>) -> CallToolResult {
+        result(tools::write_file::call(&self.ctx, a.path, a.content).await)
+    }
+
+    #[tool(
+        description = "Edit an existing file with SEARCH/REPLACE blocks:\n<<<<<<< SEARCH\nexact lines from the file\n=======\nthe lines to put instead\n>>>>>>> REPLACE\nEach SEARCH part must match the file exactly once, whitespace included (include more lines when it is ambiguous). Blocks apply in order, each to the result of the previous. The user reviews the result as a diff. The result is JSON like write_file's; when some blocks failed it has `partial: true`, `failed_blocks` (their numbers, from 1) and `failures`."
+    )]
+    async fn apply_diff(&self, Parameters(a): Parameters<ApplyDiffArgs>) -> CallToolResult {
+        result(tools::apply_diff::call(&self.ctx, a.path, a.diff).await)
+    }
+
+    #[tool(
+        description = "Run a shell command in the workspace, once the user allows it; they see its output live. The result is JSON: `exit_code`, `output` (stdout and stderr together, terminal escapes removed, long output cut in the middle), `cwd`; `status: rejected` when the user did not allow it (it did not run); `timed_out` when it ran past `timeout_secs` and was stopped. Commands cannot read input: pass non-interactive flags."
+    )]
+    async fn execute_command(
+        &self,
+        Parameters(a): Parameters<ExecuteCommandArgs>,
+    ) -> CallToolResult {
+        result(tools::execute_command::call(&self.ctx, a.command, a.cwd, a.timeout_secs).await)
     }
 
     #[tool(
@@ -176,37 +158,7 @@ impl WorkspaceTools {
         &self,
         Parameters(a): Parameters<GetDiagnosticsArgs>,
     ) -> CallToolResult {
-        let min = match a.severity.as_deref() {
-            None => Severity::Warning,
-            Some(s) => match Severity::parse(s) {
-                Some(s) => s,
-                None => {
-                    return failed(format!(
-                        "unknown severity {s:?}: use error, warning, info or hint"
-                    ))
-                }
-            },
-        };
-        let base = self
-            .ws
-            .folders()
-            .next()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        let under = match a.path.as_deref() {
-            None => None,
-            Some(p) => match self.ws.locate(p) {
-                Ok(at) => Some(self.ws.absolute(&at).display().to_string()),
-                Err(e) => return failed(e.to_string()),
-            },
-        };
-        let files = self.diagnostics.diagnostics();
-        text(get_diagnostics::format(
-            &files,
-            min,
-            under.as_deref(),
-            &base,
-        ))
+        result(tools::get_diagnostics::call(&self.ctx, a.path, a.severity).await)
     }
 }
 

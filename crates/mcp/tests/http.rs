@@ -2,100 +2,16 @@
 //! request, then an MCP session (initialize, tools/list, tools/call) as a
 //! client drives it, then a clean shutdown.
 
-use ccbridge_mcp::{DiagnosticsSource, ToolsServer};
-use ccbridge_protocol::editor::FileDiagnostics;
-use ccbridge_testkit::http::{self, Answer};
+mod support;
+
+use ccbridge_mcp::{Settings, ToolsServer};
 use ccbridge_workspace::Workspace;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::Duration;
-
-const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-const WAIT: Duration = Duration::from_secs(10);
-
-struct NoDiagnostics;
-impl DiagnosticsSource for NoDiagnostics {
-    fn diagnostics(&self) -> Vec<FileDiagnostics> {
-        serde_json::from_value(json!([{"uri": "file:///nowhere/x.rs", "diagnostics": []}])).unwrap()
-    }
-}
-
-struct Rig {
-    port: u16,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-    _dir: tempfile::TempDir,
-}
-
-async fn start() -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("hello.py"), "print('hi')\nprint('bye')\n").unwrap();
-    let ws = Arc::new(Workspace::open(&[dir.path().to_path_buf()]).unwrap());
-    let server = ToolsServer::bind(None, TOKEN, ws, Arc::new(NoDiagnostics))
-        .await
-        .unwrap();
-    let port = server.port();
-    assert_eq!(server.url(), format!("http://127.0.0.1:{port}/mcp"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
-    Rig {
-        port,
-        stop: Some(stop),
-        task,
-        _dir: dir,
-    }
-}
-
-impl Rig {
-    /// One request on its own connection; `headers` replace the defaults
-    /// of the same name (Host, Authorization, Accept, Content-Type), an
-    /// empty value drops the header.
-    async fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-        let host = format!("127.0.0.1:{}", self.port);
-        let auth = format!("Bearer {TOKEN}");
-        let defaults = [
-            ("Host", host.as_str()),
-            ("Authorization", auth.as_str()),
-            ("Accept", "application/json, text/event-stream"),
-            ("Content-Type", "application/json"),
-        ];
-        let mut all: Vec<(String, String)> = defaults
-            .iter()
-            .filter(|(k, _)| !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        all.extend(
-            headers
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
-        let (port, path, body) = (self.port, path.to_owned(), body.to_owned());
-        tokio::task::spawn_blocking(move || {
-            let refs: Vec<(&str, &str)> =
-                all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            http::post(port, &path, &refs, &body, WAIT)
-        })
-        .await
-        .unwrap()
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(WAIT, self.task)
-            .await
-            .expect("the server stops")
-            .unwrap()
-            .unwrap();
-    }
-}
+use support::{start, INIT, TOKEN};
 
 /// What a request is, the headers that make it so, the status it gets.
 type Case = (&'static str, &'static [(&'static str, &'static str)], u16);
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
 
 #[tokio::test]
 async fn requests_are_refused_before_mcp_sees_them() {
@@ -282,9 +198,16 @@ async fn a_taken_port_falls_back_to_an_os_assigned_one() {
     let port = taken.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
     let ws = Arc::new(Workspace::open(&[dir.path().to_path_buf()]).unwrap());
-    let server = ToolsServer::bind(Some(port), TOKEN, ws, Arc::new(NoDiagnostics))
-        .await
-        .unwrap();
+    let rig = start().await;
+    let server = ToolsServer::bind(
+        Some(port),
+        TOKEN,
+        ws,
+        rig.editor.clone(),
+        Settings::default(),
+    )
+    .await
+    .unwrap();
     assert_ne!(server.port(), port);
     assert_ne!(server.port(), 0);
 }

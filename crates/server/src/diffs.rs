@@ -29,6 +29,9 @@ struct Entry {
     tab_name: String,
     conn: ConnId,
     waiter: Option<oneshot::Sender<Settled>>,
+    /// Closing the view undecided rejects: no terminal prompt decides
+    /// instead (reviews for the workspace tools).
+    dismissal_rejects: bool,
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +57,33 @@ impl DiffRegistry {
         oneshot::Receiver<Settled>,
         Option<(DiffId, CloseReason)>,
     ) {
+        self.open_with(tab_name, conn, false)
+    }
+
+    /// [`Self::open`] for a review nobody else decides: closing its view
+    /// undecided rejects it.
+    pub fn open_review(
+        &mut self,
+        tab_name: &str,
+        conn: ConnId,
+    ) -> (
+        DiffId,
+        oneshot::Receiver<Settled>,
+        Option<(DiffId, CloseReason)>,
+    ) {
+        self.open_with(tab_name, conn, true)
+    }
+
+    fn open_with(
+        &mut self,
+        tab_name: &str,
+        conn: ConnId,
+        dismissal_rejects: bool,
+    ) -> (
+        DiffId,
+        oneshot::Receiver<Settled>,
+        Option<(DiffId, CloseReason)>,
+    ) {
         let replaced = self
             .find_tab(tab_name)
             .and_then(|old| Some((old, self.close(old, CloseReason::Replaced)?)));
@@ -66,6 +96,7 @@ impl DiffRegistry {
                 tab_name: tab_name.to_owned(),
                 conn,
                 waiter: Some(tx),
+                dismissal_rejects,
             },
         );
         (id, rx, replaced)
@@ -80,10 +111,14 @@ impl DiffRegistry {
 
     /// The user's verdict. The view stays registered until it is closed.
     /// Returns false when the diff is unknown or already settled. A
-    /// dismissal settles nothing: the call waits for Claude's own prompt.
-    pub fn resolve(&mut self, id: DiffId, decision: DiffDecision) -> bool {
+    /// dismissal settles nothing (the call waits for Claude's own prompt),
+    /// except for a review opened with [`Self::open_review`], which it rejects.
+    pub fn resolve(&mut self, id: DiffId, mut decision: DiffDecision) -> bool {
         if decision == DiffDecision::Dismissed {
-            return self.open.get(&id).is_some_and(|e| e.waiter.is_some());
+            match self.open.get(&id) {
+                Some(e) if e.dismissal_rejects => decision = DiffDecision::Rejected,
+                e => return e.is_some_and(|e| e.waiter.is_some()),
+            }
         }
         match self.open.get_mut(&id).and_then(|e| e.waiter.take()) {
             Some(w) => w.send(Settled::Decided(decision)).is_ok(),
@@ -214,6 +249,17 @@ mod tests {
             r.resolve(id, DiffDecision::Rejected),
             "a later verdict counts"
         );
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            Settled::Decided(DiffDecision::Rejected)
+        );
+    }
+
+    #[test]
+    fn dismissing_a_review_rejects_it() {
+        let mut r = DiffRegistry::default();
+        let (id, mut rx, _) = r.open_review("t", 1);
+        assert!(r.resolve(id, DiffDecision::Dismissed));
         assert_eq!(
             rx.try_recv().unwrap(),
             Settled::Decided(DiffDecision::Rejected)

@@ -397,6 +397,10 @@ impl EngineHandle {
         self.shared.port
     }
 
+    pub(crate) fn ide(&self) -> &Arc<Ide> {
+        &self.shared.ide
+    }
+
     pub fn lock_path(&self) -> Option<PathBuf> {
         lock(&self.shared.lock)
             .as_ref()
@@ -506,11 +510,11 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
         EditorEvent::OpenEditors(tabs) => lock(&shared.ide.state).set_tabs(tabs),
         EditorEvent::Diagnostics { path, diagnostics } => {
             lock(&shared.ide.state).set_diagnostics(&path, diagnostics);
-            shared.ide.frontend.diagnostics_changed();
+            shared.ide.diagnostics_changed();
         }
         EditorEvent::ClearDiagnostics => {
             lock(&shared.ide.state).clear_diagnostics();
-            shared.ide.frontend.diagnostics_changed();
+            shared.ide.diagnostics_changed();
         }
         EditorEvent::Dirty { path, is_dirty } => lock(&shared.ide.state).set_dirty(&path, is_dirty),
         EditorEvent::AtMention(m) => {

@@ -90,6 +90,10 @@ pub struct Capabilities {
     /// `executeCode`: listed only when true, and every run is confirmed by
     /// the user first.
     pub execute_code: bool,
+    /// The editor asks the user to approve the workspace tools' commands
+    /// (and, in `always` mode, every tool call), and shows a command's
+    /// output as it runs ([`Frontend::approve`], [`Frontend::command_event`]).
+    pub approve: bool,
 }
 
 impl Capabilities {
@@ -101,6 +105,7 @@ impl Capabilities {
             close_tab: true,
             reformat: true,
             execute_code: true,
+            approve: true,
         }
     }
 }
@@ -193,6 +198,62 @@ pub enum Activity {
     SessionReplaced { old: ClientId, by: ClientId },
 }
 
+/// Identifies one approval request or one command run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(pub u64);
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "run-{}", self.0)
+    }
+}
+
+/// A workspace tool call that needs the user's yes: a command to run
+/// (`command` and `cwd` set, shown exactly as they will run), or, in the
+/// `always` approval mode, any other call (`summary` says what it does).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    pub id: RunId,
+    /// The tool: `execute_command`, `read_file`, ...
+    pub tool: String,
+    /// One line for a person: "Run `cargo test` in /ws", "Read src/a.rs".
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The command's working directory, absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// What a running command did, for the frontend to show live. Every run
+/// sends `Started`, any number of `Output`s, then one `Exited`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum CommandEvent {
+    #[serde(rename_all = "camelCase")]
+    Started {
+        id: RunId,
+        command: String,
+        cwd: String,
+    },
+    /// Output as the command wrote it (stdout and stderr interleaved,
+    /// terminal escapes included: a terminal view renders them).
+    #[serde(rename_all = "camelCase")]
+    Output { id: RunId, data: String },
+    #[serde(rename_all = "camelCase")]
+    Exited {
+        id: RunId,
+        /// `None` when a signal ended it.
+        exit_code: Option<i32>,
+        /// Killed after the call's time limit.
+        timed_out: bool,
+        /// Killed because the client cancelled the call.
+        cancelled: bool,
+    },
+}
+
 /// What the engine asks of the editor. Every method may be called
 /// concurrently; the engine serializes nothing on the frontend's behalf.
 #[async_trait]
@@ -238,6 +299,15 @@ pub trait Frontend: Send + Sync + 'static {
     async fn execute_code(&self, _code: String) -> Result<Vec<Content>, FrontendError> {
         Err(FrontendError::Unsupported("executeCode"))
     }
+
+    /// Asks the user to allow a workspace tool call (see [`Approval`]).
+    /// Waits for the user, without a time limit; `Ok(false)` is a no.
+    async fn approve(&self, _approval: Approval) -> Result<bool, FrontendError> {
+        Err(FrontendError::Unsupported("approving tool calls"))
+    }
+
+    /// A command the user allowed is running; show its output.
+    fn command_event(&self, _event: CommandEvent) {}
 
     /// A Claude Code session finished its handshake.
     fn client_connected(&self, _client: &ClientInfo) {}

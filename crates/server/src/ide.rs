@@ -25,6 +25,11 @@ pub(crate) struct Ide {
     pub frontend_timeout: Duration,
     /// `tools/list` results, serialized once: `[without, with]` executeCode.
     pub tools_list_json: [OnceLock<Arc<str>>; 2],
+    /// Counts changes of the editor's diagnostics, for callers that wait
+    /// for the diagnostics of a file they wrote (`review.rs`).
+    pub diagnostics_rev: tokio::sync::watch::Sender<u64>,
+    /// The last [`crate::RunId`] handed out.
+    pub runs: std::sync::atomic::AtomicU64,
 }
 
 /// Who calls a tool: the session's diffs are scoped to `conn`, and the
@@ -49,6 +54,8 @@ impl Ide {
             diffs: Mutex::new(DiffRegistry::default()),
             frontend_timeout,
             tools_list_json: Default::default(),
+            diagnostics_rev: tokio::sync::watch::Sender::new(0),
+            runs: Default::default(),
         }
     }
 
@@ -60,6 +67,12 @@ impl Ide {
         tokio::time::timeout(self.frontend_timeout, fut)
             .await
             .unwrap_or(Err(FrontendError::Timeout))
+    }
+
+    /// The editor's diagnostics changed.
+    pub fn diagnostics_changed(&self) {
+        self.diagnostics_rev.send_modify(|n| *n += 1);
+        self.frontend.diagnostics_changed();
     }
 
     /// Closes editor views without waiting for the editor.

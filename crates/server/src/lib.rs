@@ -19,7 +19,8 @@
 //! frontend), `state` (editor state), `diffs` (diff views), `sessions`
 //! (connected clients and queued notifications), `keepalive`, `lockfile`,
 //! `token`, `shared` (what the server's parts share), `engine` (the server
-//! and the editor-event loop).
+//! and the editor-event loop), `review` (diff reviews and approvals asked
+//! for by other transports, such as the workspace tools server).
 
 pub mod config;
 mod connection;
@@ -34,6 +35,7 @@ pub mod lockfile;
 pub mod memory;
 mod peer;
 pub mod refusals;
+mod review;
 mod router;
 mod sessions;
 mod shared;
@@ -46,7 +48,8 @@ pub mod traffic;
 pub use config::Config;
 pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};
 pub use frontend::{
-    Activity, Capabilities, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, DiffView,
-    EditorEvent, Frontend, FrontendError, OpenedFile,
+    Activity, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent,
+    DiffDecision, DiffId, DiffView, EditorEvent, Frontend, FrontendError, OpenedFile, RunId,
 };
+pub use review::{Proposal, Verdict};
 pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};

@@ -27,8 +27,8 @@ use ccbridge_protocol::jsonrpc::{code, Message, Notification, RawJson, Request, 
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::tools::OpenFileArgs;
 use ccbridge_server::{
-    Capabilities, ClientId, ClientInfo, CloseReason, DiffId, DiffView, Frontend, FrontendError,
-    OpenedFile,
+    Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent, DiffId, DiffView,
+    Frontend, FrontendError, OpenedFile,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -327,6 +327,21 @@ impl Frontend for StdioFrontend {
             )
             .await?;
         Ok(r.content)
+    }
+
+    async fn approve(&self, approval: Approval) -> Result<bool, FrontendError> {
+        if !self.caps().approve {
+            return Err(FrontendError::Unsupported("approving tool calls"));
+        }
+        // A person decides; no time limit.
+        let r: messages::ApproveResult = self.call_for(method::APPROVE, &approval, None).await?;
+        Ok(r.approved)
+    }
+
+    fn command_event(&self, event: CommandEvent) {
+        if self.caps().approve {
+            self.notify(method::COMMAND_EVENT, &event);
+        }
     }
 
     fn client_connected(&self, client: &ClientInfo) {

@@ -9,6 +9,7 @@
 //! where the document says a field is optional and strict elsewhere, so a
 //! plugin bug surfaces as `-32602` instead of as wrong state.
 
+pub use ccbridge_mcp::ApprovalMode;
 use ccbridge_protocol::editor::{Diagnostic, EditorTab, Range, Selection};
 use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::mcp::Content;
@@ -52,6 +53,8 @@ pub mod method {
     pub const REFORMAT_FILE: &str = "reformatFile";
     pub const CONFIRM_EXECUTE: &str = "confirmExecute";
     pub const EXECUTE_CODE: &str = "executeCode";
+    pub const APPROVE: &str = "approve";
+    pub const COMMAND_EVENT: &str = "commandEvent";
     // ccbridge → editor, notifications
     pub const CLIENT_CONNECTED: &str = "clientConnected";
     pub const CLIENT_DISCONNECTED: &str = "clientDisconnected";
@@ -77,6 +80,10 @@ pub struct InitializeParams {
     /// Absent: only `diff` is assumed. Present: what it omits is `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Capabilities>,
+    /// When the workspace tools ask the user (version 2; absent: as
+    /// `ccbridge serve --approval-mode` said, `write-only` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<ApprovalMode>,
 }
 
 impl InitializeParams {
@@ -110,11 +117,14 @@ pub struct InitializeResult {
     pub tools: Option<ToolsEndpoint>,
 }
 
-/// Where the workspace tools are served, and the bearer token they take.
+/// Where the workspace tools are served, the bearer token they take, and
+/// when they ask the user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolsEndpoint {
     pub url: String,
     pub token: String,
+    pub approval_mode: ApprovalMode,
 }
 
 /// The variables that make a `claude` started in the editor's terminal
@@ -480,6 +490,12 @@ pub struct CodeParams {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfirmExecuteResult {
     pub confirmed: bool,
+}
+
+/// `approve` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApproveResult {
+    pub approved: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,8 +19,9 @@ use crate::error::SidecarError;
 use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
 use crate::frontend::StdioFrontend;
 use crate::messages::{
-    self, check_folders, claude_env, method, Checked, InitializeParams, InitializeResult,
-    ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    self, check_folders, claude_env, method, ApprovalMode, Checked, InitializeParams,
+    InitializeResult, ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
 };
 use async_trait::async_trait;
 use ccbridge_protocol::jsonrpc::{
@@ -30,6 +31,7 @@ use ccbridge_server::traffic::{Direction, Peer, TrafficLog};
 use ccbridge_server::{
     ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
 };
+use ccbridge_workspace::Workspace;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::future::Future;
@@ -79,6 +81,8 @@ pub struct Options {
     /// Also serve the workspace tools over MCP (`ccbridge-mcp`) on this
     /// port (`Some(None)`: OS-assigned); `None`: not at all.
     pub tools_port: Option<Option<u16>>,
+    /// When the tools ask the user, until the editor's `initialize` says.
+    pub approval: ApprovalMode,
 }
 
 /// [`run`], with [`Options`].
@@ -122,6 +126,7 @@ where
         return Err(SidecarError::Start(e));
     }
     let handle = server.handle();
+    let server_token = server.token().to_owned();
     if let Some(log) = handle.traffic_log() {
         sink.set_tap(Arc::new(move |body: &[u8]| {
             log.record(
@@ -140,9 +145,16 @@ where
     let (stop_tools, tools_stop) = oneshot::channel::<()>();
     let tools = match options.tools_port {
         Some(port) => {
-            crate::tools::start(port, &folders, handle.clone(), async move {
-                let _ = tools_stop.await;
-            })
+            crate::tools::start(
+                port,
+                &folders,
+                options.approval,
+                handle.clone(),
+                vec![server_token.clone()],
+                async move {
+                    let _ = tools_stop.await;
+                },
+            )
             .await
         }
         None => None,
@@ -154,7 +166,7 @@ where
         sink.clone(),
         server_info,
     )
-    .with_tools(tools.as_ref().map(|t| t.endpoint.clone()));
+    .with_tools(tools.as_ref().map(|t| (t.endpoint.clone(), t.ctx.clone())));
     let mut reader = FrameReader::new(input);
     let mut engine_result = None;
     let outcome = {
@@ -247,8 +259,9 @@ pub(crate) struct Session {
     server_info: ServerInfo,
     /// The protocol version the editor asked for (the newest until it says).
     version: AtomicU32,
-    /// The workspace tools server, when it runs.
-    tools: Option<ToolsEndpoint>,
+    /// The workspace tools server, when it runs: where, and what its tools
+    /// share (their workspace and approval mode follow `initialize`).
+    tools: Option<(ToolsEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
 }
 
 impl Session {
@@ -269,7 +282,10 @@ impl Session {
     }
 
     /// Reports the tools server in `initialize` (version 2).
-    pub(crate) fn with_tools(mut self, tools: Option<ToolsEndpoint>) -> Self {
+    pub(crate) fn with_tools(
+        mut self,
+        tools: Option<(ToolsEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
+    ) -> Self {
         self.tools = tools;
         self
     }
@@ -482,13 +498,39 @@ impl Session {
             lock_file: self.lock_file(),
             env: claude_env(port),
             tools: if version >= 2 {
-                self.tools.clone()
+                self.update_tools(&params)
             } else {
                 None
             },
         };
         self.reply(Response::ok_from(req.id, &result));
         Step::Continue
+    }
+
+    /// Applies `initialize`'s approval mode and workspace folders to the
+    /// tools; returns the endpoint as it now is.
+    fn update_tools(&self, params: &InitializeParams) -> Option<ToolsEndpoint> {
+        let (endpoint, ctx) = self.tools.as_ref()?;
+        if let Some(mode) = params.approval_mode {
+            ctx.set_approval(mode);
+        }
+        if let Some(folders) = &params.workspace_folders {
+            self.tools_follow(folders);
+        }
+        Some(ToolsEndpoint {
+            approval_mode: ctx.approval(),
+            ..endpoint.clone()
+        })
+    }
+
+    /// Moves the workspace tools to the editor's new folders.
+    fn tools_follow(&self, folders: &[String]) {
+        let Some((_, ctx)) = &self.tools else { return };
+        let paths: Vec<PathBuf> = folders.iter().map(PathBuf::from).collect();
+        match Workspace::open(&paths) {
+            Ok(ws) => ctx.set_workspace(Arc::new(ws)),
+            Err(e) => tracing::warn!("the workspace tools keep their folders: {e}"),
+        }
     }
 
     async fn notification(&self, n: Notification) -> Step {
@@ -514,7 +556,14 @@ impl Session {
                 .and_then(messages::at_mention_event)
                 .into(),
             method::WORKSPACE_CHANGED => params::<messages::WorkspaceChangedParams>(&n)
-                .and_then(|p| p.into_event())
+                .and_then(|p| {
+                    let folders = p.workspace_folders.clone();
+                    let event = p.into_event()?;
+                    if let Some(f) = folders {
+                        self.tools_follow(&f);
+                    }
+                    Ok(event)
+                })
                 .into(),
             method::DIFF_RESOLVED => params::<messages::DiffResolvedParams>(&n)
                 .map(|p| p.into_event())

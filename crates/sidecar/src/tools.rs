@@ -1,12 +1,14 @@
 //! The workspace tools server (`ccbridge-mcp`) beside the sidecar: started
 //! once the engine runs, over the workspace folders ccbridge was started
-//! with, with a token of its own; stopped when the sidecar stops. It reads
-//! the editor's diagnostics from the engine. If it cannot start, the sidecar
-//! goes on without it (logged): the IDE integration does not depend on it.
+//! with, with a token of its own; stopped when the sidecar stops. The tools
+//! reach the editor through the engine (reviews, approvals, command output,
+//! diagnostics); the editor's `initialize` may change their workspace and
+//! approval mode. If the server cannot start, the sidecar goes on without
+//! it (logged): the IDE integration does not depend on it.
 
-use crate::messages::ToolsEndpoint;
-use ccbridge_mcp::{DiagnosticsSource, ToolsServer};
-use ccbridge_protocol::editor::FileDiagnostics;
+use crate::messages::{ApprovalMode, ToolsEndpoint};
+use ccbridge_mcp::tools::Context;
+use ccbridge_mcp::{Settings, ToolsServer};
 use ccbridge_server::token::AuthToken;
 use ccbridge_server::EngineHandle;
 use ccbridge_workspace::Workspace;
@@ -14,18 +16,10 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The engine's diagnostics, for `get_diagnostics`.
-struct EngineDiagnostics(EngineHandle);
-
-impl DiagnosticsSource for EngineDiagnostics {
-    fn diagnostics(&self) -> Vec<FileDiagnostics> {
-        self.0.diagnostics()
-    }
-}
-
 /// A running tools server.
 pub(crate) struct Running {
     pub endpoint: ToolsEndpoint,
+    pub ctx: Arc<Context>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -41,13 +35,21 @@ impl Running {
 }
 
 /// Starts the tools server on `port` (`None`: OS-assigned), serving until
-/// `shutdown` completes; `None` if it could not start.
+/// `shutdown` completes; `None` if it could not start. `secrets` (the IDE
+/// server's token) never reach a command's environment.
 pub(crate) async fn start(
     port: Option<u16>,
     folders: &[PathBuf],
+    approval: ApprovalMode,
     engine: EngineHandle,
+    secrets: Vec<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Option<Running> {
+    let settings = Settings {
+        approval,
+        secrets,
+        ..Settings::default()
+    };
     let attempt = async {
         let token = AuthToken::generate().map_err(|e| e.to_string())?;
         let ws = Workspace::open(folders).map_err(|e| e.to_string())?;
@@ -55,7 +57,8 @@ pub(crate) async fn start(
             port,
             token.expose(),
             Arc::new(ws),
-            Arc::new(EngineDiagnostics(engine)),
+            Arc::new(engine),
+            settings,
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -66,10 +69,16 @@ pub(crate) async fn start(
             let endpoint = ToolsEndpoint {
                 url: server.url(),
                 token: token.expose().to_owned(),
+                approval_mode: approval,
             };
-            tracing::info!(url = %endpoint.url, "workspace tools served");
+            tracing::info!(url = %endpoint.url, %approval, "workspace tools served");
+            let ctx = server.context();
             let task = tokio::spawn(server.run(shutdown));
-            Some(Running { endpoint, task })
+            Some(Running {
+                endpoint,
+                ctx,
+                task,
+            })
         }
         Err(e) => {
             tracing::warn!("the workspace tools server could not start: {e}");

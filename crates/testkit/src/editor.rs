@@ -40,6 +40,8 @@ pub struct EditorOptions {
     /// `RUST_LOG` for ccbridge.
     pub rust_log: String,
     pub extra_args: Vec<String>,
+    /// Variables added to ccbridge's environment.
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl EditorOptions {
@@ -58,6 +60,7 @@ impl EditorOptions {
             log_file: sandbox.root().join("ccbridge.log"),
             rust_log: std::env::var("CCBRIDGE_E2E_RUST_LOG").unwrap_or_else(|_| "debug".into()),
             extra_args: Vec::new(),
+            extra_env: Vec::new(),
         }
     }
 }
@@ -207,6 +210,7 @@ impl Editor {
             .env("HOME", &opts.home)
             .env("RUST_LOG", &opts.rust_log)
             .env_remove("CLAUDE_CODE_SSE_PORT")
+            .envs(opts.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log));

@@ -4,15 +4,17 @@
 //! [`ccbridge_workspace::Workspace`], so nothing outside the workspace
 //! folders is read or written.
 //!
-//! Landed so far: `read_file`, `list_files`, `search_files`, the formatting
-//! of `get_diagnostics`, the SEARCH/REPLACE engine of `apply_diff`, the text
+//! Here: `read_file`, `list_files`, `search_files`, the formatting of
+//! `get_diagnostics`, the SEARCH/REPLACE engine of `apply_diff`, the text
 //! handling of `write_file` (the atomic write itself is
-//! `Workspace::write_atomic`), the per-file edit locks, and the cleaning and
-//! capping of `execute_command`'s output. The MCP server, the reviews of
-//! writes and running commands come next.
+//! `Workspace::write_atomic`), the per-file edit locks, and running a
+//! command (`execute_command`, with the cleaning and capping of its output
+//! in `command_output`). The reviews and approvals around them are the
+//! MCP server's (`ccbridge-mcp`), which asks the editor.
 
 pub mod apply_diff;
 pub mod command_output;
+pub mod execute_command;
 pub mod file_locks;
 pub mod get_diagnostics;
 pub mod list_files;

@@ -194,6 +194,17 @@ impl Workspace {
         }
     }
 
+    /// Opens a directory, confined to the workspace: a command's working
+    /// directory is entered through this descriptor (`fchdir`), so a
+    /// symlink swapped in after the check cannot send it elsewhere.
+    /// Returns the descriptor and the directory's absolute path (for
+    /// showing).
+    pub fn open_dir(&self, path: &str) -> Result<(OwnedFd, PathBuf), WorkspaceError> {
+        let at = self.locate(path)?;
+        let fd = self.open_beneath(&at, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        Ok((fd, self.absolute(&at)))
+    }
+
     /// Opens a regular file for reading, confined to the workspace. FIFOs,
     /// devices and directories are refused without blocking (opened with
     /// `O_NONBLOCK`, which changes nothing for a regular file's reads).

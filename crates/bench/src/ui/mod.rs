@@ -260,6 +260,7 @@ impl Sidecar {
             extra_args: ["--multi-client", "--selection-debounce-ms", "0"]
                 .map(String::from)
                 .to_vec(),
+            extra_env: Vec::new(),
         };
         let editor = Editor::spawn(&opts)?;
         editor

@@ -87,6 +87,17 @@ pub struct ServerArgs {
     /// Serve the workspace tools on this port (an OS-assigned one if taken).
     #[arg(long, value_name = "PORT", conflicts_with = "no_tools")]
     pub(crate) tools_port: Option<u16>,
+    /// When the workspace tools ask you: `write-only` (writes are reviewed
+    /// as diffs and commands approved; reads are not asked about),
+    /// `always` (every call), `never` (nothing; writes still land
+    /// atomically). The editor's `initialize` may change it.
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "write-only",
+        conflicts_with = "no_tools"
+    )]
+    pub(crate) approval_mode: ccbridge_sidecar::messages::ApprovalMode,
 }
 
 impl ServerArgs {
@@ -124,6 +135,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config_from(&args.server, parent)?;
     let options = ccbridge_sidecar::Options {
         tools_port: (!args.server.no_tools).then_some(args.server.tools_port),
+        approval: args.server.approval_mode,
     };
     let reason = ccbridge_sidecar::run_with(
         config,

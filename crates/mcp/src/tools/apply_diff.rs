@@ -1,0 +1,64 @@
+//! `apply_diff`: SEARCH/REPLACE blocks applied in order to an existing
+//! file, the result reviewed by the user (see `change.rs`). Blocks that do
+//! not match exactly once are reported by number; when some applied, the
+//! change goes ahead with `partial` and `failed_blocks`.
+
+use super::change::{self, Change};
+use super::Context;
+use ccbridge_tools::apply_diff;
+use serde_json::{json, Map};
+
+pub async fn call(ctx: &Context, path: String, diff: String) -> Result<String, String> {
+    let blocks = apply_diff::parse(&diff).map_err(|e| change::error(&path, e.to_string()))?;
+    let ws = ctx.ws();
+    let at = ws
+        .locate(&path)
+        .map_err(|e| change::error(&path, e.to_string()))?;
+    let abs = ws.absolute(&at);
+    let _edit = ctx
+        .locks
+        .lock(&abs, ctx.settings.lock_wait)
+        .await
+        .map_err(|e| change::error(&path, e.to_string()))?;
+    change::check_not_dirty(ctx, &path, &abs)?;
+    let Some(original) = change::read_original(&ws, &path).await? else {
+        return Err(change::error(
+            &path,
+            format!("{path} does not exist; use write_file to create a file"),
+        ));
+    };
+    let applied = apply_diff::apply(&change::as_edited(&original), &blocks);
+    let failures: Vec<String> = applied.failed.iter().map(|f| f.to_string()).collect();
+    if applied.applied.is_empty() {
+        return Err(json!({
+            "error": format!("no block applied, nothing was changed:\n{}", failures.join("\n")),
+            "path": path,
+            "failed_blocks": applied.failed.iter().map(|f| f.number).collect::<Vec<_>>(),
+        })
+        .to_string());
+    }
+    let mut extra = Map::new();
+    if applied.partial() {
+        extra.insert("partial".into(), true.into());
+        extra.insert(
+            "failed_blocks".into(),
+            applied
+                .failed
+                .iter()
+                .map(|f| f.number)
+                .collect::<Vec<_>>()
+                .into(),
+        );
+        extra.insert("failures".into(), failures.into());
+    }
+    let change = Change {
+        tool: "apply_diff",
+        shown: at.rel.display().to_string(),
+        proposed: applied.text,
+        asked: path,
+        abs,
+        ws,
+        original: Some(original),
+    };
+    change::land(ctx, change, extra).await
+}

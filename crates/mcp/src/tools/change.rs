@@ -1,0 +1,214 @@
+//! What `write_file` and `apply_diff` share once they know the new text:
+//! the review in the editor, the atomic write, and what goes back to the
+//! model (`user_edits` when the user changed the proposal, `new_diagnostics`
+//! when the editor reports new problems in the file within the delay).
+//!
+//! The editor is shown the text as a person edits it: no byte-order mark,
+//! LF line breaks. The file's own conventions (BOM, CRLF, final line break)
+//! are put back on what the user accepted, just before the write.
+
+use super::{blocking, Context};
+use ccbridge_protocol::editor::{Diagnostic, FileDiagnostics, Severity};
+use ccbridge_server::{Proposal, Verdict};
+use ccbridge_tools::{get_diagnostics, write_file};
+use ccbridge_workspace::{FileText, Workspace, WorkspaceError};
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Files larger than this are not edited (nor shown for review).
+const MAX_EDITED: u64 = 16 << 20;
+
+/// A file about to change, with its lock held by the caller.
+pub(crate) struct Change {
+    pub tool: &'static str,
+    /// The workspace the call started in.
+    pub ws: Arc<Workspace>,
+    /// The path as the model gave it.
+    pub asked: String,
+    pub abs: PathBuf,
+    /// The path shown to the user (relative to the workspace folder).
+    pub shown: String,
+    /// The file's text as it is; `None` for a new file.
+    pub original: Option<String>,
+    /// The whole new text, LF line breaks, no BOM.
+    pub proposed: String,
+}
+
+/// A write tool's error, in the shape its results have.
+pub(crate) fn error(path: &str, message: impl Into<String>) -> String {
+    json!({ "error": message.into(), "path": path }).to_string()
+}
+
+/// The text as it is edited: BOM dropped, CRLF as LF.
+pub(crate) fn as_edited(text: &str) -> String {
+    text.strip_prefix('\u{FEFF}')
+        .unwrap_or(text)
+        .replace("\r\n", "\n")
+}
+
+/// The file's text, `None` when it does not exist; binary, over-large and
+/// non-regular files are refused (they are not written either).
+pub(crate) async fn read_original(
+    ws: &Arc<Workspace>,
+    path: &str,
+) -> Result<Option<String>, String> {
+    let ws = ws.clone();
+    let asked = path.to_owned();
+    let read = tokio::task::spawn_blocking(move || ws.read_text(&asked, MAX_EDITED))
+        .await
+        .map_err(|e| error(path, format!("the tool failed: {e}")))?;
+    match read {
+        Ok(FileText::Text { text }) => Ok(Some(text)),
+        Ok(FileText::Binary { .. }) => Err(error(
+            path,
+            format!("{path} is a binary file; only text files can be edited"),
+        )),
+        Err(WorkspaceError::NotFound(_)) => Ok(None),
+        Err(e) => Err(error(path, e.to_string())),
+    }
+}
+
+/// Refuses a file the user is editing with unsaved changes: writing under
+/// them would make the editor's buffer and the disk disagree.
+pub(crate) fn check_not_dirty(
+    ctx: &Context,
+    asked: &str,
+    abs: &std::path::Path,
+) -> Result<(), String> {
+    if ctx.editor.is_dirty(&abs.display().to_string()) {
+        return Err(error(
+            asked,
+            format!("{asked} has unsaved changes in the editor; ask the user to save or discard them, then try again"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reviews (unless the approval mode says not to) and writes the change.
+/// `extra` fields are added to the result (`apply_diff`'s `partial`).
+pub(crate) async fn land(
+    ctx: &Context,
+    c: Change,
+    extra: Map<String, Value>,
+) -> Result<String, String> {
+    let shown_original = c.original.as_deref().map(as_edited);
+    let mut result = Map::new();
+    result.insert("path".into(), c.asked.clone().into());
+    if shown_original.as_deref() == Some(c.proposed.as_str()) {
+        result.insert("status".into(), "unchanged".into());
+        result.insert(
+            "message".into(),
+            "The file already has this text; nothing was shown or written.".into(),
+        );
+        result.extend(extra);
+        return Ok(Value::Object(result).to_string());
+    }
+    let abs = c.abs.display().to_string();
+    let before = file_diagnostics(ctx, &abs);
+    let mut changes = ctx.editor.diagnostics_changes();
+    changes.borrow_and_update();
+    let (final_text, status) = if ctx.approval().asks_for_changes() {
+        let proposal = Proposal {
+            path: abs.clone(),
+            title: format!("✎ {} (ccbridge {})", c.shown, c.tool),
+            original: shown_original,
+            proposed: c.proposed.clone(),
+        };
+        match ctx.editor.review(proposal).await {
+            Ok(Verdict::Accepted { contents }) => {
+                if let Some(edits) = write_file::user_edits(&c.shown, &c.proposed, &contents) {
+                    result.insert("user_edits".into(), edits.into());
+                }
+                (contents, "accepted")
+            }
+            Ok(Verdict::Rejected) => {
+                result.insert("status".into(), "rejected".into());
+                result.insert(
+                    "message".into(),
+                    "The user rejected the change; the file was not touched.".into(),
+                );
+                return Ok(Value::Object(result).to_string());
+            }
+            Err(e) => {
+                return Err(error(
+                    &c.asked,
+                    format!("the change could not be shown to the user for review, so nothing was written: {e}"),
+                ))
+            }
+        }
+    } else {
+        (c.proposed, "written")
+    };
+    let bytes = write_file::keep_conventions(c.original.as_deref(), &final_text);
+    let ws = c.ws.clone();
+    let asked = c.asked.clone();
+    let written = blocking(move || {
+        ws.write_atomic(&asked, bytes.as_bytes())
+            .map(|w| if w.created { "created" } else { "modified" }.to_owned())
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| {
+        error(
+            &c.asked,
+            format!("the change was accepted but could not be written: {e}"),
+        )
+    })?;
+    result.insert("status".into(), status.into());
+    result.insert("operation".into(), written.into());
+    if let Some(new) = new_diagnostics(ctx, &abs, &before, changes).await {
+        result.insert("new_diagnostics".into(), new.into());
+    }
+    result.extend(extra);
+    Ok(Value::Object(result).to_string())
+}
+
+/// The editor's diagnostics of one file.
+fn file_diagnostics(ctx: &Context, abs: &str) -> Vec<Diagnostic> {
+    ctx.editor
+        .diagnostics()
+        .into_iter()
+        .filter(|f| f.uri.strip_prefix("file://").unwrap_or(&f.uri) == abs)
+        .flat_map(|f| f.diagnostics)
+        .collect()
+}
+
+/// Waits (up to the configured delay) for the editor to report the file's
+/// diagnostics anew, and lists the errors and warnings that were not there
+/// before the write.
+async fn new_diagnostics(
+    ctx: &Context,
+    abs: &str,
+    before: &[Diagnostic],
+    mut changes: tokio::sync::watch::Receiver<u64>,
+) -> Option<String> {
+    let wait = ctx.settings.diagnostics_delay;
+    let deadline = tokio::time::Instant::now() + wait;
+    if wait > Duration::ZERO {
+        while let Ok(Ok(())) = tokio::time::timeout_at(deadline, changes.changed()).await {
+            if file_diagnostics(ctx, abs) != before {
+                break;
+            }
+        }
+    }
+    let new: Vec<Diagnostic> = file_diagnostics(ctx, abs)
+        .into_iter()
+        .filter(|d| !before.contains(d))
+        .collect();
+    if new.is_empty() {
+        return None;
+    }
+    let files = [FileDiagnostics {
+        uri: abs.to_owned(),
+        diagnostics: new,
+    }];
+    let text = get_diagnostics::format(
+        &files,
+        Severity::Warning,
+        None,
+        &super::get_diagnostics::base(ctx),
+    );
+    (!text.is_empty() && text.starts_with('[')).then_some(text)
+}

@@ -1,0 +1,140 @@
+//! `execute_command`: a shell command in the workspace, run only once the
+//! user allowed it (unless the approval mode is `never`), its output shown
+//! live in the editor and returned cleaned of terminal escapes. The process
+//! handling is `ccbridge_tools::execute_command`'s.
+
+use super::Context;
+use ccbridge_server::{Approval, CommandEvent, RunId};
+use ccbridge_tools::execute_command::{
+    self, Run, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tells the editor the run ended when the call is dropped mid-run.
+struct Ended {
+    editor: Arc<dyn crate::editor::Editor>,
+    id: RunId,
+    armed: bool,
+}
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        if self.armed {
+            self.editor.command_event(CommandEvent::Exited {
+                id: self.id,
+                exit_code: None,
+                timed_out: false,
+                cancelled: true,
+            });
+        }
+    }
+}
+
+pub async fn call(
+    ctx: &Context,
+    command: String,
+    cwd: Option<String>,
+    timeout_secs: Option<u64>,
+) -> Result<String, String> {
+    let fail = |m: String| json!({ "error": m, "command": command }).to_string();
+    if command.trim().is_empty() {
+        return Err(fail("the command is empty".into()));
+    }
+    let asked_cwd = cwd.unwrap_or_else(|| ".".into());
+    let (dir, abs) = ctx
+        .ws()
+        .open_dir(&asked_cwd)
+        .map_err(|e| fail(e.to_string()))?;
+    let abs = abs.display().to_string();
+    let timeout = timeout_secs
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_TIMEOUT)
+        .min(MAX_TIMEOUT);
+    let id = ctx.editor.next_run();
+    if ctx.approval().asks_for_changes() {
+        let approval = Approval {
+            id,
+            tool: "execute_command".into(),
+            summary: format!("Run `{command}` in {abs}"),
+            command: Some(command.clone()),
+            cwd: Some(abs.clone()),
+        };
+        match ctx.editor.approve(approval).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return Ok(json!({
+                    "status": "rejected",
+                    "command": command,
+                    "message": "The user did not allow this command; it was not run.",
+                })
+                .to_string())
+            }
+            Err(e) => {
+                return Err(fail(format!(
+                    "the command needs the user's approval, but {e}; it was not run"
+                )))
+            }
+        }
+    }
+    ctx.editor.command_event(CommandEvent::Started {
+        id,
+        command: command.clone(),
+        cwd: abs.clone(),
+    });
+    let mut ended = Ended {
+        editor: ctx.editor.clone(),
+        id,
+        armed: true,
+    };
+    let editor = ctx.editor.clone();
+    let run = Run {
+        command: command.clone(),
+        cwd: dir,
+        timeout,
+        max_output: DEFAULT_MAX_OUTPUT,
+        secrets: ctx.settings.secrets.clone(),
+    };
+    let finished = execute_command::run(run, move |data| {
+        editor.command_event(CommandEvent::Output { id, data })
+    })
+    .await;
+    ended.armed = false;
+    let finished = match finished {
+        Ok(f) => f,
+        Err(e) => {
+            ctx.editor.command_event(CommandEvent::Exited {
+                id,
+                exit_code: None,
+                timed_out: false,
+                cancelled: false,
+            });
+            return Err(fail(format!("the command could not be started: {e}")));
+        }
+    };
+    ctx.editor.command_event(CommandEvent::Exited {
+        id,
+        exit_code: finished.exit_code,
+        timed_out: finished.timed_out,
+        cancelled: false,
+    });
+    let mut result = json!({
+        "exit_code": finished.exit_code,
+        "output": finished.output,
+        "cwd": abs,
+        "output_captured": true,
+    });
+    if finished.timed_out {
+        result["timed_out"] = true.into();
+        result["message"] = format!(
+            "The command was still running after {} s and was stopped (its whole process group killed).",
+            timeout.as_secs()
+        )
+        .into();
+    }
+    if finished.left_out > 0 {
+        result["output_left_out_bytes"] = finished.left_out.into();
+    }
+    Ok(result.to_string())
+}

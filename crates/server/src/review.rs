@@ -1,0 +1,157 @@
+//! Reviews and approvals asked for by a transport other than Claude's
+//! WebSocket: the workspace tools server (`ccbridge-mcp`) proposes a
+//! file's new text and waits for the user's verdict through the same diff
+//! views, registry and frontend as `openDiff`, and asks before it runs a
+//! command.
+//!
+//! Two differences from `openDiff`: nobody else decides (there is no
+//! terminal prompt behind the view), so closing the view undecided rejects;
+//! and nobody sends `close_tab` afterwards, so the view is closed here once
+//! decided. A review whose caller goes away (the MCP client cancelled the
+//! call) closes its view instead of leaving it waiting.
+
+use crate::diffs::ConnId;
+use crate::diffs::Settled;
+use crate::engine::EngineHandle;
+use crate::frontend::{Approval, Capabilities, CloseReason, CommandEvent, DiffDecision, DiffId};
+use crate::frontend::{DiffView, FrontendError, RunId};
+use crate::ide::{lock, Ide};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The diff-registry owner of every review asked for here: never a
+/// WebSocket connection's id, so a Claude session's `closeAllDiffTabs` or
+/// disconnect leaves these reviews alone.
+const TOOLS_CONN: ConnId = ConnId::MAX;
+
+/// A proposed new text for one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    /// The file's absolute path.
+    pub path: String,
+    /// The title of the view (the tab name), unique per file.
+    pub title: String,
+    /// The current text; `None` for a new file.
+    pub original: Option<String>,
+    pub proposed: String,
+}
+
+/// The user's verdict on a [`Proposal`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The text to write: the proposal, with whatever the user changed in
+    /// the view (hunks rejected, lines edited).
+    Accepted { contents: String },
+    /// Rejected, the view closed undecided, or ccbridge stopping.
+    Rejected,
+}
+
+/// Closes the view if the review ends any way but through [`Self::settled`].
+struct OpenView {
+    ide: Arc<Ide>,
+    id: DiffId,
+    reason: CloseReason,
+}
+
+impl Drop for OpenView {
+    fn drop(&mut self) {
+        let closed = lock(&self.ide.diffs).close(self.id, self.reason);
+        if let Some(reason) = closed {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                self.ide.close_views(vec![(self.id, reason)]);
+            }
+        }
+    }
+}
+
+impl Ide {
+    async fn review(self: &Arc<Self>, p: Proposal) -> Result<Verdict, FrontendError> {
+        if !self.frontend.capabilities().diff {
+            return Err(FrontendError::Unsupported("reviewing diffs"));
+        }
+        let (id, decision, replaced) = lock(&self.diffs).open_review(&p.title, TOOLS_CONN);
+        if let Some(old) = replaced {
+            self.close_views(vec![old]);
+        }
+        let view = DiffView {
+            id,
+            client_id: None,
+            tab_name: p.title,
+            old_file_path: p.path.clone(),
+            new_file_path: p.path,
+            is_new_file: p.original.is_none(),
+            original_contents: p.original,
+            proposed_contents: p.proposed.clone(),
+        };
+        let mut open = OpenView {
+            ide: self.clone(),
+            id,
+            // Dropped before a verdict: the caller gave up.
+            reason: CloseReason::ClaudeClosed,
+        };
+        self.editor(self.frontend.show_diff(view)).await?;
+        let verdict = match decision.await {
+            Ok(Settled::Decided(DiffDecision::Accepted { contents })) => Verdict::Accepted {
+                contents: contents.unwrap_or(p.proposed),
+            },
+            Ok(_) | Err(_) => Verdict::Rejected,
+        };
+        open.reason = CloseReason::Decided;
+        Ok(verdict)
+    }
+
+    async fn approve(&self, mut a: Approval) -> Result<bool, FrontendError> {
+        if !self.frontend.capabilities().approve {
+            return Err(FrontendError::Unsupported("approving tool calls"));
+        }
+        if a.id.0 == 0 {
+            a.id = self.next_run();
+        }
+        self.frontend.approve(a).await
+    }
+
+    fn next_run(&self) -> RunId {
+        RunId(self.runs.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+impl EngineHandle {
+    /// Shows `proposal` for review and waits for the user's verdict, with
+    /// no time limit (the user may take theirs). Fails at once when the
+    /// editor cannot show diffs or did not show this one. Dropping the
+    /// future closes the view.
+    pub async fn review(&self, proposal: Proposal) -> Result<Verdict, FrontendError> {
+        self.ide().review(proposal).await
+    }
+
+    /// Asks the user to allow a tool call; waits for the answer with no
+    /// time limit. An [`Approval`] whose `id` is 0 gets a fresh one.
+    pub async fn approve(&self, approval: Approval) -> Result<bool, FrontendError> {
+        self.ide().approve(approval).await
+    }
+
+    /// A fresh id for an approval and the command run it allows.
+    pub fn next_run(&self) -> RunId {
+        self.ide().next_run()
+    }
+
+    /// Passes a running command's progress to the frontend.
+    pub fn command_event(&self, event: CommandEvent) {
+        self.ide().frontend.command_event(event)
+    }
+
+    /// What the frontend can do.
+    pub fn capabilities(&self) -> Capabilities {
+        self.ide().frontend.capabilities()
+    }
+
+    /// Whether the editor has unsaved changes to the file at `path`.
+    pub fn is_dirty(&self, path: &str) -> bool {
+        lock(&self.ide().state).dirty(path).unwrap_or(false)
+    }
+
+    /// Changes whenever the editor's diagnostics do.
+    pub fn diagnostics_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ide().diagnostics_rev.subscribe()
+    }
+}
