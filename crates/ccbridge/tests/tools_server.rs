@@ -308,3 +308,48 @@ fn an_editor_without_the_approve_capability_gets_no_command_run() {
     assert!(!sandbox.workspace().join("ran").exists());
     assert!(ed.seen("approve").is_empty());
 }
+
+#[test]
+fn a_review_whose_call_is_cancelled_closes_its_view_and_writes_nothing() {
+    let sandbox = Sandbox::new().unwrap();
+    let ed = editor(&sandbox, &[]);
+    let init = ed
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "capabilities": {"diff": true}}),
+            STEP,
+        )
+        .unwrap();
+    let port = port_of(init["tools"]["url"].as_str().unwrap());
+    let token = init["tools"]["token"].as_str().unwrap().to_owned();
+    let s = session(port, &token);
+    let call = call_later(
+        port,
+        &token,
+        &s,
+        7,
+        "write_file",
+        json!({"path": "new.txt", "content": "x\n"}),
+    );
+    let show = ed.expect_request("showDiff", STEP).unwrap();
+    ed.respond(show.id.as_ref().unwrap(), json!(null)).unwrap();
+    let a = mcp(
+        port,
+        &token,
+        Some(&s),
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": 7}}),
+    );
+    assert_eq!(a.status, 202, "{}", a.head);
+    let closed = ed.expect_request("closeDiff", STEP).unwrap();
+    assert_eq!(closed.params["id"], show.params["id"]);
+    assert_eq!(closed.params["reason"], "claudeClosed");
+    // A late verdict changes nothing.
+    ed.notify(
+        "diffResolved",
+        json!({"id": show.params["id"], "decision": "accepted"}),
+    )
+    .unwrap();
+    drop(call);
+    ed.request("status", json!({}), STEP).unwrap();
+    assert!(!sandbox.workspace().join("new.txt").exists());
+}

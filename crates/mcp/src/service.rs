@@ -15,6 +15,7 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
 use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Sessions idle this long are closed.
 pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
@@ -90,7 +91,18 @@ pub struct WorkspaceTools {
     tool_router: ToolRouter<Self>,
 }
 
-fn result(reply: Reply) -> CallToolResult {
+/// The tool's reply as an MCP result; `None` when the client cancelled
+/// the call first. rmcp only signals a cancellation (`ct`), it does not
+/// drop the call: dropping it here is what closes a review's view and
+/// kills a command's process group.
+async fn result(
+    ct: CancellationToken,
+    call: impl std::future::Future<Output = Reply>,
+) -> CallToolResult {
+    let reply = tokio::select! {
+        r = call => r,
+        () = ct.cancelled() => Err("the client cancelled the call".into()),
+    };
     match reply {
         Ok(t) => CallToolResult::success(vec![ContentBlock::text(t)]),
         Err(t) => CallToolResult::error(vec![ContentBlock::text(t)]),
@@ -109,36 +121,68 @@ impl WorkspaceTools {
     #[tool(
         description = "Read a text file of the workspace, each line prefixed with its number (`  12 | text`). Returns at most `limit` lines from `offset`; the last line says which lines were shown and how many the file has. Binary files are refused."
     )]
-    async fn read_file(&self, Parameters(a): Parameters<ReadFileArgs>) -> CallToolResult {
-        result(tools::read_file::call(&self.ctx, a.path, a.offset, a.limit).await)
+    async fn read_file(
+        &self,
+        Parameters(a): Parameters<ReadFileArgs>,
+        ct: CancellationToken,
+    ) -> CallToolResult {
+        result(
+            ct,
+            tools::read_file::call(&self.ctx, a.path, a.offset, a.limit),
+        )
+        .await
     }
 
     #[tool(
         description = "List a directory of the workspace, one entry per line, directories ending in `/`. With `recursive`, everything below it too. Files ignored by .gitignore are left out; at most 500 entries."
     )]
-    async fn list_files(&self, Parameters(a): Parameters<ListFilesArgs>) -> CallToolResult {
-        result(tools::list_files::call(&self.ctx, a.path, a.recursive.unwrap_or(false)).await)
+    async fn list_files(
+        &self,
+        Parameters(a): Parameters<ListFilesArgs>,
+        ct: CancellationToken,
+    ) -> CallToolResult {
+        result(
+            ct,
+            tools::list_files::call(&self.ctx, a.path, a.recursive.unwrap_or(false)),
+        )
+        .await
     }
 
     #[tool(
         description = "Search the files under a directory for a regular expression. Matches are grouped by file: the path, then `N:line` for each matching line and `N-line` for one line of context around it. Files ignored by .gitignore, hidden files and binary files are skipped; at most 300 matching lines."
     )]
-    async fn search_files(&self, Parameters(a): Parameters<SearchFilesArgs>) -> CallToolResult {
-        result(tools::search_files::call(&self.ctx, a.path, a.regex, a.file_pattern).await)
+    async fn search_files(
+        &self,
+        Parameters(a): Parameters<SearchFilesArgs>,
+        ct: CancellationToken,
+    ) -> CallToolResult {
+        result(
+            ct,
+            tools::search_files::call(&self.ctx, a.path, a.regex, a.file_pattern),
+        )
+        .await
     }
 
     #[tool(
         description = "Create a file or replace its whole text. The user reviews the change as a diff in their editor and may edit or reject it. The result is JSON: `status` `accepted` (with `operation` `created` or `modified`, `user_edits` as a unified diff when the user changed your text: the file holds their version, and `new_diagnostics` when the editor reports new problems), `rejected` (nothing was written), or `unchanged`. Prefer apply_diff for small edits of an existing file."
     )]
-    async fn write_file(&self, Parameters(a): Parameters<WriteFileArgs>) -> CallToolResult {
-        result(tools::write_file::call(&self.ctx, a.path, a.content).await)
+    async fn write_file(
+        &self,
+        Parameters(a): Parameters<WriteFileArgs>,
+        ct: CancellationToken,
+    ) -> CallToolResult {
+        result(ct, tools::write_file::call(&self.ctx, a.path, a.content)).await
     }
 
     #[tool(
         description = "Edit an existing file with SEARCH/REPLACE blocks:\n<<<<<<< SEARCH\nexact lines from the file\n=======\nthe lines to put instead\n>>>>>>> REPLACE\nEach SEARCH part must match the file exactly once, whitespace included (include more lines when it is ambiguous). Blocks apply in order, each to the result of the previous. The user reviews the result as a diff. The result is JSON like write_file's; when some blocks failed it has `partial: true`, `failed_blocks` (their numbers, from 1) and `failures`."
     )]
-    async fn apply_diff(&self, Parameters(a): Parameters<ApplyDiffArgs>) -> CallToolResult {
-        result(tools::apply_diff::call(&self.ctx, a.path, a.diff).await)
+    async fn apply_diff(
+        &self,
+        Parameters(a): Parameters<ApplyDiffArgs>,
+        ct: CancellationToken,
+    ) -> CallToolResult {
+        result(ct, tools::apply_diff::call(&self.ctx, a.path, a.diff)).await
     }
 
     #[tool(
@@ -147,8 +191,13 @@ impl WorkspaceTools {
     async fn execute_command(
         &self,
         Parameters(a): Parameters<ExecuteCommandArgs>,
+        ct: CancellationToken,
     ) -> CallToolResult {
-        result(tools::execute_command::call(&self.ctx, a.command, a.cwd, a.timeout_secs).await)
+        result(
+            ct,
+            tools::execute_command::call(&self.ctx, a.command, a.cwd, a.timeout_secs),
+        )
+        .await
     }
 
     #[tool(
@@ -157,8 +206,13 @@ impl WorkspaceTools {
     async fn get_diagnostics(
         &self,
         Parameters(a): Parameters<GetDiagnosticsArgs>,
+        ct: CancellationToken,
     ) -> CallToolResult {
-        result(tools::get_diagnostics::call(&self.ctx, a.path, a.severity).await)
+        result(
+            ct,
+            tools::get_diagnostics::call(&self.ctx, a.path, a.severity),
+        )
+        .await
     }
 }
 

@@ -9,7 +9,7 @@ use ccbridge_mcp::{ApprovalMode, Settings};
 use ccbridge_server::{CommandEvent, FrontendError, Verdict};
 use serde_json::json;
 use std::time::Duration;
-use support::{fields, outcome, settings, start, start_with, until};
+use support::{fields, next_id, outcome, settings, start, start_with, until};
 
 #[tokio::test]
 async fn write_file_accepted_with_the_users_edit_lands_as_edited() {
@@ -445,5 +445,63 @@ async fn a_command_past_its_time_limit_is_stopped_with_its_whole_process_group()
             ..
         }
     ));
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_command_is_stopped_with_its_whole_process_group() {
+    let mut rig = start().await;
+    rig.open_session().await;
+    let id = next_id();
+    let call = rig.call_later_with_id(
+        id,
+        "execute_command",
+        json!({"command": "sleep 300 & echo $! > bg.pid; wait"}),
+    );
+    let (_, answer) = rig.next_approval().await;
+    answer.send(Ok(true)).unwrap();
+    let pid_file = rig.path("bg.pid");
+    assert!(
+        until(Duration::from_secs(10), || std::fs::read_to_string(
+            &pid_file
+        )
+        .is_ok_and(|s| s.ends_with('\n')))
+        .await
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let a = rig
+        .notify(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+                       "params":{"requestId": id, "reason": "the user pressed Esc"}}))
+        .await;
+    assert_eq!(a.status, 202, "{}", a.head);
+    let dead = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    };
+    assert!(
+        until(Duration::from_secs(10), dead).await,
+        "the command's process group outlived the cancelled call"
+    );
+    let editor = rig.editor.clone();
+    assert!(
+        until(Duration::from_secs(10), || editor.events().iter().any(
+            |e| matches!(
+                e,
+                CommandEvent::Exited {
+                    cancelled: true,
+                    ..
+                }
+            )
+        ))
+        .await,
+        "{:?}",
+        rig.editor.events()
+    );
+    call.abort();
     rig.stop().await;
 }

@@ -139,8 +139,15 @@ pub const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params"
 /// A `tools/call` request body, with an id of its own (concurrent
 /// requests of one session must not share one).
 pub fn call(name: &str, args: Value) -> String {
+    call_with_id(next_id(), name, args)
+}
+
+pub fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(100);
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub fn call_with_id(id: u64, name: &str, args: Value) -> String {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name": name, "arguments": args}})
         .to_string()
 }
@@ -223,6 +230,26 @@ impl Rig {
     /// Starts a tool call in the session; its answer comes once awaited.
     pub fn call_later(&self, name: &str, args: Value) -> tokio::task::JoinHandle<Answer> {
         self.post_later("/mcp", &self.session_headers(), &call(name, args))
+    }
+
+    /// Starts a tool call with a given request id.
+    pub fn call_later_with_id(
+        &self,
+        id: u64,
+        name: &str,
+        args: Value,
+    ) -> tokio::task::JoinHandle<Answer> {
+        self.post_later(
+            "/mcp",
+            &self.session_headers(),
+            &call_with_id(id, name, args),
+        )
+    }
+
+    /// Sends a notification in the session.
+    pub async fn notify(&self, body: Value) -> Answer {
+        self.post("/mcp", &self.session_headers(), &body.to_string())
+            .await
     }
 
     /// A tool call's result: `(text, isError)`.
