@@ -48,6 +48,9 @@ enum Command {
     Call(cmd::call::Args),
     /// Remove lock files whose process is gone.
     Clean(cmd::clean::Args),
+    /// Print (or --register) the Claude Code MCP entry of a running
+    /// ccbridge's workspace tools.
+    McpConfig(cmd::mcp_config::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
             Command::List(a) => cmd::list::run(a).await,
             Command::Call(a) => cmd::call::run(a).await,
             Command::Clean(a) => cmd::clean::run(a).await,
+            Command::McpConfig(a) => cmd::mcp_config::run(a).await,
         }
     });
     // A blocking stdin read may still be parked on a runtime thread; all the

@@ -263,6 +263,7 @@ fn tools_port_without_stdio_is_refused_with_the_reason() {
     for args in [
         &["serve", "--tools-port", "23456"][..],
         &["claude", "--tools-port", "23456"],
+        &["serve", "--register-tools"],
     ] {
         let out = Command::new(BIN)
             .args(args)
@@ -275,7 +276,7 @@ fn tools_port_without_stdio_is_refused_with_the_reason() {
         assert!(!out.status.success(), "{args:?} should fail");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--tools-port needs --stdio"),
+            err.contains("--tools-port and --register-tools need --stdio"),
             "{args:?}: {err}"
         );
     }

@@ -353,3 +353,89 @@ fn a_review_whose_call_is_cancelled_closes_its_view_and_writes_nothing() {
     ed.request("status", json!({}), STEP).unwrap();
     assert!(!sandbox.workspace().join("new.txt").exists());
 }
+
+fn claude_json(sandbox: &Sandbox) -> Value {
+    let text = std::fs::read_to_string(sandbox.config_dir().join(".claude.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn registered(sandbox: &Sandbox) -> Value {
+    let ws = sandbox.workspace().canonicalize().unwrap();
+    claude_json(sandbox)["projects"][ws.display().to_string()]["mcpServers"]["ccbridge"].clone()
+}
+
+#[test]
+fn mcp_config_prints_and_registers_the_running_servers_entry_which_goes_on_exit() {
+    let sandbox = Sandbox::new().unwrap();
+    let mut ed = editor(&sandbox, &[]);
+    let init = ed
+        .request("initialize", json!({"protocolVersion": 2}), STEP)
+        .unwrap();
+    let url = init["tools"]["url"].as_str().unwrap().to_owned();
+    let token = init["tools"]["token"].as_str().unwrap().to_owned();
+    let before = claude_json(&sandbox);
+    let mcp_config = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ccbridge"))
+            .arg("mcp-config")
+            .args(args)
+            .current_dir(sandbox.workspace())
+            .env("HOME", sandbox.home())
+            .env("CLAUDE_CONFIG_DIR", sandbox.config_dir())
+            .output()
+            .unwrap()
+    };
+    let out = mcp_config(&["--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = json!({"type": "http", "url": url, "headers": {"Authorization": format!("Bearer {token}")}});
+    assert_eq!(printed["mcpServers"]["ccbridge"], want);
+    let out = mcp_config(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!(
+            "claude mcp add --transport http ccbridge {url} --header \"Authorization: Bearer {token}\"\n"
+        )),
+        "{text}"
+    );
+    assert_eq!(claude_json(&sandbox), before, "printing writes nothing");
+
+    let out = mcp_config(&["--register"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(registered(&sandbox), want);
+    assert_eq!(
+        claude_json(&sandbox)["hasCompletedOnboarding"],
+        before["hasCompletedOnboarding"],
+        "the rest of the file is kept"
+    );
+    // Somewhere else, nothing runs.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = mcp_config(&["--workspace", elsewhere.path().to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no running ccbridge"));
+
+    ed.close(STEP).unwrap();
+    assert!(
+        registered(&sandbox).is_null(),
+        "the entry went with ccbridge"
+    );
+}
+
+#[test]
+fn register_tools_registers_at_start_and_unregisters_on_exit() {
+    let sandbox = Sandbox::new().unwrap();
+    let mut ed = editor(&sandbox, &["--register-tools"]);
+    let init = ed
+        .request("initialize", json!({"protocolVersion": 2}), STEP)
+        .unwrap();
+    assert_eq!(registered(&sandbox)["url"], init["tools"]["url"]);
+    ed.close(STEP).unwrap();
+    assert!(registered(&sandbox).is_null());
+}

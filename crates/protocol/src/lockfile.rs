@@ -32,6 +32,26 @@ pub struct LockFile {
     /// IDE servers do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_process: Option<ServerProcess>,
+    /// ccbridge's workspace tools server, when it runs: for `ccbridge
+    /// mcp-config` to find (the file is as private as the IDE token in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolsServer>,
+}
+
+/// Where a ccbridge serves the workspace tools, and their bearer token.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolsServer {
+    pub url: String,
+    pub token: String,
+}
+
+impl fmt::Debug for ToolsServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolsServer")
+            .field("url", &self.url)
+            .field("token", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Which process serves a lock file's port, precisely enough to tell it
@@ -57,6 +77,7 @@ impl LockFile {
             auth_token: Some(token),
             running_in_windows: false,
             server_process: None,
+            tools: None,
         }
     }
 
@@ -90,6 +111,7 @@ impl LockFile {
                 auth_token: None,
                 running_in_windows: false,
                 server_process: None,
+                tools: None,
             }),
         }
     }
@@ -120,6 +142,7 @@ impl fmt::Debug for LockFile {
             )
             .field("running_in_windows", &self.running_in_windows)
             .field("server_process", &self.server_process)
+            .field("tools", &self.tools)
             .finish()
     }
 }

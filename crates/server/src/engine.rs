@@ -205,6 +205,7 @@ impl Server {
             refusals: RefusalLog::new(Instant::now()),
             traffic,
             next_conn: AtomicU64::new(0),
+            tools: Mutex::new(None),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
         Ok(Server {
@@ -395,6 +396,16 @@ impl EngineHandle {
 
     pub fn port(&self) -> u16 {
         self.shared.port
+    }
+
+    /// Records where the workspace tools are served in the lock file (for
+    /// `ccbridge mcp-config`), rewriting it at once.
+    pub fn advertise_tools(
+        &self,
+        tools: Option<ccbridge_protocol::lockfile::ToolsServer>,
+    ) -> Result<(), LockError> {
+        *lock(&self.shared.tools) = tools;
+        self.shared.rewrite_lock()
     }
 
     pub(crate) fn ide(&self) -> &Arc<Ide> {

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     /// `--log-traffic`.
     pub traffic: Option<Arc<TrafficLog>>,
     pub next_conn: AtomicU64,
+    /// The workspace tools server, advertised in the lock file.
+    pub tools: Mutex<Option<ccbridge_protocol::lockfile::ToolsServer>>,
 }
 
 impl Shared {
@@ -58,6 +60,7 @@ impl Shared {
             self.token.expose().to_owned(),
         );
         l.server_process = Some(self.server_process);
+        l.tools = lock(&self.tools).clone();
         l
     }
 

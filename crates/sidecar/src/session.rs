@@ -83,6 +83,9 @@ pub struct Options {
     pub tools_port: Option<Option<u16>>,
     /// When the tools ask the user, until the editor's `initialize` says.
     pub approval: ApprovalMode,
+    /// Register the tools server with Claude Code (`.claude.json`, the
+    /// first workspace folder's project) while it runs.
+    pub register_tools: bool,
 }
 
 /// [`run`], with [`Options`].
@@ -159,6 +162,9 @@ where
         }
         None => None,
     };
+    if let Some(t) = &tools {
+        t.advertise(&handle, options.register_tools, &folders);
+    }
 
     let session = Session::new(
         Arc::new(handle),

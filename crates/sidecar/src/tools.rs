@@ -7,8 +7,10 @@
 //! it (logged): the IDE integration does not depend on it.
 
 use crate::messages::{ApprovalMode, ToolsEndpoint};
+use ccbridge_mcp::registration;
 use ccbridge_mcp::tools::Context;
-use ccbridge_mcp::{Settings, ToolsServer};
+use ccbridge_mcp::Settings;
+use ccbridge_protocol::lockfile::ToolsServer;
 use ccbridge_server::token::AuthToken;
 use ccbridge_server::EngineHandle;
 use ccbridge_workspace::Workspace;
@@ -24,8 +26,53 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// Waits for the server to finish after its shutdown fired.
+    /// Puts the endpoint in the lock file (for `ccbridge mcp-config`) and,
+    /// if asked, registers it in Claude's `.claude.json` for the first
+    /// workspace folder.
+    pub fn advertise(&self, engine: &EngineHandle, register: bool, folders: &[PathBuf]) {
+        let advert = ToolsServer {
+            url: self.endpoint.url.clone(),
+            token: self.endpoint.token.clone(),
+        };
+        if let Err(e) = engine.advertise_tools(Some(advert)) {
+            tracing::warn!("the lock file does not say where the tools are: {e}");
+        }
+        if !register {
+            return;
+        }
+        let (Some(path), Some(folder)) = (registration::config_path(), folders.first()) else {
+            tracing::warn!(
+                "cannot register the tools with Claude Code: no HOME nor CLAUDE_CONFIG_DIR"
+            );
+            return;
+        };
+        match registration::register(&path, &folder.display().to_string(), &self.registration()) {
+            Ok(r) => {
+                tracing::info!(file = %path.display(), outcome = ?r, "tools registered with Claude Code")
+            }
+            Err(e) => tracing::warn!("cannot register the tools with Claude Code: {e}"),
+        }
+    }
+
+    fn registration(&self) -> registration::Endpoint {
+        registration::Endpoint {
+            url: self.endpoint.url.clone(),
+            token: self.endpoint.token.clone(),
+        }
+    }
+
+    /// Waits for the server to finish after its shutdown fired, then
+    /// removes any registration of it from Claude's `.claude.json` (made by
+    /// `--register-tools` or `ccbridge mcp-config --register`): its token
+    /// dies with it.
     pub async fn stopped(self) {
+        if let Some(path) = registration::config_path() {
+            match registration::unregister(&path, &self.registration()) {
+                Ok(true) => tracing::info!(file = %path.display(), "tools registration removed"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!("cannot remove the tools registration: {e}"),
+            }
+        }
         match self.task.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!("the tools server ended with an error: {e}"),
@@ -53,7 +100,7 @@ pub(crate) async fn start(
     let attempt = async {
         let token = AuthToken::generate().map_err(|e| e.to_string())?;
         let ws = Workspace::open(folders).map_err(|e| e.to_string())?;
-        let server = ToolsServer::bind(
+        let server = ccbridge_mcp::ToolsServer::bind(
             port,
             token.expose(),
             Arc::new(ws),

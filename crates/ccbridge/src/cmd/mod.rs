@@ -4,6 +4,7 @@ pub mod call;
 pub mod claude;
 pub mod clean;
 pub mod list;
+pub mod mcp_config;
 pub mod serve;
 
 /// Scans every lock-file directory the CLI would, printing unreadable

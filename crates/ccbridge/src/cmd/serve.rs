@@ -98,13 +98,19 @@ pub struct ServerArgs {
         conflicts_with = "no_tools"
     )]
     pub(crate) approval_mode: ccbridge_sidecar::messages::ApprovalMode,
+    /// Register the workspace tools with Claude Code while ccbridge runs:
+    /// an entry in `.claude.json` (`$CLAUDE_CONFIG_DIR` honoured) for the
+    /// first workspace folder, removed again on exit. Start `claude`
+    /// afterwards: it reads the file when it starts.
+    #[arg(long, conflicts_with = "no_tools")]
+    pub(crate) register_tools: bool,
 }
 
 impl ServerArgs {
     /// The tools server runs beside the sidecar only, so far.
     pub(crate) fn tools_only_with_stdio(&self) -> anyhow::Result<()> {
-        if self.tools_port.is_some() {
-            bail!("--tools-port needs --stdio: the browser UI mode does not serve the workspace tools yet");
+        if self.tools_port.is_some() || self.register_tools {
+            bail!("--tools-port and --register-tools need --stdio: the browser UI mode does not serve the workspace tools yet");
         }
         Ok(())
     }
@@ -136,6 +142,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = ccbridge_sidecar::Options {
         tools_port: (!args.server.no_tools).then_some(args.server.tools_port),
         approval: args.server.approval_mode,
+        register_tools: args.server.register_tools,
     };
     let reason = ccbridge_sidecar::run_with(
         config,
