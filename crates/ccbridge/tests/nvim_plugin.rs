@@ -988,3 +988,145 @@ async fn the_help_file_builds_its_tags() {
         );
     }
 }
+
+/// Opens an MCP session with the plugin's tools server; returns a caller
+/// of one tool on its own thread (it waits for Neovim's user).
+fn tools_caller(rig: &mut Rig) -> impl Fn(&str, Value) -> std::thread::JoinHandle<Value> {
+    let tools = rig.init()["tools"].clone();
+    let url = tools["url"]
+        .as_str()
+        .expect("the tools are served")
+        .to_owned();
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let token = tools["token"].as_str().unwrap().to_owned();
+    let post = move |session: Option<&str>, body: Value| {
+        let (auth, host) = (format!("Bearer {token}"), format!("127.0.0.1:{port}"));
+        let mut h = vec![
+            ("Host", host.as_str()),
+            ("Authorization", auth.as_str()),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+        ];
+        if let Some(s) = session {
+            h.push(("Mcp-Session-Id", s));
+            h.push(("MCP-Protocol-Version", "2025-11-25"));
+        }
+        ccbridge_testkit::http::post(port, "/mcp", &h, &body.to_string(), Duration::from_secs(30))
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+    );
+    let session = init.header("mcp-session-id").expect("a session");
+    let post = std::sync::Arc::new(post);
+    move |name: &str, args: Value| {
+        let (post, session) = (post.clone(), session.clone());
+        let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                          "params":{"name": name, "arguments": args}});
+        std::thread::spawn(move || post(Some(&session), body).message()["result"].clone())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_tools_ask_neovims_user_and_show_the_commands_output() {
+    let mut rig = rig("");
+    // The prompt goes through vim.ui.select, as a picker plugin would take it.
+    rig.nvim.lua(
+        "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
+        vec![],
+    );
+    let call = tools_caller(&mut rig);
+    let run = call(
+        "execute_command",
+        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
+    );
+    rig.nvim
+        .wait("the approval prompt", "test.asked ~= nil", STEP);
+    let prompt = rig.nvim.eval("test.asked.prompt");
+    assert!(
+        prompt.as_str().unwrap().contains("printf 'plain"),
+        "{prompt}"
+    );
+    assert_eq!(rig.nvim.eval("test.asked.items"), json!(["Allow", "Deny"]));
+    rig.nvim.lua("test.answer('Allow')", vec![]);
+    let result = run.join().unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let r: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["output"], "plain red\n");
+    // The output, coloured, in a terminal buffer below.
+    rig.nvim.wait(
+        "the output view to end",
+        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+             return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n'):find('[exit 0]', 1, true) ~= nil \
+           end end return false end)()",
+        STEP,
+    );
+    let shown = rig.nvim.eval(
+        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+             return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') end end end)()",
+    );
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("plain red"), "{shown}");
+    assert!(
+        !shown.contains('\u{1b}'),
+        "the terminal rendered the escapes: {shown}"
+    );
+
+    // Denied: not run.
+    rig.nvim.lua("test.asked = nil", vec![]);
+    let run = call("execute_command", json!({"command": "touch ran"}));
+    rig.nvim
+        .wait("the approval prompt", "test.asked ~= nil", STEP);
+    rig.nvim.lua("test.answer('Deny')", vec![]);
+    let result = run.join().unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"rejected\""),
+        "{result}"
+    );
+    assert!(!rig.ws.join("ran").exists());
+
+    // write_file: reviewed in the plugin's diff view; :w after an edit
+    // accepts the edited text, written by ccbridge, the buffer reloaded.
+    rig.edit("hello.py");
+    let write = call(
+        "write_file",
+        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
+    );
+    rig.nvim.wait(
+        "the review to open",
+        "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
+        STEP,
+    );
+    rig.nvim.input("Gogreet(\"you\")<Esc>:w<CR>");
+    let result = write.join().unwrap();
+    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["status"], "accepted", "{r}");
+    assert!(
+        r["user_edits"]
+            .as_str()
+            .unwrap()
+            .contains("+greet(\"you\")"),
+        "{r}"
+    );
+    let expected = format!("{}greet(\"you\")\n", HELLO.replace("hello ", "hi "));
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    rig.nvim.wait(
+        "the review to close",
+        "#test.events_named('CCBridgeDiffClosed') > 0",
+        STEP,
+    );
+}

@@ -46,6 +46,17 @@ M.defaults = {
     --- Put the cursor in the proposal (else it stays where it was).
     focus = true,
   },
+  tools = {
+    --- Ask you to allow the workspace tools' commands (and, in the
+    --- `always` approval mode, every tool call). Off: they cannot run
+    --- commands at all.
+    approve = true,
+    --- Where a running command's output shows: "split" (a terminal
+    --- buffer below) or "none".
+    output = "split",
+    --- Height of the output split, as a fraction of the editor.
+    height = 0.3,
+  },
   --- Reload buffers whose files change on disk (Claude's writes) while a
   --- Claude session is connected. Buffers with unsaved changes are never
   --- reloaded; you get a notice instead.
@@ -72,6 +83,7 @@ local one_of = {
   ["diff.layout"] = { "vertical", "horizontal", "inline" },
   ["diff.on_close"] = { "reject", "dismiss" },
   ["terminal.position"] = { "right", "left", "bottom", "top", "float" },
+  ["tools.output"] = { "split", "none" },
 }
 
 --- Options without a default value, and the types they may have.

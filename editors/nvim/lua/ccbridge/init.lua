@@ -140,6 +140,9 @@ local notifications = {
     M.event("CCBridgeDisconnected", client)
     require("ccbridge.reload").update()
   end,
+  commandEvent = function(p)
+    require("ccbridge.commands").event(p)
+  end,
   invalidNotification = function(p)
     M.notify_once(("the sidecar could not use `%s`: %s"):format(p.method, p.message), vim.log.levels.WARN, p.method)
   end,
@@ -255,6 +258,7 @@ function M.start()
       closeTab = false,
       reformat = false,
       executeCode = false,
+      approve = o.tools.approve,
     },
   }, function(e, result)
     if S.conn ~= conn then

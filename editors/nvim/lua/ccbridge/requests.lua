@@ -10,6 +10,12 @@ M.showDiff = function(p)
   return require("ccbridge.diff").show(p)
 end
 
+M.approve = function(p)
+  return require("ccbridge.rpc").later(function(reply)
+    require("ccbridge.commands").approve(p, reply)
+  end)
+end
+
 M.closeDiff = function(p)
   require("ccbridge.diff").close(p.id, p.reason)
   return vim.NIL

@@ -14,7 +14,7 @@
 local M = {}
 
 ---@class ccbridge.rpc.Handlers
----@field on_request fun(method: string, params: any): any, table?  result, or nil and `{code, message}`
+---@field on_request fun(method: string, params: any): any, table?  result, or nil and `{code, message}`, or a `M.later` answer
 ---@field on_notification fun(method: string, params: any)
 ---@field on_exit fun(code: integer, signal: integer, stderr: string[])
 
@@ -160,6 +160,18 @@ function Conn:_drain()
   end
 end
 
+--- What a request handler returns to answer later (a person decides):
+--- `start(reply)` is called at once; `reply(result, err)` answers, once.
+---@param start fun(reply: fun(result: any, err: table?))
+function M.later(start)
+  return setmetatable({ start = start }, { __name = "ccbridge.rpc.later" })
+end
+
+local function is_later(v)
+  local mt = type(v) == "table" and getmetatable(v)
+  return mt and mt.__name == "ccbridge.rpc.later"
+end
+
 ---@private
 function Conn:_dispatch(msg)
   if type(msg.method) == "string" and msg.id ~= nil then
@@ -167,7 +179,20 @@ function Conn:_dispatch(msg)
     if not ok then
       err = { code = -32603, message = tostring(result) }
     end
-    if err then
+    if ok and is_later(result) then
+      local answered = false
+      result.start(function(res, e)
+        if answered then
+          return
+        end
+        answered = true
+        if e then
+          self:_send({ jsonrpc = "2.0", id = msg.id, error = e })
+        else
+          self:_send({ jsonrpc = "2.0", id = msg.id, result = res == nil and vim.NIL or res })
+        end
+      end)
+    elseif err then
       self:_send({ jsonrpc = "2.0", id = msg.id, error = err })
     else
       self:_send({ jsonrpc = "2.0", id = msg.id, result = result == nil and vim.NIL or result })
