@@ -51,9 +51,21 @@ pub fn post(
     body: &str,
     timeout: Duration,
 ) -> Answer {
+    request(port, "POST", path, headers, body, timeout)
+}
+
+/// [`post`] with another method (`GET`, `DELETE`, `OPTIONS`, ...).
+pub fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Answer {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_millis(200))).ok();
-    let mut req = format!("POST {path} HTTP/1.1\r\n");
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }

@@ -47,6 +47,8 @@ pub enum ReadError {
     Workspace(#[from] WorkspaceError),
     #[error("{0} is a binary file (it holds NUL bytes); read_file shows text files only")]
     Binary(String),
+    #[error("{path} is not UTF-8 text (line {line} is not valid UTF-8): a binary file or another encoding; read_file shows UTF-8 text only")]
+    NotUtf8 { path: String, line: usize },
     #[error("offset must be 1 or more (lines are numbered from 1)")]
     BadOffset,
     #[error("limit must be 1 or more")]
@@ -107,6 +109,14 @@ pub fn read(
         number += 1;
         if number < first {
             continue;
+        }
+        // Shown lossily, a line would lie about the file (and a write of
+        // what the model saw would corrupt it).
+        if std::str::from_utf8(&line).is_err() {
+            return Err(ReadError::NotUtf8 {
+                path: asked,
+                line: number,
+            });
         }
         lines.push((number, shown_line(&line)));
         if number == last {

@@ -153,6 +153,14 @@ pub fn search(
     max_results: usize,
 ) -> Result<Found, SearchError> {
     let at = ws.locate(path)?;
+    // The walk starts from a path; first make sure that path, opened
+    // component by component, stays inside (a symlink out is refused here
+    // rather than walked as an empty directory).
+    match ws.open_dir(path) {
+        Ok(_) => {}
+        Err(WorkspaceError::NotADirectory(_)) => drop(ws.open_file(path)?),
+        Err(e) => return Err(e.into()),
+    }
     let start = ws.absolute(&at);
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))

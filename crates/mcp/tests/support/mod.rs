@@ -170,6 +170,17 @@ impl Rig {
         headers: &[(&str, &str)],
         body: &str,
     ) -> tokio::task::JoinHandle<Answer> {
+        self.request_later("POST", path, headers, body)
+    }
+
+    /// [`Self::post_later`] with another method.
+    pub fn request_later(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> tokio::task::JoinHandle<Answer> {
         let host = format!("127.0.0.1:{}", self.port);
         let auth = format!("Bearer {TOKEN}");
         let defaults = [
@@ -190,15 +201,27 @@ impl Rig {
                 .map(|(k, v)| (k.to_string(), v.to_string())),
         );
         let (port, path, body) = (self.port, path.to_owned(), body.to_owned());
+        let method = method.to_owned();
         tokio::task::spawn_blocking(move || {
             let refs: Vec<(&str, &str)> =
                 all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            http::post(port, &path, &refs, &body, Duration::from_secs(30))
+            http::request(port, &method, &path, &refs, &body, Duration::from_secs(30))
         })
     }
 
     pub async fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
         self.post_later(path, headers, body).await.unwrap()
+    }
+
+    pub async fn send(&self, method: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        self.request_later(method, "/mcp", headers, body)
+            .await
+            .unwrap()
+    }
+
+    /// The session's id, once open.
+    pub fn session_id(&self) -> &str {
+        self.session.as_deref().expect("open_session first")
     }
 
     /// Opens an MCP session (initialize + initialized).
