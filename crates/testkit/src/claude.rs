@@ -484,8 +484,31 @@ impl Claude {
             .find(|l| l.contains("IDE:"))
             .map(|l| l.trim().to_string())
             .unwrap_or_default();
-        self.press(&["Escape"])?;
+        self.close_panel(timeout)?;
         self.wait_prompt(timeout)?;
         Ok(line)
+    }
+
+    /// Closes an open panel (`/status`) with Escape, pressing it again when
+    /// the panel is still up a second later: a key sent while the panel was
+    /// still being drawn was seen to be lost, and text typed next then went
+    /// nowhere (regression: `edit_rejected_in_the_page_is_not_written`).
+    fn close_panel(&self, timeout: Duration) -> Result<(), Timeout> {
+        let open = |s: &str| s.contains("Esc to close");
+        let start = std::time::Instant::now();
+        loop {
+            self.press(&["Escape"])?;
+            // The visible screen: the scrollback keeps old panels.
+            let closed = self
+                .tmux
+                .wait_for("the panel to close", Duration::from_secs(1), |_| {
+                    !open(&self.tmux.capture())
+                });
+            match closed {
+                Ok(_) => return Ok(()),
+                Err(e) if start.elapsed() >= timeout => return Err(e),
+                Err(_) => {}
+            }
+        }
     }
 }
