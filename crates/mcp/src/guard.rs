@@ -5,8 +5,13 @@
 //!    `[::1]`, with any port; the IDE server's own rule,
 //!    `ccbridge_server::handshake::host_allowed`), else 403: a page on another site that got
 //!    its name resolved to 127.0.0.1 (DNS rebinding) is refused.
-//! 2. A request that carries an `Origin` comes from a browser page, which
-//!    no MCP client is: 403.
+//! 2. A request whose `Origin` is not a loopback one (`http://localhost`,
+//!    `http://127.0.0.1`, `http://[::1]`, any port; `null` included) comes
+//!    from a page on another site: 403. A loopback page is let through to
+//!    the token check, which it cannot pass: it has no token, and the
+//!    `Authorization` header it would need makes its browser ask a CORS
+//!    preflight this server never allows (the MCP spec's DNS-rebinding
+//!    rule, checked by the conformance runner).
 //! 3. A token in the URL's query is refused (401) whether right or wrong:
 //!    URLs end up in logs and histories.
 //! 4. `Authorization: Bearer <token>`, compared in constant time; anything
@@ -72,14 +77,24 @@ impl Refusal {
     }
 }
 
+/// `http(s)://` and a loopback host (with any port), nothing after it.
+fn loopback_origin(origin: &str) -> bool {
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    rest.is_some_and(|host| !host.contains('/') && host_allowed(host, &[]))
+}
+
 /// Judges a request's head (pure, for tests and the fuzzer).
 pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(), Refusal> {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     if !host.is_some_and(|h| host_allowed(h, &[])) {
         return Err(Refusal::ForeignHost);
     }
-    if headers.contains_key(header::ORIGIN) {
-        return Err(Refusal::BrowserOrigin);
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        if !origin.to_str().is_ok_and(loopback_origin) {
+            return Err(Refusal::BrowserOrigin);
+        }
     }
     if let Some(q) = query {
         let names_a_token = q.split('&').any(|kv| {
@@ -184,14 +199,31 @@ mod tests {
             judge(&headers(&[("host", "evil.example"), good[1]]), None, T),
             Err(Refusal::ForeignHost)
         );
-        assert_eq!(
-            judge(
-                &headers(&[good[0], good[1], ("origin", "http://127.0.0.1:5")]),
-                None,
-                T
-            ),
-            Err(Refusal::BrowserOrigin)
-        );
+        for origin in [
+            "http://evil.example",
+            "null",
+            "http://localhost.evil.example",
+            "http://127.0.0.1:5/x",
+            "file://",
+        ] {
+            assert_eq!(
+                judge(&headers(&[good[0], good[1], ("origin", origin)]), None, T),
+                Err(Refusal::BrowserOrigin),
+                "{origin}"
+            );
+        }
+        for origin in [
+            "http://127.0.0.1:5",
+            "http://localhost:3000",
+            "http://[::1]:8",
+            "http://localhost",
+        ] {
+            assert_eq!(
+                judge(&headers(&[good[0], good[1], ("origin", origin)]), None, T),
+                Ok(()),
+                "{origin}"
+            );
+        }
         assert_eq!(
             judge(
                 &headers(&good),

@@ -229,7 +229,8 @@ impl ServerHandler for WorkspaceTools {
 }
 
 /// The MCP endpoint as a tower service: sessions (idle ones closed after
-/// [`SESSION_IDLE`]), loopback `Host` only, every `Origin` refused, bodies
+/// [`SESSION_IDLE`]), loopback `Host` only (again: the guard checks it
+/// first), `Origin` left to the guard, bodies
 /// up to [`MAX_BODY_BYTES`]. Cancelling `stop` ends every session.
 pub fn endpoint(
     tools: WorkspaceTools,
@@ -239,7 +240,9 @@ pub fn endpoint(
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
-        .enforce_origin_validation()
+        // The guard in front decides on `Origin` (loopback pages pass, on
+        // any port, which rmcp's exact-match list cannot say).
+        .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop);
     StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(sessions), config)

@@ -6,10 +6,9 @@
 //! escape would really land. Every "outside" target is a canary beside the
 //! workspace, checked untouched afterwards.
 //!
-//! Deliberate differences from the checklist, each asserted as such:
-//! item 10 refuses *every* `Origin`, localhost's too (no browser client
-//! needs this server); item 37 runs a shell command line (the user approves
-//! that exact line, as in a terminal) rather than an argv array.
+//! A deliberate difference from the checklist: item 37 runs a shell
+//! command line (the user approves that exact line, as in a terminal)
+//! rather than an argv array.
 
 mod support;
 
@@ -84,13 +83,11 @@ async fn item_10_a_browser_origin_is_refused_on_every_method() {
     let (mut rig, _o) = rig().await;
     rig.open_session().await;
     let sid = rig.session_id().to_owned();
-    let local = format!("http://localhost:{}", rig.port);
     for origin in [
         "http://evil.example",
         "null",
         "http://localhost.evil.example",
-        // Stricter than the checklist: no browser page at all.
-        local.as_str(),
+        "http://127.0.0.1.evil.example",
     ] {
         for method in ["POST", "GET", "DELETE"] {
             let a = rig
@@ -103,6 +100,14 @@ async fn item_10_a_browser_origin_is_refused_on_every_method() {
             assert_eq!(a.status, 403, "{method} from {origin}: {}", a.head);
         }
     }
+    // A loopback page passes the Origin check (and still needs the token).
+    let local = format!("http://localhost:{}", rig.port);
+    let a = rig.post("/mcp", &[("Origin", &local)], INIT).await;
+    assert_eq!(a.status, 200, "{}", a.head);
+    let a = rig
+        .post("/mcp", &[("Origin", &local), ("Authorization", "")], INIT)
+        .await;
+    assert_eq!(a.status, 401, "{}", a.head);
     rig.stop().await;
 }
 

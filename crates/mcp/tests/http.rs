@@ -30,8 +30,8 @@ async fn requests_are_refused_before_mcp_sees_them() {
             403,
         ),
         (
-            "a browser page",
-            &[("Origin", "http://127.0.0.1:3000")],
+            "a page on another site",
+            &[("Origin", "http://evil.example:3000")],
             403,
         ),
         (
