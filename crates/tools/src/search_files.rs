@@ -174,8 +174,7 @@ pub fn search(
         .git_exclude(true)
         .git_global(false)
         .require_git(false)
-        .follow_links(false)
-        .max_filesize(Some(MAX_FILE_BYTES));
+        .follow_links(false);
     // The glob filters files; it is not given to the walker as an
     // override, which would let it bring back ignored and hidden files.
     let only = match file_pattern.filter(|g| !g.is_empty()) {
@@ -218,6 +217,11 @@ pub fn search(
             let Ok(opened) = ws.open_file(&entry.path().to_string_lossy()) else {
                 return WalkState::Continue;
             };
+            // Size from the open file's own fstat, not a second stat per
+            // entry in the walker (`max_filesize`): 100k files, 100k calls.
+            if opened.size > MAX_FILE_BYTES {
+                return WalkState::Continue;
+            }
             let mut sink = Collect {
                 lines: Vec::new(),
                 taken,
