@@ -1004,18 +1004,8 @@ fn tools_caller(rig: &mut Rig) -> impl Fn(&str, Value) -> std::thread::JoinHandl
         .unwrap();
     let token = tools["token"].as_str().unwrap().to_owned();
     let post = move |session: Option<&str>, body: Value| {
-        let (auth, host) = (format!("Bearer {token}"), format!("127.0.0.1:{port}"));
-        let mut h = vec![
-            ("Host", host.as_str()),
-            ("Authorization", auth.as_str()),
-            ("Accept", "application/json, text/event-stream"),
-            ("Content-Type", "application/json"),
-        ];
-        if let Some(s) = session {
-            h.push(("Mcp-Session-Id", s));
-            h.push(("MCP-Protocol-Version", "2025-11-25"));
-        }
-        ccbridge_testkit::http::post(port, "/mcp", &h, &body.to_string(), Duration::from_secs(30))
+        let body = body.to_string();
+        ccbridge_testkit::http::mcp_post(port, &token, session, &body, Duration::from_secs(30))
     };
     let init = post(
         None,

@@ -6,7 +6,7 @@
 
 use ccbridge_testkit::claude::Sandbox;
 use ccbridge_testkit::editor::{Editor, EditorOptions};
-use ccbridge_testkit::http::{post, Answer};
+use ccbridge_testkit::http::{mcp_post, Answer};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -26,19 +26,7 @@ fn port_of(url: &str) -> u16 {
 }
 
 fn mcp(port: u16, token: &str, session: Option<&str>, body: Value) -> Answer {
-    let auth = format!("Bearer {token}");
-    let host = format!("127.0.0.1:{port}");
-    let mut h = vec![
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-    ];
-    if let Some(s) = session {
-        h.push(("Mcp-Session-Id", s));
-        h.push(("MCP-Protocol-Version", "2025-11-25"));
-    }
-    post(port, "/mcp", &h, &body.to_string(), STEP)
+    mcp_post(port, token, session, &body.to_string(), STEP)
 }
 
 #[test]

@@ -14,6 +14,14 @@ use tokio::sync::oneshot;
 /// Which connection opened a diff.
 pub type ConnId = u64;
 
+/// A diff just registered: its id, where its verdict will arrive, and the
+/// pending diff with the same tab name it replaced (to close its view).
+pub type Opened = (
+    DiffId,
+    oneshot::Receiver<Settled>,
+    Option<(DiffId, CloseReason)>,
+);
+
 /// How a pending `openDiff` call ends.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Settled {
@@ -48,42 +56,17 @@ const RECENT: usize = 64;
 impl DiffRegistry {
     /// Registers a new diff view. A pending diff with the same tab name is
     /// settled as closed and returned, for its view to be closed.
-    pub fn open(
-        &mut self,
-        tab_name: &str,
-        conn: ConnId,
-    ) -> (
-        DiffId,
-        oneshot::Receiver<Settled>,
-        Option<(DiffId, CloseReason)>,
-    ) {
+    pub fn open(&mut self, tab_name: &str, conn: ConnId) -> Opened {
         self.open_with(tab_name, conn, false)
     }
 
     /// [`Self::open`] for a review nobody else decides: closing its view
     /// undecided rejects it.
-    pub fn open_review(
-        &mut self,
-        tab_name: &str,
-        conn: ConnId,
-    ) -> (
-        DiffId,
-        oneshot::Receiver<Settled>,
-        Option<(DiffId, CloseReason)>,
-    ) {
+    pub fn open_review(&mut self, tab_name: &str, conn: ConnId) -> Opened {
         self.open_with(tab_name, conn, true)
     }
 
-    fn open_with(
-        &mut self,
-        tab_name: &str,
-        conn: ConnId,
-        dismissal_rejects: bool,
-    ) -> (
-        DiffId,
-        oneshot::Receiver<Settled>,
-        Option<(DiffId, CloseReason)>,
-    ) {
+    fn open_with(&mut self, tab_name: &str, conn: ConnId, dismissal_rejects: bool) -> Opened {
         let replaced = self
             .find_tab(tab_name)
             .and_then(|old| Some((old, self.close(old, CloseReason::Replaced)?)));

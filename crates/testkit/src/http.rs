@@ -110,3 +110,29 @@ pub fn request(
         body: body.to_owned(),
     }
 }
+
+/// A JSON-RPC `body` POSTed to an MCP server's `/mcp` on 127.0.0.1:`port`
+/// as a client does: loopback `Host`, `Authorization: Bearer <token>`, both
+/// answer types accepted, and the session's id and protocol version once
+/// there is a `session`.
+pub fn mcp_post(
+    port: u16,
+    token: &str,
+    session: Option<&str>,
+    body: &str,
+    timeout: Duration,
+) -> Answer {
+    let host = format!("127.0.0.1:{port}");
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Host", host.as_str()),
+        ("Authorization", auth.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+        headers.push(("MCP-Protocol-Version", "2025-11-25"));
+    }
+    post(port, "/mcp", &headers, body, timeout)
+}

@@ -198,19 +198,7 @@ impl Editor for NoEditor {
 }
 
 fn post(port: u16, session: Option<&str>, body: &str) -> http::Answer {
-    let host = format!("127.0.0.1:{port}");
-    let auth = format!("Bearer {TOKEN}");
-    let mut h = vec![
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-    ];
-    if let Some(s) = session {
-        h.push(("Mcp-Session-Id", s));
-        h.push(("MCP-Protocol-Version", "2025-11-25"));
-    }
-    http::post(port, "/mcp", &h, body, Duration::from_secs(10))
+    http::mcp_post(port, TOKEN, session, body, Duration::from_secs(10))
 }
 
 /// p50 of `n` round trips of `body`, each on its own connection.

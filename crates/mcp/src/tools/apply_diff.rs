@@ -10,18 +10,8 @@ use serde_json::{json, Map};
 
 pub async fn call(ctx: &Context, path: String, diff: String) -> Result<String, String> {
     let blocks = apply_diff::parse(&diff).map_err(|e| change::error(&path, e.to_string()))?;
-    let ws = ctx.ws();
-    let at = ws
-        .locate(&path)
-        .map_err(|e| change::error(&path, e.to_string()))?;
-    let abs = ws.absolute(&at);
-    let _edit = ctx
-        .locks
-        .lock(&abs, ctx.settings.lock_wait)
-        .await
-        .map_err(|e| change::error(&path, e.to_string()))?;
-    change::check_not_dirty(ctx, &path, &abs)?;
-    let Some(original) = change::read_original(&ws, &path).await? else {
+    let editing = change::begin(ctx, &path).await?;
+    let Some(original) = change::read_original(&editing.ws, &path).await? else {
         return Err(change::error(
             &path,
             format!("{path} does not exist; use write_file to create a file"),
@@ -53,11 +43,11 @@ pub async fn call(ctx: &Context, path: String, diff: String) -> Result<String, S
     }
     let change = Change {
         tool: "apply_diff",
-        shown: at.rel.display().to_string(),
+        shown: editing.shown.clone(),
         proposed: applied.text,
         asked: path,
-        abs,
-        ws,
+        abs: editing.abs.clone(),
+        ws: editing.ws.clone(),
         original: Some(original),
     };
     change::land(ctx, change, extra).await

@@ -36,6 +36,36 @@ pub(crate) struct Change {
     pub proposed: String,
 }
 
+/// A file about to be edited: where it is, and its edit lock, held until
+/// this is dropped.
+pub(crate) struct Editing<'a> {
+    pub ws: Arc<Workspace>,
+    pub abs: PathBuf,
+    /// Relative to its workspace folder, for the user.
+    pub shown: String,
+    _lock: ccbridge_tools::file_locks::FileGuard<'a>,
+}
+
+/// Locates `path` in the workspace, takes its edit lock (waiting up to the
+/// configured time) and refuses a file with unsaved changes in the editor.
+pub(crate) async fn begin<'a>(ctx: &'a Context, path: &str) -> Result<Editing<'a>, String> {
+    let ws = ctx.ws();
+    let at = ws.locate(path).map_err(|e| error(path, e.to_string()))?;
+    let abs = ws.absolute(&at);
+    let lock = ctx
+        .locks
+        .lock(&abs, ctx.settings.lock_wait)
+        .await
+        .map_err(|e| error(path, e.to_string()))?;
+    check_not_dirty(ctx, path, &abs)?;
+    Ok(Editing {
+        shown: at.rel.display().to_string(),
+        ws,
+        abs,
+        _lock: lock,
+    })
+}
+
 /// A write tool's error, in the shape its results have.
 pub(crate) fn error(path: &str, message: impl Into<String>) -> String {
     json!({ "error": message.into(), "path": path }).to_string()
@@ -72,11 +102,7 @@ pub(crate) async fn read_original(
 
 /// Refuses a file the user is editing with unsaved changes: writing under
 /// them would make the editor's buffer and the disk disagree.
-pub(crate) fn check_not_dirty(
-    ctx: &Context,
-    asked: &str,
-    abs: &std::path::Path,
-) -> Result<(), String> {
+fn check_not_dirty(ctx: &Context, asked: &str, abs: &std::path::Path) -> Result<(), String> {
     if ctx.editor.is_dirty(&abs.display().to_string()) {
         return Err(error(
             asked,

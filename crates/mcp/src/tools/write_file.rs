@@ -6,25 +6,15 @@ use super::Context;
 use serde_json::Map;
 
 pub async fn call(ctx: &Context, path: String, content: String) -> Result<String, String> {
-    let ws = ctx.ws();
-    let at = ws
-        .locate(&path)
-        .map_err(|e| change::error(&path, e.to_string()))?;
-    let abs = ws.absolute(&at);
-    let _edit = ctx
-        .locks
-        .lock(&abs, ctx.settings.lock_wait)
-        .await
-        .map_err(|e| change::error(&path, e.to_string()))?;
-    change::check_not_dirty(ctx, &path, &abs)?;
-    let original = change::read_original(&ws, &path).await?;
+    let editing = change::begin(ctx, &path).await?;
+    let original = change::read_original(&editing.ws, &path).await?;
     let change = Change {
         tool: "write_file",
-        shown: at.rel.display().to_string(),
+        shown: editing.shown.clone(),
         proposed: change::as_edited(&content),
         asked: path,
-        abs,
-        ws,
+        abs: editing.abs.clone(),
+        ws: editing.ws.clone(),
         original,
     };
     change::land(ctx, change, Map::new()).await
