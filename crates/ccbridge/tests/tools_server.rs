@@ -127,6 +127,15 @@ fn session(port: u16, token: &str) -> String {
     a.header("mcp-session-id").expect("a session")
 }
 
+/// The tools server `initialize` announced, with a session opened on it:
+/// (port, token, session id).
+fn tools_session(init: &Value) -> (u16, String, String) {
+    let port = port_of(init["tools"]["url"].as_str().unwrap());
+    let token = init["tools"]["token"].as_str().unwrap().to_owned();
+    let s = session(port, &token);
+    (port, token, s)
+}
+
 /// Starts a tool call on a thread of its own (it waits for the editor);
 /// the handle yields the result's text and whether it is an error.
 fn call_later(
@@ -176,9 +185,7 @@ fn writes_are_reviewed_and_commands_approved_by_the_editor_through_the_sidecar()
         )
         .unwrap();
     assert_eq!(init["tools"]["approvalMode"], "write-only", "{init}");
-    let port = port_of(init["tools"]["url"].as_str().unwrap());
-    let token = init["tools"]["token"].as_str().unwrap().to_owned();
-    let s = session(port, &token);
+    let (port, token, s) = tools_session(&init);
 
     // apply_diff → a showDiff request; the user edits and accepts.
     let call = call_later(
@@ -278,9 +285,7 @@ fn an_editor_without_the_approve_capability_gets_no_command_run() {
     let init = ed
         .request("initialize", json!({"protocolVersion": 2}), STEP)
         .unwrap();
-    let port = port_of(init["tools"]["url"].as_str().unwrap());
-    let token = init["tools"]["token"].as_str().unwrap().to_owned();
-    let s = session(port, &token);
+    let (port, token, s) = tools_session(&init);
     let (text, is_error) = call_later(
         port,
         &token,
@@ -308,9 +313,7 @@ fn a_review_whose_call_is_cancelled_closes_its_view_and_writes_nothing() {
             STEP,
         )
         .unwrap();
-    let port = port_of(init["tools"]["url"].as_str().unwrap());
-    let token = init["tools"]["token"].as_str().unwrap().to_owned();
-    let s = session(port, &token);
+    let (port, token, s) = tools_session(&init);
     let call = call_later(
         port,
         &token,
