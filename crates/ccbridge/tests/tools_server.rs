@@ -430,3 +430,45 @@ fn register_tools_registers_at_start_and_unregisters_on_exit() {
     ed.close(STEP).unwrap();
     assert!(registered(&sandbox).is_null());
 }
+
+/// Security checklist item 36: the home folder (or `/`) as the workspace
+/// would hand the whole of it to an agent; the tools are not served then.
+#[test]
+fn item_36_a_home_folder_workspace_gets_no_tools() {
+    let sandbox = Sandbox::new().unwrap();
+    let mut opts =
+        EditorOptions::for_sandbox(env!("CARGO_BIN_EXE_ccbridge"), &sandbox, "ToolsTest");
+    opts.workspace = sandbox.home().to_path_buf();
+    let ed = Editor::spawn(&opts).expect("spawn ccbridge");
+    let init = ed
+        .request("initialize", json!({"protocolVersion": 2}), STEP)
+        .unwrap();
+    assert!(init.get("tools").is_none(), "{init}");
+    assert!(
+        ed.log().contains("your home folder"),
+        "the log says why: {}",
+        ed.log()
+    );
+    // An editor moving a running server's tools to `/` keeps the old folders.
+    let ed = editor(&sandbox, &[]);
+    let init = ed
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "workspaceFolders": ["/"]}),
+            STEP,
+        )
+        .unwrap();
+    let (port, token, s) = tools_session(&init);
+    let (text, is_error) = call_later(
+        port,
+        &token,
+        &s,
+        2,
+        "read_file",
+        json!({"path": "/etc/hostname"}),
+    )
+    .join()
+    .unwrap();
+    assert!(is_error, "{text}");
+    assert!(ed.log().contains("keep their folders"), "{}", ed.log());
+}

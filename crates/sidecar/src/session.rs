@@ -31,7 +31,6 @@ use ccbridge_server::traffic::{Direction, Peer, TrafficLog};
 use ccbridge_server::{
     ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
 };
-use ccbridge_workspace::Workspace;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::future::Future;
@@ -533,7 +532,7 @@ impl Session {
     fn tools_follow(&self, folders: &[String]) {
         let Some((_, ctx)) = &self.tools else { return };
         let paths: Vec<PathBuf> = folders.iter().map(PathBuf::from).collect();
-        match Workspace::open(&paths) {
+        match crate::tools::open_workspace(&paths) {
             Ok(ws) => ctx.set_workspace(Arc::new(ws)),
             Err(e) => tracing::warn!("the workspace tools keep their folders: {e}"),
         }

@@ -81,6 +81,19 @@ impl Running {
     }
 }
 
+/// The workspace the tools may serve: not one whose folder is `/` or the
+/// user's home (security checklist item 36).
+pub(crate) fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
+    let ws = Workspace::open(folders).map_err(|e| e.to_string())?;
+    if let Some(f) = ws.too_broad() {
+        return Err(format!(
+            "the workspace folder {} is the whole file system or your home folder; the workspace tools serve a project folder only (start the editor in one)",
+            f.display()
+        ));
+    }
+    Ok(ws)
+}
+
 /// Starts the tools server on `port` (`None`: OS-assigned), serving until
 /// `shutdown` completes; `None` if it could not start. `secrets` (the IDE
 /// server's token) never reach a command's environment.
@@ -99,7 +112,7 @@ pub(crate) async fn start(
     };
     let attempt = async {
         let token = AuthToken::generate().map_err(|e| e.to_string())?;
-        let ws = Workspace::open(folders).map_err(|e| e.to_string())?;
+        let ws = open_workspace(folders)?;
         let server = ccbridge_mcp::ToolsServer::bind(
             port,
             token.expose(),

@@ -154,6 +154,17 @@ impl Workspace {
         Ok(Workspace { roots })
     }
 
+    /// A folder that is the whole file system or the user's home (`$HOME`),
+    /// if any: too broad to hand to an agent's tools (keys, shell history,
+    /// other projects), so the tools server refuses such a workspace.
+    pub fn too_broad(&self) -> Option<&Path> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .and_then(|h| std::fs::canonicalize(h).ok());
+        self.folders()
+            .find(|f| f.parent().is_none() || home.as_deref() == Some(*f))
+    }
+
     /// The folders' canonical paths.
     pub fn folders(&self) -> impl Iterator<Item = &Path> {
         self.roots.iter().map(|r| r.path.as_path())
