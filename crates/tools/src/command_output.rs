@@ -7,8 +7,8 @@
 //! strings, two-byte escapes, their 8-bit C1 forms, and other control
 //! characters. A carriage return that redraws a line (progress bars) keeps
 //! only what was drawn last; a backspace erases the character before it.
-//! Output beyond a cap keeps its head and its tail, where the command line
-//! and the errors usually are.
+//! (Output beyond a cap keeps its head and its tail, where the command line
+//! and the errors usually are: `execute_command` keeps them as it reads.)
 
 /// `raw` without escape sequences and control characters, each line as a
 /// terminal would finally show it.
@@ -88,29 +88,6 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
-/// `text` cut to about `max_bytes`: its head and its tail, and how much was
-/// left out between them.
-pub fn cap(text: &str, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text.to_owned();
-    }
-    let half = max_bytes / 2;
-    let mut head_end = half;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = text.len() - half;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    format!(
-        "{}\n… [{} bytes of output left out] …\n{}",
-        &text[..head_end],
-        tail_start - head_end,
-        &text[tail_start..]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,20 +118,5 @@ mod tests {
     fn an_unterminated_sequence_does_not_eat_the_world() {
         assert_eq!(clean("ok\x1b["), "ok");
         assert_eq!(clean("ok\x1b]unterminated"), "ok");
-    }
-
-    #[test]
-    fn the_cap_keeps_head_and_tail() {
-        let text = format!("{}{}{}", "H".repeat(100), "m".repeat(1000), "T".repeat(100));
-        let c = cap(&text, 200);
-        assert!(
-            c.starts_with(&"H".repeat(100)) && c.ends_with(&"T".repeat(100)),
-            "{c}"
-        );
-        assert!(c.contains("[1000 bytes of output left out]"), "{c}");
-        assert_eq!(cap("short", 200), "short");
-        // Never cuts inside a character.
-        let c = cap(&"é".repeat(300), 101);
-        assert!(c.contains("bytes of output left out"));
     }
 }

@@ -76,11 +76,18 @@ pub fn scrubbed_env(secrets: &[String]) -> Vec<(OsString, OsString)> {
 /// Kills the process group when dropped, unless the group is known gone.
 struct GroupKiller(Option<rustix::process::Pid>);
 
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
+impl GroupKiller {
+    /// Kills the group now (once).
+    fn kill(&mut self) {
         if let Some(pgid) = self.0.take() {
             let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
         }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -115,22 +122,51 @@ impl HeadTail {
         }
     }
 
+    /// The kept output as text, escapes removed. Nothing dropped: one text
+    /// (a character or a line across the head/tail seam stays whole).
+    /// Otherwise head and tail, cut where characters meet, around a note of
+    /// how many bytes were left out.
     fn text(self) -> (String, u64) {
-        let head = command_output::clean(&String::from_utf8_lossy(&self.head));
-        let tail: Vec<u8> = self.tail.into();
-        let tail = command_output::clean(&String::from_utf8_lossy(&tail));
+        let mut head = self.head;
+        let mut tail: Vec<u8> = self.tail.into();
         if self.dropped == 0 {
-            (head + &tail, 0)
-        } else {
-            (
-                format!(
-                    "{head}\n… [{} bytes of output left out] …\n{tail}",
-                    self.dropped
-                ),
-                self.dropped,
-            )
+            head.append(&mut tail);
+            return (command_output::clean(&String::from_utf8_lossy(&head)), 0);
+        }
+        let cut_end = unfinished_end(&head);
+        head.truncate(head.len() - cut_end);
+        let cut_start = tail
+            .iter()
+            .take(3)
+            .take_while(|b| **b & 0xC0 == 0x80)
+            .count();
+        tail.drain(..cut_start);
+        let left_out = self.dropped + (cut_end + cut_start) as u64;
+        let head = command_output::clean(&String::from_utf8_lossy(&head));
+        let tail = command_output::clean(&String::from_utf8_lossy(&tail));
+        (
+            format!("{head}\n… [{left_out} bytes of output left out] …\n{tail}"),
+            left_out,
+        )
+    }
+}
+
+/// How many bytes at the end of `b` begin a UTF-8 character they do not
+/// finish (0 when `b` ends on a boundary).
+fn unfinished_end(b: &[u8]) -> usize {
+    for back in 1..=b.len().min(4) {
+        let lead = b[b.len() - back];
+        if lead & 0xC0 != 0x80 {
+            let len = match lead {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                0xF0..=0xF7 => 4,
+                _ => 1,
+            };
+            return if len > back { back } else { 0 };
         }
     }
+    0
 }
 
 /// Splits a byte stream into UTF-8 text without cutting a character: the
@@ -228,7 +264,7 @@ pub async fn run(run: Run, mut on_output: impl FnMut(String)) -> std::io::Result
             }
             _ = &mut deadline, if status.is_none() => {
                 timed_out = true;
-                drop(std::mem::replace(&mut killer, GroupKiller(None)));
+                killer.kill();
                 status = Some(child.wait().await?);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN);
             }
@@ -279,6 +315,36 @@ mod tests {
         assert_eq!(dropped, 6);
         assert!(text.starts_with("abcde\n"), "{text}");
         assert!(text.ends_with("\nlmnop"), "{text}");
+    }
+
+    #[test]
+    fn the_cap_keeps_head_and_tail_and_never_cuts_a_character() {
+        let mut h = HeadTail::new(200);
+        h.push(format!("{}{}{}", "H".repeat(100), "m".repeat(1000), "T".repeat(100)).as_bytes());
+        let (c, dropped) = h.text();
+        assert!(
+            c.starts_with(&"H".repeat(100)) && c.ends_with(&"T".repeat(100)),
+            "{c}"
+        );
+        assert!(c.contains("[1000 bytes of output left out]"), "{c}");
+        assert_eq!(dropped, 1000);
+        let mut h = HeadTail::new(200);
+        h.push(b"short");
+        assert_eq!(h.text(), ("short".to_owned(), 0));
+        // Never cuts inside a character, at the cap or at the seam.
+        let mut h = HeadTail::new(101);
+        h.push("é".repeat(300).as_bytes());
+        let (c, _) = h.text();
+        assert!(c.contains("bytes of output left out"));
+        assert!(!c.contains('\u{FFFD}'), "{c}");
+        // 6 bytes, the seam (at 3) inside the `€`.
+        let mut h = HeadTail::new(6);
+        h.push("a€é".as_bytes());
+        assert_eq!(
+            h.text(),
+            ("a€é".to_owned(), 0),
+            "kept whole across the seam"
+        );
     }
 
     #[test]
