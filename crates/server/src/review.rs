@@ -13,7 +13,7 @@
 use crate::diffs::ConnId;
 use crate::diffs::Settled;
 use crate::engine::EngineHandle;
-use crate::frontend::{Approval, Capabilities, CloseReason, CommandEvent, DiffDecision, DiffId};
+use crate::frontend::{Approval, CloseReason, CommandEvent, DiffDecision, DiffId};
 use crate::frontend::{DiffView, FrontendError, RunId};
 use crate::ide::{lock, Ide};
 use std::sync::atomic::Ordering;
@@ -100,12 +100,9 @@ impl Ide {
         Ok(verdict)
     }
 
-    async fn approve(&self, mut a: Approval) -> Result<bool, FrontendError> {
+    async fn approve(&self, a: Approval) -> Result<bool, FrontendError> {
         if !self.frontend.capabilities().approve {
             return Err(FrontendError::Unsupported("approving tool calls"));
-        }
-        if a.id.0 == 0 {
-            a.id = self.next_run();
         }
         self.frontend.approve(a).await
     }
@@ -125,7 +122,7 @@ impl EngineHandle {
     }
 
     /// Asks the user to allow a tool call; waits for the answer with no
-    /// time limit. An [`Approval`] whose `id` is 0 gets a fresh one.
+    /// time limit.
     pub async fn approve(&self, approval: Approval) -> Result<bool, FrontendError> {
         self.ide().approve(approval).await
     }
@@ -138,11 +135,6 @@ impl EngineHandle {
     /// Passes a running command's progress to the frontend.
     pub fn command_event(&self, event: CommandEvent) {
         self.ide().frontend.command_event(event)
-    }
-
-    /// What the frontend can do.
-    pub fn capabilities(&self) -> Capabilities {
-        self.ide().frontend.capabilities()
     }
 
     /// Whether the editor has unsaved changes to the file at `path`.

@@ -219,9 +219,10 @@ async fn new_diagnostics(
             }
         }
     }
+    let worth_telling = get_diagnostics::rank(Severity::Warning);
     let new: Vec<Diagnostic> = file_diagnostics(ctx, abs)
         .into_iter()
-        .filter(|d| !before.contains(d))
+        .filter(|d| get_diagnostics::rank(d.severity) <= worth_telling && !before.contains(d))
         .collect();
     if new.is_empty() {
         return None;
@@ -230,11 +231,10 @@ async fn new_diagnostics(
         uri: abs.to_owned(),
         diagnostics: new,
     }];
-    let text = get_diagnostics::format(
+    Some(get_diagnostics::format(
         &files,
         Severity::Warning,
         None,
         &super::get_diagnostics::base(ctx),
-    );
-    (!text.is_empty() && text.starts_with('[')).then_some(text)
+    ))
 }

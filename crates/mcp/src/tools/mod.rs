@@ -15,7 +15,6 @@ pub mod write_file;
 use crate::approval::ApprovalMode;
 use crate::editor::Editor;
 use ccbridge_server::Approval;
-use ccbridge_server::RunId;
 use ccbridge_tools::file_locks::FileLocks;
 use ccbridge_workspace::Workspace;
 use std::sync::{Arc, RwLock};
@@ -93,7 +92,7 @@ impl Context {
             return Ok(());
         }
         let approval = Approval {
-            id: RunId(0),
+            id: self.editor.next_run(),
             tool: tool.to_owned(),
             summary,
             command: None,
