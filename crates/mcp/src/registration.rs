@@ -15,8 +15,8 @@
 //! Key order is not kept (Claude reorders the file on its next write
 //! anyway); values are.
 
+use ccbridge_server::lockfile::replace_file;
 use serde_json::{json, Map, Value};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The name the entry goes under (`mcp__ccbridge__<tool>` in Claude).
@@ -113,31 +113,17 @@ fn read(path: &Path) -> Result<(Map<String, Value>, bool), RegistrationError> {
 /// Replaces the file with `config`, atomically, keeping its permissions
 /// (0600 for a new file: it holds tokens).
 fn write(path: &Path, config: &Map<String, Value>) -> Result<(), RegistrationError> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mode = std::fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o600);
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.ccbridge-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        let mut text = serde_json::to_string_pretty(config).map_err(std::io::Error::other)?;
-        text.push('\n');
-        f.write_all(text.as_bytes())?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io(path))
+    let mut text = serde_json::to_string_pretty(config)
+        .map_err(std::io::Error::other)
+        .map_err(io(path))?;
+    text.push('\n');
+    replace_file(path, text.as_bytes(), mode).map_err(io(path))
 }
 
 /// Upserts the entry into the `mcpServers` of the project `workspace`.

@@ -88,16 +88,25 @@ fn ensure_private_dir(dir: &Path) -> Result<(), LockError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LockError> {
-    let werr = |error| LockError::Write {
+    replace_file(path, bytes, 0o600).map_err(|error| LockError::Write {
         path: path.to_owned(),
         error,
-    };
+    })
+}
+
+/// Replaces `path` with `bytes` as one step: written and synced to a fresh
+/// temporary file beside it (random name, `O_EXCL|O_NOFOLLOW`, so nothing
+/// planted there is followed), given `mode` regardless of the umask, then
+/// renamed over it. Readers see the old file or the new one, never a part;
+/// on failure the temporary file is removed and `path` is untouched.
+/// Also used for Claude's `.claude.json` (`ccbridge-mcp`'s registration).
+pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("lock");
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let mut attempt = 0u32;
     let (tmp, fd) = loop {
         let mut rnd = [0u8; 8];
-        getrandom::fill(&mut rnd).map_err(|e| werr(io::Error::other(e.to_string())))?;
+        getrandom::fill(&mut rnd).map_err(|e| io::Error::other(e.to_string()))?;
         let tmp = dir.join(format!(
             ".{name}.{}.tmp",
             rnd.iter().map(|b| format!("{b:02x}")).collect::<String>()
@@ -109,22 +118,21 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LockError> {
         ) {
             Ok(fd) => break (tmp, fd),
             Err(rustix::io::Errno::EXIST) if attempt < 8 => attempt += 1,
-            Err(e) => return Err(werr(e.into())),
+            Err(e) => return Err(e.into()),
         }
     };
     let result = (|| {
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
         let mut file = std::fs::File::from(fd);
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
         std::fs::rename(&tmp, path)
     })();
-    if let Err(e) = result {
+    if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        return Err(werr(e));
     }
-    Ok(())
+    result
 }
 
 /// Removes the stale lock files in `dir` by `ccbridge clean`'s rule
