@@ -15,6 +15,7 @@
 //! Key order is not kept (Claude reorders the file on its next write
 //! anyway); values are.
 
+use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::lockfile::replace_file;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -22,30 +23,21 @@ use std::path::{Path, PathBuf};
 /// The name the entry goes under (`mcp__ccbridge__<tool>` in Claude).
 pub const SERVER_NAME: &str = "ccbridge";
 
-/// The running tools server, as an MCP client reaches it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub url: String,
-    pub token: String,
+/// The `mcpServers` entry of the server at `e`.
+pub fn entry(e: &McpEndpoint) -> Value {
+    json!({
+        "type": "http",
+        "url": e.url,
+        "headers": { "Authorization": format!("Bearer {}", e.token) },
+    })
 }
 
-impl Endpoint {
-    /// The `mcpServers` entry.
-    pub fn entry(&self) -> Value {
-        json!({
-            "type": "http",
-            "url": self.url,
-            "headers": { "Authorization": format!("Bearer {}", self.token) },
-        })
-    }
-
-    /// The `claude mcp add` command that registers it.
-    pub fn command(&self) -> String {
-        format!(
-            "claude mcp add --transport http {SERVER_NAME} {} --header \"Authorization: Bearer {}\"",
-            self.url, self.token
-        )
-    }
+/// The `claude mcp add` command that registers the server at `e`.
+pub fn command(e: &McpEndpoint) -> String {
+    format!(
+        "claude mcp add --transport http {SERVER_NAME} {} --header \"Authorization: Bearer {}\"",
+        e.url, e.token
+    )
 }
 
 /// Where Claude keeps its `.claude.json`.
@@ -130,37 +122,37 @@ fn write(path: &Path, config: &Map<String, Value>) -> Result<(), RegistrationErr
 pub fn register(
     path: &Path,
     workspace: &str,
-    endpoint: &Endpoint,
+    endpoint: &McpEndpoint,
 ) -> Result<Registered, RegistrationError> {
     let (mut config, _) = read(path)?;
     let projects = object(&mut config, "projects");
     let project = object(projects, workspace);
     let servers = object(project, "mcpServers");
-    let entry = endpoint.entry();
+    let wanted = entry(endpoint);
     let outcome = match servers.get(SERVER_NAME) {
-        Some(old) if *old == entry => return Ok(Registered::Unchanged),
+        Some(old) if *old == wanted => return Ok(Registered::Unchanged),
         Some(_) => Registered::Replaced,
         None => Registered::Added,
     };
-    servers.insert(SERVER_NAME.to_owned(), entry);
+    servers.insert(SERVER_NAME.to_owned(), wanted);
     write(path, &config)?;
     Ok(outcome)
 }
 
 /// Removes every entry holding this endpoint (any project); returns
 /// whether there was one. A file that is missing or not JSON is left alone.
-pub fn unregister(path: &Path, endpoint: &Endpoint) -> Result<bool, RegistrationError> {
+pub fn unregister(path: &Path, endpoint: &McpEndpoint) -> Result<bool, RegistrationError> {
     let (mut config, exists) = read(path)?;
     if !exists {
         return Ok(false);
     }
-    let entry = endpoint.entry();
+    let wanted = entry(endpoint);
     let mut removed = false;
     if let Some(Value::Object(projects)) = config.get_mut("projects") {
         for project in projects.values_mut() {
             if let Some(Value::Object(servers)) = project.get_mut("mcpServers") {
                 let before = servers.len();
-                servers.retain(|_, v| *v != entry);
+                servers.retain(|_, v| *v != wanted);
                 removed |= servers.len() != before;
             }
         }
@@ -189,8 +181,8 @@ fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String,
 mod tests {
     use super::*;
 
-    fn endpoint() -> Endpoint {
-        Endpoint {
+    fn endpoint() -> McpEndpoint {
+        McpEndpoint {
             url: "http://127.0.0.1:4242/mcp".into(),
             token: "t0k".into(),
         }
@@ -233,7 +225,7 @@ mod tests {
         );
 
         // Another run's entry is not ours to remove.
-        let other = Endpoint {
+        let other = McpEndpoint {
             token: "else".into(),
             ..endpoint()
         };
@@ -268,8 +260,6 @@ mod tests {
         );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert!(endpoint()
-            .command()
-            .contains("--header \"Authorization: Bearer t0k\""));
+        assert!(command(&endpoint()).contains("--header \"Authorization: Bearer t0k\""));
     }
 }

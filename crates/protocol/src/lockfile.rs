@@ -35,19 +35,20 @@ pub struct LockFile {
     /// ccbridge's workspace tools server, when it runs: for `ccbridge
     /// mcp-config` to find (the file is as private as the IDE token in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<ToolsServer>,
+    pub tools: Option<McpEndpoint>,
 }
 
-/// Where a ccbridge serves the workspace tools, and their bearer token.
+/// Where an MCP server is reached over HTTP, and its bearer token (ccbridge's
+/// workspace tools: in the lock file, `initialize`, Claude's `.claude.json`).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolsServer {
+pub struct McpEndpoint {
     pub url: String,
     pub token: String,
 }
 
-impl fmt::Debug for ToolsServer {
+impl fmt::Debug for McpEndpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolsServer")
+        f.debug_struct("McpEndpoint")
             .field("url", &self.url)
             .field("token", &"<redacted>")
             .finish()

@@ -402,7 +402,7 @@ impl EngineHandle {
     /// `ccbridge mcp-config`), rewriting it at once.
     pub fn advertise_tools(
         &self,
-        tools: Option<ccbridge_protocol::lockfile::ToolsServer>,
+        tools: Option<ccbridge_protocol::lockfile::McpEndpoint>,
     ) -> Result<(), LockError> {
         *lock(&self.shared.tools) = tools;
         self.shared.rewrite_lock()

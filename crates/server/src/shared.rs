@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     pub traffic: Option<Arc<TrafficLog>>,
     pub next_conn: AtomicU64,
     /// The workspace tools server, advertised in the lock file.
-    pub tools: Mutex<Option<ccbridge_protocol::lockfile::ToolsServer>>,
+    pub tools: Mutex<Option<ccbridge_protocol::lockfile::McpEndpoint>>,
 }
 
 impl Shared {

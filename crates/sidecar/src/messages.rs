@@ -12,6 +12,7 @@
 pub use ccbridge_mcp::ApprovalMode;
 use ccbridge_protocol::editor::{Diagnostic, EditorTab, Range, Selection};
 use ccbridge_protocol::jsonrpc::RawJson;
+use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::uri::{normalize, percent_decode};
 use ccbridge_server::{
@@ -117,13 +118,13 @@ pub struct InitializeResult {
     pub tools: Option<ToolsEndpoint>,
 }
 
-/// Where the workspace tools are served, the bearer token they take, and
-/// when they ask the user.
+/// Where the workspace tools are served, the bearer token they take
+/// (`url`, `token`), and when they ask the user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsEndpoint {
-    pub url: String,
-    pub token: String,
+    #[serde(flatten)]
+    pub endpoint: McpEndpoint,
     pub approval_mode: ApprovalMode,
 }
 

@@ -27,6 +27,7 @@ use async_trait::async_trait;
 use ccbridge_protocol::jsonrpc::{
     code, ErrorObject, Message, Notification, Request, RequestId, Response,
 };
+use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::traffic::{Direction, Peer, TrafficLog};
 use ccbridge_server::{
     ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
@@ -266,7 +267,7 @@ pub(crate) struct Session {
     version: AtomicU32,
     /// The workspace tools server, when it runs: where, and what its tools
     /// share (their workspace and approval mode follow `initialize`).
-    tools: Option<(ToolsEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
+    tools: Option<(McpEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
 }
 
 impl Session {
@@ -289,7 +290,7 @@ impl Session {
     /// Reports the tools server in `initialize` (version 2).
     pub(crate) fn with_tools(
         mut self,
-        tools: Option<(ToolsEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
+        tools: Option<(McpEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
     ) -> Self {
         self.tools = tools;
         self
@@ -523,8 +524,8 @@ impl Session {
             self.tools_follow(folders);
         }
         Some(ToolsEndpoint {
+            endpoint: endpoint.clone(),
             approval_mode: ctx.approval(),
-            ..endpoint.clone()
         })
     }
 

@@ -6,11 +6,11 @@
 //! approval mode. If the server cannot start, the sidecar goes on without
 //! it (logged): the IDE integration does not depend on it.
 
-use crate::messages::{ApprovalMode, ToolsEndpoint};
+use crate::messages::ApprovalMode;
 use ccbridge_mcp::registration;
 use ccbridge_mcp::tools::Context;
 use ccbridge_mcp::Settings;
-use ccbridge_protocol::lockfile::ToolsServer;
+use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::token::AuthToken;
 use ccbridge_server::EngineHandle;
 use ccbridge_workspace::Workspace;
@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 /// A running tools server.
 pub(crate) struct Running {
-    pub endpoint: ToolsEndpoint,
+    pub endpoint: McpEndpoint,
     pub ctx: Arc<Context>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -30,11 +30,7 @@ impl Running {
     /// if asked, registers it in Claude's `.claude.json` for the first
     /// workspace folder.
     pub fn advertise(&self, engine: &EngineHandle, register: bool, folders: &[PathBuf]) {
-        let advert = ToolsServer {
-            url: self.endpoint.url.clone(),
-            token: self.endpoint.token.clone(),
-        };
-        if let Err(e) = engine.advertise_tools(Some(advert)) {
+        if let Err(e) = engine.advertise_tools(Some(self.endpoint.clone())) {
             tracing::warn!("the lock file does not say where the tools are: {e}");
         }
         if !register {
@@ -46,18 +42,11 @@ impl Running {
             );
             return;
         };
-        match registration::register(&path, &folder.display().to_string(), &self.registration()) {
+        match registration::register(&path, &folder.display().to_string(), &self.endpoint) {
             Ok(r) => {
                 tracing::info!(file = %path.display(), outcome = ?r, "tools registered with Claude Code")
             }
             Err(e) => tracing::warn!("cannot register the tools with Claude Code: {e}"),
-        }
-    }
-
-    fn registration(&self) -> registration::Endpoint {
-        registration::Endpoint {
-            url: self.endpoint.url.clone(),
-            token: self.endpoint.token.clone(),
         }
     }
 
@@ -67,7 +56,7 @@ impl Running {
     /// dies with it.
     pub async fn stopped(self) {
         if let Some(path) = registration::config_path() {
-            match registration::unregister(&path, &self.registration()) {
+            match registration::unregister(&path, &self.endpoint) {
                 Ok(true) => tracing::info!(file = %path.display(), "tools registration removed"),
                 Ok(false) => {}
                 Err(e) => tracing::warn!("cannot remove the tools registration: {e}"),
@@ -126,10 +115,9 @@ pub(crate) async fn start(
     };
     match attempt.await {
         Ok((server, token)) => {
-            let endpoint = ToolsEndpoint {
+            let endpoint = McpEndpoint {
                 url: server.url(),
                 token: token.expose().to_owned(),
-                approval_mode: approval,
             };
             tracing::info!(url = %endpoint.url, %approval, "workspace tools served");
             let ctx = server.context();

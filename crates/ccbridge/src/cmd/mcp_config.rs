@@ -15,7 +15,7 @@
 
 use anyhow::{bail, Context};
 use ccbridge_client::discovery::{self, Env};
-use ccbridge_mcp::registration::{self, Endpoint, Registered, SERVER_NAME};
+use ccbridge_mcp::registration::{self, Registered, SERVER_NAME};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,15 +57,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::display::path(&dir)
         );
     };
-    let endpoint = Endpoint {
-        url: tools.url,
-        token: tools.token,
-    };
-    let entry = json!({ "mcpServers": { SERVER_NAME: endpoint.entry() } });
+    let entry = json!({ "mcpServers": { SERVER_NAME: registration::entry(&tools) } });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&entry)?);
     } else {
-        println!("{}\n", endpoint.command());
+        println!("{}\n", registration::command(&tools));
         println!("{}", serde_json::to_string_pretty(&entry)?);
     }
     if args.register {
@@ -73,7 +69,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             "cannot find Claude Code's .claude.json: neither CLAUDE_CONFIG_DIR nor HOME is set",
         )?;
         let project = folder.unwrap_or_else(|| dir.display().to_string());
-        let outcome = registration::register(&path, &project, &endpoint)?;
+        let outcome = registration::register(&path, &project, &tools)?;
         let what = match outcome {
             Registered::Added => "registered",
             Registered::Replaced => "registered (an older ccbridge entry was replaced)",
