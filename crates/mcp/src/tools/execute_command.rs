@@ -4,7 +4,7 @@
 //! handling is `ccbridge_tools::execute_command`'s.
 
 use super::Context;
-use ccbridge_server::{Approval, CommandEvent, RunId};
+use ccbridge_server::{Approval, CommandEvent};
 use ccbridge_tools::execute_command::{
     self, Run, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, MAX_TIMEOUT,
 };
@@ -12,23 +12,17 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Tells the editor the run ended when the call is dropped mid-run.
+/// Tells the editor how the run ended, exactly once: as cancelled unless
+/// the outcome is set first (the call is dropped mid-run when the client
+/// cancels it).
 struct Ended {
     editor: Arc<dyn crate::editor::Editor>,
-    id: RunId,
-    armed: bool,
+    event: CommandEvent,
 }
 
 impl Drop for Ended {
     fn drop(&mut self) {
-        if self.armed {
-            self.editor.command_event(CommandEvent::Exited {
-                id: self.id,
-                exit_code: None,
-                timed_out: false,
-                cancelled: true,
-            });
-        }
+        self.editor.command_event(self.event.clone());
     }
 }
 
@@ -85,8 +79,12 @@ pub async fn call(
     });
     let mut ended = Ended {
         editor: ctx.editor.clone(),
-        id,
-        armed: true,
+        event: CommandEvent::Exited {
+            id,
+            exit_code: None,
+            timed_out: false,
+            cancelled: true,
+        },
     };
     let editor = ctx.editor.clone();
     let run = Run {
@@ -100,25 +98,14 @@ pub async fn call(
         editor.command_event(CommandEvent::Output { id, data })
     })
     .await;
-    ended.armed = false;
-    let finished = match finished {
-        Ok(f) => f,
-        Err(e) => {
-            ctx.editor.command_event(CommandEvent::Exited {
-                id,
-                exit_code: None,
-                timed_out: false,
-                cancelled: false,
-            });
-            return Err(fail(format!("the command could not be started: {e}")));
-        }
-    };
-    ctx.editor.command_event(CommandEvent::Exited {
+    ended.event = CommandEvent::Exited {
         id,
-        exit_code: finished.exit_code,
-        timed_out: finished.timed_out,
+        exit_code: finished.as_ref().ok().and_then(|f| f.exit_code),
+        timed_out: finished.as_ref().is_ok_and(|f| f.timed_out),
         cancelled: false,
-    });
+    };
+    drop(ended);
+    let finished = finished.map_err(|e| fail(format!("the command could not be started: {e}")))?;
     let mut result = json!({
         "exit_code": finished.exit_code,
         "output": finished.output,
