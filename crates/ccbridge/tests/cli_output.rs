@@ -254,30 +254,3 @@ fn regression_fatal_errors_say_their_cause_once_and_what_to_do() {
     assert!(e.contains("/no/such/folder"), "{e}");
     assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
 }
-
-/// The tools server runs beside the sidecar only: asking the browser UI
-/// mode or `ccbridge claude` for its port is an error, not a silent no-op.
-#[test]
-fn tools_port_without_stdio_is_refused_with_the_reason() {
-    let home = tempfile::tempdir().unwrap();
-    for args in [
-        &["serve", "--tools-port", "23456"][..],
-        &["claude", "--tools-port", "23456"],
-        &["serve", "--register-tools"],
-    ] {
-        let out = Command::new(BIN)
-            .args(args)
-            .current_dir(home.path())
-            .env("HOME", home.path())
-            .env("CLAUDE_CONFIG_DIR", home.path().join("cfg"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{args:?} should fail");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("--tools-port and --register-tools need --stdio"),
-            "{args:?}: {err}"
-        );
-    }
-}

@@ -3,8 +3,10 @@
 //! real browser (Debian Chromium, playwright-core), and a scripted Messages
 //! API mock playing the model. What a user does in the page is what Claude
 //! does: an edited proposal is written as edited, a rejected one is not
-//! written, a hunk-by-hunk decision writes exactly the accepted hunks, and a
-//! selection in the page's viewer shows in Claude's prompt box.
+//! written, a hunk-by-hunk decision writes exactly the accepted hunks, a
+//! selection in the page's viewer shows in Claude's prompt box, and the
+//! workspace tools `ccbridge claude` hands Claude ask in the page before a
+//! command runs or a file changes.
 //!
 //! Needs the CLI and the browser (see `real_client.rs` and
 //! `ccbridge_testkit::browser`); the README's test command installs both.
@@ -305,4 +307,65 @@ fn page_selection_and_send_to_claude_reach_the_prompt_then_exit_cleans_up() {
         .wait_for(&done, STEP, |s| s.lines().any(|l| l.trim() == done))
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert_eq!(lock_files(&lock_dir), 0, "the lock file outlived ccbridge");
+}
+
+#[test]
+fn workspace_tools_ask_in_the_page_and_claude_gets_what_the_user_allowed() {
+    let mut rig = rig();
+    rig.mock.push(Turn::tool(
+        "mcp__ccbridge__execute_command",
+        json!({"command": "echo PAGE-RAN-$((40+2))"}),
+    ));
+    rig.mock.push(Turn::tool(
+        "mcp__ccbridge__apply_diff",
+        json!({"path": "hello.py", "diff": format!("<<<<<<< SEARCH\n{OLD}\n=======\n{NEW}\n>>>>>>> REPLACE\n")}),
+    ));
+    rig.mock.push(Turn::text("Tools done."));
+    rig.claude.type_and_submit("use the tools", STEP).unwrap();
+
+    // The command waits for the page's user, shown exactly.
+    rig.browser.click(PAGE, "[data-tab=tools]");
+    rig.browser
+        .wait_for(PAGE, "[data-approval] [data-approval-command]");
+    assert_eq!(
+        rig.browser
+            .text(PAGE, "[data-approval] [data-approval-command]"),
+        "echo PAGE-RAN-$((40+2))"
+    );
+    rig.browser
+        .click(PAGE, "[data-approval] [data-action=allow]");
+    let told = rig
+        .mock
+        .tool_results_of(2, STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert!(told.contains("PAGE-RAN-42"), "{told}");
+    assert!(rig
+        .browser
+        .text(PAGE, "[data-run] [data-run-output]")
+        .contains("PAGE-RAN-42"));
+
+    // The edit is a review in Reviews; accepted there, it lands.
+    rig.browser.click(PAGE, "[data-tab=reviews]");
+    let find = r#"() => { const el = document.querySelector('[data-review][data-status=pending]');
+        return el ? el.dataset.review : null; }"#;
+    let id = rig
+        .browser
+        .wait_until(PAGE, find, json!(null))
+        .as_str()
+        .unwrap()
+        .to_owned();
+    rig.browser
+        .click(PAGE, &card(&id, "[data-action=accept-file]"));
+    let told = rig
+        .mock
+        .tool_results_of(3, STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert!(told.contains("\"status\":\"accepted\""), "{told}");
+    assert_eq!(rig.on_disk(), HELLO_PY.replace(OLD, NEW));
+    rig.claude
+        .tmux
+        .wait_for_text("Tools done.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let errors = rig.browser.console_errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
 }

@@ -23,14 +23,6 @@ const STEP: Duration = Duration::from_secs(30);
 fn claude_uses_the_workspace_tools_through_the_editors_review_and_approval() {
     let sandbox = Sandbox::new().expect("sandbox");
     let app = sandbox.write_file("app.py", "x = 1\ny = 2\n").unwrap();
-    // The sandbox allows the IDE's getDiagnostics; allow this server's tools
-    // too, as a user would once, so the terminal asks no permission.
-    std::fs::write(
-        sandbox.config_dir().join("settings.json"),
-        json!({"permissions": {"allow": ["mcp__ide__getDiagnostics", "mcp__ccbridge"]}})
-            .to_string(),
-    )
-    .unwrap();
     let editor = Editor::spawn(&EditorOptions::for_sandbox(
         env!("CARGO_BIN_EXE_ccbridge"),
         &sandbox,

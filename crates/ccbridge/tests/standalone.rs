@@ -55,6 +55,9 @@ impl Sandbox {
                 "#!/bin/sh\n\
                  echo \"port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION args=$*\" > {out}\n\
                  ls {ide} >> {out}\n\
+                 for a; do case $a in --mcp-config=*) f=${{a#--mcp-config=}}; \
+                   echo \"mcp-config $f $(stat -c %a \"$f\") $(stat -c %a \"$(dirname \"$f\")\")\" >> {out}; \
+                   cat \"$f\" >> {out}; echo >> {out};; esac; done\n\
                  {body}\n",
                 out = out.display(),
                 ide = self.ide().display(),
@@ -94,9 +97,25 @@ fn serve_until(sig: rustix::process::Signal) {
     let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
     assert_eq!(parsed.pid, Some(child.id()), "ccbridge is the editor");
     assert_eq!(parsed.workspace_folders, vec![sb.ws.display().to_string()]);
+    // The workspace tools run beside it, said in the lock file.
+    let tools = parsed
+        .tools
+        .expect("the lock file says where the tools are");
+    let tools_port: u16 = tools
+        .url
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     signal(&child, sig);
     assert!(exits(&mut child).success(), "{sig:?}");
     assert!(!lock.exists(), "the lock file outlived {sig:?}");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", tools_port)).is_err(),
+        "the tools server outlived {sig:?}"
+    );
     let mut out = String::new();
     child
         .stdout
@@ -113,6 +132,54 @@ fn serve_until(sig: rustix::process::Signal) {
         .expect("the token is in the fragment")
         .1;
     assert_eq!(token.len(), 64);
+    assert!(
+        out.contains(&format!(
+            "Workspace tools (MCP, reviewed in the page): {}",
+            tools.url
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn serve_says_when_the_tools_are_off_and_why() {
+    let sb = Sandbox::new();
+    for (args, why) in [
+        (&["serve", "--no-tools"][..], "turned off (--no-tools)"),
+        // The home folder is too broad a workspace for them.
+        (&["serve", "--workspace", "."][..], "your home folder"),
+    ] {
+        let mut c = sb.command(args);
+        if args.len() == 3 {
+            c.current_dir(sb.home.path());
+        }
+        let mut child = c
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lock = poll_until(Duration::from_secs(10), POLL, || {
+            lock_files(&sb.ide()).into_iter().next()
+        })
+        .expect("the lock file is written at once");
+        let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
+        assert!(parsed.tools.is_none(), "{args:?}");
+        signal(&child, rustix::process::Signal::TERM);
+        assert!(exits(&mut child).success());
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(
+            out.contains("Workspace tools: not served, "),
+            "{args:?}: {out}"
+        );
+        assert!(out.contains(why), "{args:?}: {out}");
+    }
 }
 
 #[test]
@@ -158,7 +225,32 @@ fn claude_runs_connected_and_its_exit_status_is_ours() {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port: {seen}"));
     assert!(seen.contains("ide=true"), "{seen}");
-    assert!(seen.contains("args=--permission-mode default"), "{seen}");
+    // The tools server comes in a private --mcp-config file (the `=`
+    // form), before Claude's own arguments.
+    let config = seen
+        .split("mcp-config ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no --mcp-config: {seen}"));
+    let (file, rest) = config.split_once(' ').unwrap();
+    assert!(
+        seen.contains(&format!(
+            "args=--mcp-config={file} --permission-mode default"
+        )),
+        "{seen}"
+    );
+    assert!(
+        rest.starts_with("600 700\n"),
+        "private file and folder: {seen}"
+    );
+    let json: serde_json::Value = serde_json::from_str(rest.lines().nth(1).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {seen}"));
+    let entry = &json["mcpServers"]["ccbridge"];
+    assert_eq!(entry["type"], "http", "{json}");
+    assert!(entry["url"].as_str().unwrap().ends_with("/mcp"), "{json}");
+    assert_eq!(
+        entry["headers"]["Authorization"].as_str().unwrap().len(),
+        "Bearer ".len() + 64
+    );
     assert!(
         seen.contains(&format!("{port}.lock")),
         "the lock file existed while Claude ran: {seen}"
@@ -166,6 +258,10 @@ fn claude_runs_connected_and_its_exit_status_is_ours() {
     assert!(
         lock_files(&sb.ide()).is_empty(),
         "removed after Claude exited"
+    );
+    assert!(
+        !std::path::Path::new(file).exists(),
+        "the --mcp-config file outlived Claude"
     );
     let mut err = String::new();
     child

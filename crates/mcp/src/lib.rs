@@ -16,6 +16,7 @@
 pub mod approval;
 pub mod editor;
 pub mod guard;
+pub mod launch;
 pub mod registration;
 pub mod service;
 pub mod tools;

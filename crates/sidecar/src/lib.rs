@@ -26,7 +26,6 @@ pub mod messages;
 pub mod pending;
 pub mod session;
 pub mod sniff;
-mod tools;
 
 pub use error::SidecarError;
 pub use frontend::StdioFrontend;

@@ -19,9 +19,8 @@ use crate::error::SidecarError;
 use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
 use crate::frontend::StdioFrontend;
 use crate::messages::{
-    self, check_folders, claude_env, method, ApprovalMode, Checked, InitializeParams,
-    InitializeResult, ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
+    self, check_folders, claude_env, method, Checked, InitializeParams, InitializeResult,
+    ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use async_trait::async_trait;
 use ccbridge_protocol::jsonrpc::{
@@ -78,14 +77,9 @@ where
 /// What the sidecar serves besides the Claude Code IDE server.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Also serve the workspace tools over MCP (`ccbridge-mcp`) on this
-    /// port (`Some(None)`: OS-assigned); `None`: not at all.
-    pub tools_port: Option<Option<u16>>,
-    /// When the tools ask the user, until the editor's `initialize` says.
-    pub approval: ApprovalMode,
-    /// Register the tools server with Claude Code (`.claude.json`, the
-    /// first workspace folder's project) while it runs.
-    pub register_tools: bool,
+    /// Also serve the workspace tools over MCP (`ccbridge-mcp`), so; `None`:
+    /// not at all. The editor's `initialize` may change their approval mode.
+    pub tools: Option<ccbridge_mcp::launch::Options>,
 }
 
 /// [`run`], with [`Options`].
@@ -146,25 +140,21 @@ where
     }));
     tracing::info!(port = handle.port(), lock = ?handle.lock_path(), "sidecar serving");
     let (stop_tools, tools_stop) = oneshot::channel::<()>();
-    let tools = match options.tools_port {
-        Some(port) => {
-            crate::tools::start(
-                port,
-                &folders,
-                options.approval,
-                handle.clone(),
-                vec![server_token.clone()],
-                async move {
-                    let _ = tools_stop.await;
-                },
-            )
-            .await
-        }
+    let tools = match &options.tools {
+        Some(tools) => ccbridge_mcp::launch::start(
+            tools,
+            &folders,
+            &handle,
+            vec![server_token.clone()],
+            async move {
+                let _ = tools_stop.await;
+            },
+        )
+        .await
+        .inspect_err(|e| tracing::warn!("{e}"))
+        .ok(),
         None => None,
     };
-    if let Some(t) = &tools {
-        t.advertise(&handle, options.register_tools, &folders);
-    }
 
     let session = Session::new(
         Arc::new(handle),
@@ -533,7 +523,7 @@ impl Session {
     fn tools_follow(&self, folders: &[String]) {
         let Some((_, ctx)) = &self.tools else { return };
         let paths: Vec<PathBuf> = folders.iter().map(PathBuf::from).collect();
-        match crate::tools::open_workspace(&paths) {
+        match ccbridge_mcp::launch::open_workspace(&paths) {
             Ok(ws) => ctx.set_workspace(Arc::new(ws)),
             Err(e) => tracing::warn!("the workspace tools keep their folders: {e}"),
         }

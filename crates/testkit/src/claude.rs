@@ -153,7 +153,11 @@ impl Sandbox {
             self.config_dir.join(".claude.json"),
             serde_json::to_string_pretty(&claude_json)?,
         )?;
-        let settings = json!({"permissions": {"allow": ["mcp__ide__getDiagnostics"]}});
+        // The IDE's diagnostics and ccbridge's workspace tools are allowed,
+        // as a user would once: the terminal asks no permission for them,
+        // so the editor's review and approval are the only questions.
+        let settings =
+            json!({"permissions": {"allow": ["mcp__ide__getDiagnostics", "mcp__ccbridge"]}});
         std::fs::write(
             self.config_dir.join("settings.json"),
             serde_json::to_string_pretty(&settings)?,

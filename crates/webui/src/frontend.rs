@@ -4,15 +4,16 @@
 //! Nothing here waits for the page: a diff is "shown" as soon as the hub
 //! holds it (a page that opens later sees it in its snapshot), and the
 //! verdict comes back as an editor event when the reviewer decides. The page
-//! can show diffs and open files; it cannot save, format, close foreign tabs
+//! can show diffs and open files, answer the workspace tools' approvals and
+//! show their commands' output; it cannot save, format, close foreign tabs
 //! or run code, so those tools say so.
 
 use crate::hub::Hub;
 use async_trait::async_trait;
 use ccbridge_protocol::tools::OpenFileArgs;
 use ccbridge_server::{
-    Activity, Capabilities, ClientId, ClientInfo, CloseReason, DiffId, DiffView, Frontend,
-    FrontendError, OpenedFile,
+    Activity, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent, DiffId,
+    DiffView, Frontend, FrontendError, OpenedFile,
 };
 use std::sync::Arc;
 
@@ -32,6 +33,7 @@ impl Frontend for BrowserFrontend {
         Capabilities {
             diff: true,
             open_file: true,
+            approve: true,
             ..Capabilities::default()
         }
     }
@@ -61,6 +63,14 @@ impl Frontend for BrowserFrontend {
             self.hub.open_file(p, None);
         }
         Ok(paths)
+    }
+
+    async fn approve(&self, approval: Approval) -> Result<bool, FrontendError> {
+        self.hub.approve(approval).await
+    }
+
+    fn command_event(&self, event: CommandEvent) {
+        self.hub.command_event(event);
     }
 
     fn client_connected(&self, client: &ClientInfo) {

@@ -9,10 +9,14 @@
 //! follows. A page that falls behind is sent a fresh snapshot.
 
 use crate::reviews::{Asker, Outcome, Review, ReviewError};
+use crate::runs::{Change, Runs};
+use ccbridge_mcp::tools::Context as ToolsContext;
+use ccbridge_mcp::ApprovalMode;
 use ccbridge_protocol::editor::FileDiagnostics;
+use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::{
-    Activity, ApplyError, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, DiffView,
-    EditorEvent, EngineHandle,
+    Activity, ApplyError, Approval, ClientId, ClientInfo, CloseReason, CommandEvent, DiffDecision,
+    DiffId, DiffView, EditorEvent, EngineHandle, FrontendError, RunId,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -67,6 +71,13 @@ struct Inner {
     sessions: BTreeMap<ClientId, SessionView>,
     activity: VecDeque<Value>,
     tabs: Tabs,
+    runs: Runs,
+}
+
+/// The workspace tools server the page shows and configures.
+struct ToolsLink {
+    endpoint: McpEndpoint,
+    ctx: Arc<ToolsContext>,
 }
 
 /// Why a page's request about a review failed.
@@ -81,6 +92,10 @@ pub enum ActionError {
     },
     #[error("ccbridge is stopping")]
     Stopped,
+    #[error("nothing waits for approval {0} (it was answered, or the call was cancelled)")]
+    NoApproval(RunId),
+    #[error("the workspace tools are not served (ccbridge was started with --no-tools, or they could not start)")]
+    NoTools,
 }
 
 /// The shared state; cheap to clone (`Arc`).
@@ -91,6 +106,9 @@ pub struct Hub {
     events: broadcast::Sender<Arc<str>>,
     engine: OnceLock<EngineHandle>,
     server: OnceLock<ServerView>,
+    tools: OnceLock<ToolsLink>,
+    /// Why the tools server does not run.
+    tools_off: OnceLock<String>,
 }
 
 impl Default for Hub {
@@ -101,6 +119,8 @@ impl Default for Hub {
             events: broadcast::channel(EVENT_BACKLOG).0,
             engine: OnceLock::new(),
             server: OnceLock::new(),
+            tools: OnceLock::new(),
+            tools_off: OnceLock::new(),
         }
     }
 }
@@ -118,6 +138,30 @@ impl Hub {
     pub fn attach(&self, engine: EngineHandle, server: ServerView) {
         let _ = self.engine.set(engine);
         let _ = self.server.set(server);
+    }
+
+    /// Shows (and lets the page configure) the workspace tools server.
+    pub fn attach_tools(&self, endpoint: McpEndpoint, ctx: Arc<ToolsContext>) {
+        let _ = self.tools.set(ToolsLink { endpoint, ctx });
+    }
+
+    /// The page says the workspace tools are not served, and why.
+    pub fn tools_off(&self, why: String) {
+        let _ = self.tools_off.set(why);
+    }
+
+    /// The tools server as the page shows it: where, the token, how to
+    /// register it with Claude Code, and when it asks; or why it is off.
+    pub fn tools(&self) -> Option<Value> {
+        let Some(t) = self.tools.get() else {
+            return self.tools_off.get().map(|why| json!({ "off": why }));
+        };
+        Some(json!({
+            "url": t.endpoint.url,
+            "token": t.endpoint.token,
+            "approvalMode": t.ctx.approval(),
+            "addCommand": ccbridge_mcp::registration::command(&t.endpoint),
+        }))
     }
 
     pub fn engine(&self) -> Option<&EngineHandle> {
@@ -147,6 +191,9 @@ impl Hub {
             "tabs": inner.tabs,
             "diagnostics": diagnostics,
             "diagnosticsSource": source,
+            "tools": self.tools(),
+            "approvals": inner.runs.pending(),
+            "runs": inner.runs.runs(),
         })
     }
 
@@ -272,7 +319,75 @@ impl Hub {
         self.log(&mut inner, entry);
     }
 
+    /// Asks the page's user to allow `approval`; resolves with the answer.
+    /// Dropped before the answer (the call was cancelled), the question
+    /// leaves the page.
+    pub async fn approve(&self, approval: Approval) -> Result<bool, FrontendError> {
+        let id = approval.id;
+        let rx = {
+            let mut inner = self.lock();
+            let (view, rx) = inner.runs.ask(approval, now_ms());
+            self.publish(json!({"type": "approval", "approval": view}));
+            rx
+        };
+        struct Withdraw<'a>(&'a Hub, RunId);
+        impl Drop for Withdraw<'_> {
+            fn drop(&mut self) {
+                let mut inner = self.0.lock();
+                if inner.runs.withdraw(self.1) {
+                    self.0
+                        .publish(json!({"type": "approvalClosed", "id": self.1,
+                                          "allowed": null}));
+                }
+            }
+        }
+        let _withdraw = Withdraw(self, id);
+        rx.await.map_err(|_| FrontendError::Disconnected)
+    }
+
+    /// A command's progress, for the pages to show live.
+    pub fn command_event(&self, event: CommandEvent) {
+        let mut inner = self.lock();
+        let Some(change) = inner.runs.record(event, now_ms()) else {
+            return;
+        };
+        match change {
+            Change::Started(run) => self.publish(json!({"type": "run", "run": run})),
+            Change::Output { id, data } => {
+                self.publish(json!({"type": "runOutput", "id": id, "data": data}));
+            }
+            Change::Exited { id, exit } => {
+                self.publish(json!({"type": "runExited", "id": id, "exit": exit}));
+            }
+        }
+    }
+
     // ---------------------------------------------------------- from the page
+
+    /// The user's answer to approval `id`.
+    pub fn answer_approval(&self, id: RunId, allow: bool) -> Result<(), ActionError> {
+        let mut inner = self.lock();
+        let view = inner
+            .runs
+            .answer(id, allow)
+            .ok_or(ActionError::NoApproval(id))?;
+        self.publish(json!({"type": "approvalClosed", "id": id, "allowed": allow}));
+        self.log(
+            &mut inner,
+            json!({"kind": "approval", "tool": view.approval.tool,
+                   "summary": view.approval.summary, "allowed": allow}),
+        );
+        Ok(())
+    }
+
+    /// Changes when the workspace tools ask (until ccbridge restarts).
+    pub fn set_approval_mode(&self, mode: ApprovalMode) -> Result<Value, ActionError> {
+        let t = self.tools.get().ok_or(ActionError::NoTools)?;
+        t.ctx.set_approval(mode);
+        let tools = self.tools().unwrap_or_default();
+        self.publish(json!({"type": "tools", "tools": tools}));
+        Ok(tools)
+    }
 
     pub fn set_tabs(&self, tabs: Tabs) {
         self.lock().tabs = tabs;

@@ -10,6 +10,7 @@
 //!   the stream of changes to it;
 //! - [`reviews`]: one diff under review, its working text and per-hunk
 //!   decisions (the hunks themselves are `ccbridge_server::hunks`);
+//! - [`runs`]: the workspace tools' approvals and command runs;
 //! - [`frontend`]: [`BrowserFrontend`], the engine's `Frontend`;
 //! - [`guard`]: the one-time link, the session cookie and the checks on
 //!   every request;
@@ -22,9 +23,10 @@ pub mod frontend;
 pub mod guard;
 pub mod hub;
 pub mod reviews;
+pub mod runs;
 pub mod server;
 pub mod standalone;
 
 pub use frontend::BrowserFrontend;
 pub use hub::Hub;
-pub use standalone::{Standalone, StartError};
+pub use standalone::{Options, Standalone, StartError};

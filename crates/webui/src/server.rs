@@ -14,9 +14,10 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use ccbridge_mcp::ApprovalMode;
 use ccbridge_protocol::editor::{EditorTab, Position, Range, Selection};
 use ccbridge_protocol::notifications::AtMentioned;
-use ccbridge_server::{DiffId, EditorEvent};
+use ccbridge_server::{DiffId, EditorEvent, RunId};
 use ccbridge_workspace::{FileText, Workspace, WorkspaceError};
 use futures_util::StreamExt;
 use serde::Deserialize;
@@ -76,6 +77,8 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/reviews/{id}/accept", post(review_accept))
         .route("/reviews/{id}/reject", post(review_reject))
         .route("/reviews/{id}/dismiss", post(review_dismiss))
+        .route("/approvals/{id}", post(approval))
+        .route("/tools/approval-mode", post(approval_mode))
         .route("/tree", get(tree))
         .route("/file", get(file))
         .route("/diagnostics", get(diagnostics))
@@ -378,6 +381,36 @@ async fn events(State(ui): State<Arc<Ui>>) -> Response {
         .into_response()
 }
 
+// ------------------------------------------------------------ tools
+
+#[derive(Deserialize)]
+struct ApprovalBody {
+    allow: bool,
+}
+
+async fn approval(
+    State(ui): State<Arc<Ui>>,
+    Path(id): Path<u64>,
+    Json(b): Json<ApprovalBody>,
+) -> Response {
+    match ui.hub.answer_approval(RunId(id), b.allow) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => action_error(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct ApprovalModeBody {
+    mode: ApprovalMode,
+}
+
+async fn approval_mode(State(ui): State<Arc<Ui>>, Json(b): Json<ApprovalModeBody>) -> Response {
+    match ui.hub.set_approval_mode(b.mode) {
+        Ok(tools) => Json(tools).into_response(),
+        Err(e) => action_error(e),
+    }
+}
+
 // ------------------------------------------------------------ reviews
 
 fn review_answer(r: Result<Review, ActionError>) -> Response {
@@ -394,9 +427,19 @@ fn review_answer(r: Result<Review, ActionError>) -> Response {
             )
                 .into_response()
         }
-        Err(e @ ActionError::Unknown(_)) => error(StatusCode::NOT_FOUND, e),
-        Err(e @ ActionError::Stopped) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+        Err(e) => action_error(e),
     }
+}
+
+fn action_error(e: ActionError) -> Response {
+    let status = match e {
+        ActionError::Review { .. } => StatusCode::BAD_REQUEST,
+        ActionError::Unknown(_) | ActionError::NoApproval(_) | ActionError::NoTools => {
+            StatusCode::NOT_FOUND
+        }
+        ActionError::Stopped => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    error(status, e)
 }
 
 #[derive(Deserialize)]

@@ -1,5 +1,6 @@
 //! `ccbridge serve` without `--stdio`: the engine with the page as its
-//! editor, both started together and stopped together.
+//! editor, and the workspace tools server beside them (unless turned off),
+//! all started together and stopped together.
 
 use crate::frontend::BrowserFrontend;
 use crate::guard::Credentials;
@@ -12,6 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 /// Why the standalone server could not start. Messages include their cause.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +31,15 @@ pub enum StartError {
     Random,
 }
 
+/// What the standalone server serves besides the engine.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The page's port; `None`: OS-assigned.
+    pub ui_port: Option<u16>,
+    /// Also serve the workspace tools, so; `None`: not at all.
+    pub tools: Option<ccbridge_mcp::launch::Options>,
+}
+
 /// A started engine and UI, not yet serving.
 pub struct Standalone {
     server: Server,
@@ -36,12 +47,17 @@ pub struct Standalone {
     listener: TcpListener,
     ui: Arc<Ui>,
     url: String,
+    /// The tools server, or why it does not run.
+    tools: Result<(ccbridge_mcp::launch::Running, oneshot::Sender<()>), String>,
 }
 
 impl Standalone {
-    /// Binds the engine (with `config`) and the UI (on `ui_port`, or an
-    /// OS-assigned port), and writes the lock file at once.
-    pub async fn start(config: Config, ui_port: Option<u16>) -> Result<Standalone, StartError> {
+    /// Binds the engine (with `config`) and the UI (on `options.ui_port`,
+    /// or an OS-assigned port), writes the lock file at once, and starts the
+    /// workspace tools server when `options.tools` says so (going on
+    /// without it, logged, if it cannot start).
+    pub async fn start(config: Config, options: Options) -> Result<Standalone, StartError> {
+        let ui_port = options.ui_port;
         let folders: Vec<PathBuf> = config.workspace_folders.iter().map(PathBuf::from).collect();
         let workspace = Workspace::open(&folders).map_err(StartError::Workspace)?;
         let addr = SocketAddr::from(([127, 0, 0, 1], ui_port.unwrap_or(0)));
@@ -60,6 +76,37 @@ impl Standalone {
             .map_err(StartError::Engine)?;
         server.publish().map_err(StartError::Engine)?;
         let handle = server.handle();
+        let tools = match &options.tools {
+            Some(opts) => {
+                let (stop, stopped) = oneshot::channel::<()>();
+                match ccbridge_mcp::launch::start(
+                    opts,
+                    &folders,
+                    &handle,
+                    vec![server.token().to_owned()],
+                    async move {
+                        let _ = stopped.await;
+                    },
+                )
+                .await
+                {
+                    Ok(running) => {
+                        hub.attach_tools(running.endpoint.clone(), running.ctx.clone());
+                        Ok((running, stop))
+                    }
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        hub.tools_off(e.to_string());
+                        Err(e.to_string())
+                    }
+                }
+            }
+            None => {
+                let why = "turned off (--no-tools)".to_owned();
+                hub.tools_off(why.clone());
+                Err(why)
+            }
+        };
         hub.attach(
             handle.clone(),
             ServerView {
@@ -84,7 +131,16 @@ impl Standalone {
             listener,
             ui,
             url,
+            tools,
         })
+    }
+
+    /// The workspace tools server, or why it does not run.
+    pub fn tools(&self) -> Result<&ccbridge_protocol::lockfile::McpEndpoint, &str> {
+        match &self.tools {
+            Ok((running, _)) => Ok(&running.endpoint),
+            Err(why) => Err(why),
+        }
     }
 
     /// The one-time link to the page.
@@ -100,8 +156,9 @@ impl Standalone {
         &self.handle
     }
 
-    /// Serves until `shutdown` resolves; the lock file is removed and
-    /// pending reviews settled before this returns.
+    /// Serves until `shutdown` resolves; the lock file is removed, pending
+    /// reviews settled and the tools server stopped (and unregistered)
+    /// before this returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
         let (stop_ui, ui_stopped) = tokio::sync::oneshot::channel::<()>();
         let router = server::router(self.ui.clone());
@@ -109,6 +166,10 @@ impl Standalone {
             let _ = ui_stopped.await;
         }));
         let result = self.server.run(shutdown).await;
+        if let Ok((running, stop)) = self.tools {
+            let _ = stop.send(());
+            running.stopped().await;
+        }
         let _ = stop_ui.send(());
         let _ = ui.await;
         result

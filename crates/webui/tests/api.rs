@@ -1,11 +1,13 @@
 //! The browser UI's HTTP API over real sockets, with a WebSocket client
 //! playing Claude Code on the other side of the engine: the security model
 //! of docs/web-ui.md attacked request by request, and every way a review,
-//! a selection or a mention travels between the page and Claude.
+//! a selection or a mention travels between the page and Claude; and the
+//! workspace tools server beside them, whose approvals the page answers.
 
 use ccbridge_client::ws_client::IdeClient;
-use ccbridge_server::Config;
-use ccbridge_webui::Standalone;
+use ccbridge_protocol::lockfile::McpEndpoint;
+use ccbridge_server::{Approval, CommandEvent, Config, EngineHandle, RunId};
+use ccbridge_webui::{Options, Standalone};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +22,8 @@ struct Rig {
     ide_token: String,
     token: String,
     ws: PathBuf,
+    engine: EngineHandle,
+    tools: McpEndpoint,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     join: Option<tokio::task::JoinHandle<()>>,
@@ -57,7 +61,13 @@ impl Rig {
         config.notify_delay = Duration::from_millis(10);
         config.selection_debounce = Duration::ZERO;
         config.multi_client = true;
-        let s = Standalone::start(config, None).await.unwrap();
+        let options = Options {
+            ui_port: None,
+            tools: Some(Default::default()),
+        };
+        let s = Standalone::start(config, options).await.unwrap();
+        let engine = s.engine().clone();
+        let tools = s.tools().expect("the tools server runs").clone();
         let token = s.url().rsplit_once("#token=").unwrap().1.to_owned();
         let ui_port = s.ui_port();
         let ide_port = s.engine().port();
@@ -81,6 +91,8 @@ impl Rig {
             ide_token,
             token,
             ws,
+            engine,
+            tools,
             _dirs: (ws_dir, cfg),
             stop: Some(stop),
             join: Some(join),
@@ -200,6 +212,46 @@ impl Rig {
         }
         panic!("no review for {want}");
     }
+}
+
+/// Calls `tool` on the tools server at `e` (a session of its own) and
+/// returns the JSON-RPC answer.
+async fn mcp_call(e: &McpEndpoint, tool: &str, args: Value) -> Value {
+    use ccbridge_testkit::http::mcp_post;
+    let port: u16 = e
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let token = e.token.clone();
+    let tool = tool.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+        let a = mcp_post(port, &token, None, &init.to_string(), WAIT);
+        let session = a.header("mcp-session-id").expect("a session");
+        let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+            "params":{"name": tool, "arguments": args}});
+        mcp_post(port, &token, Some(&session), &call.to_string(), WAIT).message()
+    })
+    .await
+    .unwrap()
+}
+
+/// Waits until the state's pending approvals are `n`; returns them.
+async fn approvals(rig: &Rig, cookie: &str, n: usize) -> Vec<Value> {
+    for _ in 0..500 {
+        let s = rig.get(cookie, "/api/state").await.json();
+        let a = s["approvals"].as_array().cloned().unwrap_or_default();
+        if a.len() == n {
+            return a;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the page never had {n} approvals waiting");
 }
 
 fn texts(result: &Value) -> Vec<String> {
@@ -781,4 +833,186 @@ async fn read_until(s: &mut TcpStream, buf: &mut Vec<u8>, want: &str) {
         "{want} did not arrive: {}",
         String::from_utf8_lossy(buf)
     );
+}
+
+#[tokio::test]
+async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let state = rig.get(&cookie, "/api/state").await.json();
+    let tools = &state["tools"];
+    assert_eq!(tools["url"], rig.tools.url.as_str(), "{state}");
+    assert_eq!(tools["token"], rig.tools.token.as_str());
+    assert_eq!(tools["approvalMode"], "write-only");
+    let add = tools["addCommand"].as_str().unwrap();
+    assert!(
+        add.starts_with("claude mcp add --transport http ccbridge "),
+        "{add}"
+    );
+    assert!(
+        add.contains(&rig.tools.url) && add.contains(&rig.tools.token),
+        "{add}"
+    );
+    // The lock file says where the tools are too.
+    let lock = std::fs::read(rig.engine.lock_path().unwrap()).unwrap();
+    let lock = ccbridge_protocol::lockfile::LockFile::parse(&lock).unwrap();
+    assert_eq!(lock.tools.as_ref().map(|t| &t.url), Some(&rig.tools.url));
+
+    // Not a mode: refused, nothing changed.
+    let a = rig
+        .post(
+            &cookie,
+            "/api/tools/approval-mode",
+            json!({"mode": "sometimes"}),
+        )
+        .await;
+    assert!((400..500).contains(&a.status), "{}", a.head);
+    let a = rig
+        .post(
+            &cookie,
+            "/api/tools/approval-mode",
+            json!({"mode": "always"}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json()["approvalMode"], "always");
+
+    // `always` asks before a read; denied in the page, the read fails.
+    let read = {
+        let e = rig.tools.clone();
+        tokio::spawn(async move { mcp_call(&e, "read_file", json!({"path": "src/a.py"})).await })
+    };
+    let waiting = approvals(&rig, &cookie, 1).await;
+    assert_eq!(waiting[0]["tool"], "read_file", "{waiting:?}");
+    let id = waiting[0]["id"].as_u64().unwrap();
+    let a = rig
+        .post(
+            &cookie,
+            &format!("/api/approvals/{id}"),
+            json!({"allow": false}),
+        )
+        .await;
+    assert_eq!(a.status, 204, "{}", a.body);
+    let answer = tokio::time::timeout(WAIT, read).await.unwrap().unwrap();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        !answer.to_string().contains("one"),
+        "nothing was read: {answer}"
+    );
+
+    // Back to write-only: reads are not asked about.
+    let a = rig
+        .post(
+            &cookie,
+            "/api/tools/approval-mode",
+            json!({"mode": "write-only"}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let answer = mcp_call(&rig.tools, "read_file", json!({"path": "src/a.py"})).await;
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("1 | one"),
+        "{answer}"
+    );
+    let log = rig.get(&cookie, "/api/state").await.json()["activity"].to_string();
+    assert!(
+        log.contains("\"kind\":\"approval\"") && log.contains("\"allowed\":false"),
+        "{log}"
+    );
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn an_approval_is_answered_once_and_a_cancelled_one_leaves_the_page() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let ask = |id: u64| Approval {
+        id: RunId(id),
+        tool: "execute_command".into(),
+        summary: "Run `make`".into(),
+        command: Some("make".into()),
+        cwd: Some(rig.ws.display().to_string()),
+    };
+    let engine = rig.engine.clone();
+    let first = ask(engine.next_run().0);
+    let id = first.id.0;
+    let asked = tokio::spawn(async move { engine.approve(first).await });
+    let waiting = approvals(&rig, &cookie, 1).await;
+    assert_eq!(waiting[0]["command"], "make");
+    assert_eq!(waiting[0]["cwd"], rig.ws.display().to_string());
+    let a = rig
+        .post(
+            &cookie,
+            &format!("/api/approvals/{id}"),
+            json!({"allow": true}),
+        )
+        .await;
+    assert_eq!(a.status, 204, "{}", a.body);
+    assert!(tokio::time::timeout(WAIT, asked)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap());
+    // Answered: a second answer (another tab, a replay) finds nothing.
+    let a = rig
+        .post(
+            &cookie,
+            &format!("/api/approvals/{id}"),
+            json!({"allow": false}),
+        )
+        .await;
+    assert_eq!(a.status, 404, "{}", a.body);
+    approvals(&rig, &cookie, 0).await;
+
+    // The caller gives up (the MCP call was cancelled): the question goes.
+    let engine = rig.engine.clone();
+    let second = ask(engine.next_run().0);
+    let id = second.id.0;
+    let asked = tokio::spawn(async move { engine.approve(second).await });
+    approvals(&rig, &cookie, 1).await;
+    asked.abort();
+    approvals(&rig, &cookie, 0).await;
+    let a = rig
+        .post(
+            &cookie,
+            &format!("/api/approvals/{id}"),
+            json!({"allow": true}),
+        )
+        .await;
+    assert_eq!(a.status, 404, "{}", a.body);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn a_reloaded_page_gets_the_runs_with_their_output_and_exit() {
+    let rig = Rig::start().await;
+    let cookie = rig.sign_in().await;
+    let id = rig.engine.next_run();
+    rig.engine.command_event(CommandEvent::Started {
+        id,
+        command: "cargo test".into(),
+        cwd: rig.ws.display().to_string(),
+    });
+    for part in ["running 2 tests\n", "\u{1b}[32mok\u{1b}[0m\n"] {
+        rig.engine.command_event(CommandEvent::Output {
+            id,
+            data: part.into(),
+        });
+    }
+    rig.engine.command_event(CommandEvent::Exited {
+        id,
+        exit_code: Some(101),
+        timed_out: false,
+        cancelled: false,
+    });
+    let state = rig.get(&cookie, "/api/state").await.json();
+    let run = &state["runs"][0];
+    assert_eq!(run["command"], "cargo test", "{state}");
+    assert_eq!(run["output"], "running 2 tests\n\u{1b}[32mok\u{1b}[0m\n");
+    assert_eq!(run["exit"]["exitCode"], 101);
+    assert_eq!(run["truncated"], false);
+    rig.stop().await;
 }

@@ -10,6 +10,7 @@
 
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_protocol::editor::{Diagnostic, Position, Range, Severity};
+use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::{Config, EditorEvent, EngineHandle};
 use ccbridge_testkit::browser::Browser;
 use ccbridge_webui::Standalone;
@@ -28,6 +29,7 @@ struct Rig {
     ide_token: String,
     engine: EngineHandle,
     ws: PathBuf,
+    tools: Option<McpEndpoint>,
     browser: Browser,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
@@ -42,6 +44,11 @@ fn shots() -> PathBuf {
 impl Rig {
     /// A server for a fresh workspace and a browser signed in to its page.
     fn start(color_scheme: &str) -> Rig {
+        Rig::start_with(color_scheme, None)
+    }
+
+    /// [`Rig::start`], with the workspace tools server when `tools` says.
+    fn start_with(color_scheme: &str, tools: Option<ccbridge_mcp::launch::Options>) -> Rig {
         let rt = Runtime::new().unwrap();
         let ws_dir = tempfile::tempdir().unwrap();
         let cfg = tempfile::tempdir().unwrap();
@@ -53,7 +60,12 @@ impl Rig {
         config.notify_delay = Duration::from_millis(10);
         config.selection_debounce = Duration::ZERO;
         config.multi_client = true;
-        let s = rt.block_on(Standalone::start(config, None)).unwrap();
+        let options = ccbridge_webui::Options {
+            ui_port: None,
+            tools,
+        };
+        let s = rt.block_on(Standalone::start(config, options)).unwrap();
+        let tools = s.tools().ok().cloned();
         let url = s.url().to_owned();
         let ui_port = s.ui_port();
         let engine = s.engine().clone();
@@ -78,6 +90,7 @@ impl Rig {
             ide_token,
             engine,
             ws,
+            tools,
             browser,
             stop: Some(stop),
             _dirs: (ws_dir, cfg),
@@ -146,6 +159,39 @@ impl Rig {
             .as_str()
             .unwrap()
             .to_owned()
+    }
+
+    /// Calls `tool` on the workspace tools server in a thread of its own;
+    /// the handle ends with the JSON-RPC answer.
+    fn mcp_call(&self, tool: &str, args: Value) -> std::thread::JoinHandle<Value> {
+        use ccbridge_testkit::http::mcp_post;
+        let e = self.tools.clone().expect("the rig serves the tools");
+        let port: u16 = e
+            .url
+            .trim_end_matches("/mcp")
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let tool = tool.to_owned();
+        std::thread::spawn(move || {
+            let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+            let a = mcp_post(port, &e.token, None, &init.to_string(), WAIT);
+            let session = a.header("mcp-session-id").expect("a session");
+            let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                "params":{"name": tool, "arguments": args}});
+            // A call waits for the user: no bound here, the test's waits bound it.
+            mcp_post(
+                port,
+                &e.token,
+                Some(&session),
+                &call.to_string(),
+                Duration::from_secs(120),
+            )
+            .message()
+        })
     }
 
     fn card(id: &str, rest: &str) -> String {
@@ -480,9 +526,126 @@ fn diagnostics_and_activity_show_what_happened() {
     rig.assert_quiet_console();
 }
 
+/// The text of an MCP tool result.
+fn result_text(answer: &Value) -> String {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {answer}"))
+        .to_owned()
+}
+
+/// Waits (bounded) for a thread's result.
+fn joined<T: Send + 'static>(h: std::thread::JoinHandle<T>) -> T {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !h.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call did not end in time"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.join().unwrap()
+}
+
+#[test]
+fn workspace_tools_ask_in_the_page_show_output_live_and_writes_are_reviewed() {
+    let mut rig = Rig::start_with("light", Some(Default::default()));
+    // The server box: where the tools are and how to register them.
+    rig.browser.click(PAGE, "[data-tab=tools]");
+    let url = rig.tools.clone().unwrap().url;
+    assert_eq!(rig.browser.text(PAGE, "[data-tools-url]"), url);
+    let add = rig.browser.eval(
+        PAGE,
+        "() => document.querySelector('[data-add-command]').value",
+        Value::Null,
+    );
+    assert!(add.as_str().unwrap().contains(&url), "{add}");
+    assert_eq!(
+        rig.browser
+            .attribute(PAGE, "[data-mode=write-only]", "aria-pressed")
+            .as_deref(),
+        Some("true")
+    );
+
+    // A command asks first; the page shows exactly what and where.
+    rig.browser.click(PAGE, "[data-tab=reviews]");
+    let run = rig.mcp_call(
+        "execute_command",
+        json!({"command": "printf 'E2E-%s\\n' $((6*7)); printf '\\033[31mred\\033[0m\\n'"}),
+    );
+    rig.browser.wait_until(
+        PAGE,
+        "() => document.querySelector('[data-tab=tools] .tab-badge')?.textContent === '1'",
+        Value::Null,
+    );
+    rig.browser.click(PAGE, "[data-tab=tools]");
+    rig.browser
+        .wait_for(PAGE, "[data-approval] [data-approval-command]");
+    let shown = rig
+        .browser
+        .text(PAGE, "[data-approval] [data-approval-command]");
+    assert_eq!(
+        shown,
+        "printf 'E2E-%s\\n' $((6*7)); printf '\\033[31mred\\033[0m\\n'"
+    );
+    assert!(rig
+        .browser
+        .text(PAGE, "[data-approval]")
+        .contains(&rig.ws.display().to_string()));
+    rig.shot("tools-approval-light");
+    rig.browser
+        .click(PAGE, "[data-approval] [data-action=allow]");
+    // The output shows live, escapes removed; the caller gets it too.
+    rig.browser.wait_until(
+        PAGE,
+        "() => document.querySelector('[data-run] [data-run-status]')?.dataset.runStatus === 'ok'",
+        Value::Null,
+    );
+    assert_eq!(
+        rig.browser.text(PAGE, "[data-run] [data-run-output]"),
+        "E2E-42\nred\n"
+    );
+    let answer = joined(run);
+    let result: Value = serde_json::from_str(&result_text(&answer)).unwrap();
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["output"], "E2E-42\nred\n", "{result}");
+    assert_eq!(rig.browser.count(PAGE, "[data-approval]"), 0);
+    rig.shot("tools-run-light");
+
+    // Denied in the page: nothing runs.
+    let run = rig.mcp_call("execute_command", json!({"command": "touch denied.txt"}));
+    rig.browser
+        .wait_for(PAGE, "[data-approval] [data-action=deny]");
+    rig.browser
+        .click(PAGE, "[data-approval] [data-action=deny]");
+    let answer = joined(run);
+    assert!(
+        result_text(&answer).contains("\"status\":\"rejected\""),
+        "{answer}"
+    );
+    assert!(!rig.ws.join("denied.txt").exists());
+    let log = rig.browser.text(PAGE, "[data-view=activity]");
+    assert!(log.contains("execute_command denied"), "{log}");
+
+    // A write is a review in Reviews; accepted with an edit, written so.
+    let write = rig.mcp_call(
+        "write_file",
+        json!({"path": "src/new.py", "content": "print('new')\n"}),
+    );
+    let new = rig.ws.join("src/new.py");
+    rig.browser.click(PAGE, "[data-tab=reviews]");
+    let id = rig.review_id(&new);
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=accept-file]"));
+    let answer = joined(write);
+    assert!(result_text(&answer).contains("accepted"), "{answer}");
+    assert_eq!(std::fs::read_to_string(&new).unwrap(), "print('new')\n");
+    rig.assert_quiet_console();
+}
+
 /// The attacker's page, served from `evil.example:<its port>`.
 const ATTACK: &str = r#"<!doctype html><meta charset="utf-8"><body><script>
-const ui = __UI__, reviewId = __REVIEW__, results = {};
+const ui = __UI__, reviewId = __REVIEW__, runId = __RUN__, results = {};
 const settle = (k, p) => p.then((v) => { results[k] = v; }, (e) => { results[k] = 'blocked: ' + e; });
 const base = `http://127.0.0.1:${ui}`;
 const tries = [
@@ -496,6 +659,12 @@ const tries = [
     .then((r) => 'opaque:' + r.type)),
   settle('simpleAccept', fetch(`${base}/api/reviews/${reviewId}/accept`, { method: 'POST', mode: 'no-cors', credentials: 'include',
     headers: { 'content-type': 'text/plain' }, body: '{"version":1}' }).then((r) => 'opaque:' + r.type)),
+  settle('jsonApprove', fetch(`${base}/api/approvals/${runId}`, { method: 'POST', credentials: 'include',
+    headers: { 'content-type': 'application/json' }, body: '{"allow":true}' }).then((r) => r.status)),
+  settle('simpleApprove', fetch(`${base}/api/approvals/${runId}`, { method: 'POST', mode: 'no-cors', credentials: 'include',
+    headers: { 'content-type': 'text/plain' }, body: '{"allow":true}' }).then((r) => 'opaque:' + r.type)),
+  settle('simpleNeverAsk', fetch(`${base}/api/tools/approval-mode`, { method: 'POST', mode: 'no-cors', credentials: 'include',
+    headers: { 'content-type': 'text/plain' }, body: '{"mode":"never"}' }).then((r) => 'opaque:' + r.type)),
   settle('events', new Promise((ok, no) => { const s = new EventSource(`${base}/api/events`, { withCredentials: true });
     s.onmessage = (m) => { ok('read: ' + m.data.slice(0, 40)); s.close(); }; s.onerror = () => { no('error'); s.close(); }; })),
 ];
@@ -504,6 +673,10 @@ const f = document.createElement('form'); f.method = 'POST'; f.enctype = 'text/p
 f.action = `${base}/api/reviews/${reviewId}/accept`; f.target = 'sink';
 const i = document.createElement('input'); i.name = '{"version":1,"x":"'; i.value = '"}'; f.appendChild(i);
 const frame = document.createElement('iframe'); frame.name = 'sink'; document.body.append(frame, f); f.submit();
+const g = document.createElement('form'); g.method = 'POST'; g.enctype = 'text/plain';
+g.action = `${base}/api/approvals/${runId}`; g.target = 'sink2';
+const j = document.createElement('input'); j.name = '{"allow":true,"x":"'; j.value = '"}'; g.appendChild(j);
+const frame2 = document.createElement('iframe'); frame2.name = 'sink2'; document.body.append(frame2, g); g.submit();
 Promise.all(tries).then(() => { const d = document.createElement('pre'); d.id = 'done';
   d.textContent = JSON.stringify(results); document.body.appendChild(d); });
 </script>"#;
@@ -528,22 +701,48 @@ fn serve_page(page: String) -> u16 {
 }
 
 #[test]
-fn another_origin_cannot_read_decide_or_select_and_rebinding_is_refused() {
-    let mut rig = Rig::start("light");
+fn another_origin_cannot_read_decide_approve_or_select_and_rebinding_is_refused() {
+    let mut rig = Rig::start_with("light", Some(Default::default()));
     let mut claude = rig.claude();
     let f = rig.write("victim.txt", "safe\n");
     let call = rig.propose(&f, "pwned\n", "t-victim");
     let id = rig.review_id(&f);
+    // A command waits for the user's yes.
+    let engine = rig.engine.clone();
+    let run = engine.next_run();
+    let asked = rig.rt.spawn(async move {
+        engine
+            .approve(ccbridge_server::Approval {
+                id: run,
+                tool: "execute_command".into(),
+                summary: "Run `rm -rf build`".into(),
+                command: Some("rm -rf build".into()),
+                cwd: Some("/".into()),
+            })
+            .await
+    });
+    rig.browser.wait_until(
+        PAGE,
+        "(id) => document.querySelector(`[data-approval=\"${id}\"]`) !== null",
+        json!(run.0),
+    );
     let page = ATTACK
         .replace("__UI__", &rig.ui_port.to_string())
-        .replace("__REVIEW__", &id);
+        .replace("__REVIEW__", &id)
+        .replace("__RUN__", &run.0.to_string());
     let evil = serve_page(page);
     rig.browser.new_page("evil", "light");
     rig.browser
         .goto("evil", &format!("http://evil.example:{evil}/attack.html"));
     rig.browser.wait_for("evil", "#done");
     let results: Value = serde_json::from_str(&rig.browser.text("evil", "#done")).unwrap();
-    for k in ["readState", "readFile", "jsonAccept", "events"] {
+    for k in [
+        "readState",
+        "readFile",
+        "jsonAccept",
+        "jsonApprove",
+        "events",
+    ] {
         let r = results[k].as_str().unwrap_or("");
         assert!(
             r.starts_with("blocked"),
@@ -568,6 +767,16 @@ fn another_origin_cannot_read_decide_or_select_and_rebinding_is_refused() {
     });
     assert!(still.is_err(), "the attacker's selection reached Claude");
     assert!(!call.is_finished(), "the attacker's accept reached Claude");
+    assert!(!asked.is_finished(), "the attacker answered the approval");
+    assert_eq!(rig.browser.count(PAGE, "[data-approval]"), 1);
+    let state_mode = rig
+        .browser
+        .attribute(PAGE, "[data-mode=write-only]", "aria-pressed");
+    assert_eq!(
+        state_mode.as_deref(),
+        Some("true"),
+        "the attacker changed the approval mode"
+    );
     assert_eq!(
         rig.browser
             .attribute(PAGE, &format!("[data-review=\"{id}\"]"), "data-status")
@@ -589,6 +798,17 @@ fn another_origin_cannot_read_decide_or_select_and_rebinding_is_refused() {
         );
     }
     // The user still decides.
+    rig.browser.click(PAGE, "[data-tab=tools]");
+    rig.browser
+        .click(PAGE, "[data-approval] [data-action=deny]");
+    let allowed = rig
+        .rt
+        .block_on(async { tokio::time::timeout(WAIT, asked).await })
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(!allowed);
+    rig.browser.click(PAGE, "[data-tab=reviews]");
     rig.browser
         .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
     assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");

@@ -4,7 +4,10 @@
 //! Starts the same server as `ccbridge serve` (its options), prints the
 //! review UI's link, then runs `claude` in this terminal with
 //! `CLAUDE_CODE_SSE_PORT` and `ENABLE_IDE_INTEGRATION=true`, so it connects
-//! at once. Claude owns the terminal from then on: Ctrl-C is Claude's
+//! at once, and with the workspace tools server in an `--mcp-config` file
+//! (private, removed on exit; not on the command line, where other users
+//! could read its token), so its `mcp__ccbridge__*` tools are there without
+//! registering anything. Claude owns the terminal from then on: Ctrl-C is Claude's
 //! (ccbridge ignores SIGINT while Claude runs), SIGTERM and SIGHUP are
 //! passed on to it. When Claude exits, the server stops, the lock file is
 //! removed, and ccbridge exits with Claude's status (128 + the signal when
@@ -38,6 +41,27 @@ pub struct Args {
     claude_args: Vec<OsString>,
 }
 
+/// A private folder holding `mcp.json`, Claude's `--mcp-config` for the
+/// tools server at `endpoint` (the folder is removed when dropped).
+fn mcp_config_file(
+    endpoint: &ccbridge_protocol::lockfile::McpEndpoint,
+) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
+    use ccbridge_mcp::registration::{entry, SERVER_NAME};
+    // 0700 (tempfile's default follows the umask), random name: only this
+    // user can read the token inside.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("ccbridge-mcp-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .context("cannot create a private folder for Claude's --mcp-config")?;
+    let file = dir.path().join("mcp.json");
+    let config = serde_json::json!({ "mcpServers": { SERVER_NAME: entry(endpoint) } });
+    ccbridge_server::lockfile::replace_file(&file, config.to_string().as_bytes(), 0o600)
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    Ok((dir, file))
+}
+
 /// `name` on PATH, as the shell would find it.
 fn on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -59,7 +83,6 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    args.server.tools_only_with_stdio()?;
     let claude = match &args.claude {
         Some(p) if Path::new(p).is_file() => p.clone(),
         Some(p) => {
@@ -98,7 +121,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         serve::open_in_browser(standalone.url());
     }
 
-    let mut child = tokio::process::Command::new(&claude)
+    let mcp_config = match standalone.tools() {
+        Ok(endpoint) => Some(mcp_config_file(endpoint)?),
+        Err(_) => None,
+    };
+    let mut command = tokio::process::Command::new(&claude);
+    if let Some((_dir, file)) = &mcp_config {
+        // The `=` form: `--mcp-config` takes several values, and would
+        // swallow a prompt given after `--` as one more file.
+        let mut arg = OsString::from("--mcp-config=");
+        arg.push(file);
+        command.arg(arg);
+    }
+    let mut child = command
         .args(&args.claude_args)
         .env("CLAUDE_CODE_SSE_PORT", port.to_string())
         .env("ENABLE_IDE_INTEGRATION", "true")

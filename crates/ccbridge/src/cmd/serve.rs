@@ -80,8 +80,9 @@ pub struct ServerArgs {
     /// file as JSON lines (created 0600, appended to).
     #[arg(long, value_name = "FILE")]
     pub(crate) log_traffic: Option<PathBuf>,
-    /// Do not serve the workspace tools over MCP (with --stdio they are
-    /// served at http://127.0.0.1:<port>/mcp, reported in `initialize`).
+    /// Do not serve the workspace tools over MCP (otherwise served at
+    /// http://127.0.0.1:<port>/mcp: in `initialize` with --stdio, in the
+    /// page and the banner without).
     #[arg(long)]
     pub(crate) no_tools: bool,
     /// Serve the workspace tools on this port (an OS-assigned one if taken).
@@ -90,7 +91,7 @@ pub struct ServerArgs {
     /// When the workspace tools ask you: `write-only` (writes are reviewed
     /// as diffs and commands approved; reads are not asked about),
     /// `always` (every call), `never` (nothing; writes still land
-    /// atomically). The editor's `initialize` may change it.
+    /// atomically). The editor's `initialize`, or the page, may change it.
     #[arg(
         long,
         value_name = "MODE",
@@ -107,21 +108,19 @@ pub struct ServerArgs {
 }
 
 impl ServerArgs {
-    /// The tools server runs beside the sidecar only, so far.
-    pub(crate) fn tools_only_with_stdio(&self) -> anyhow::Result<()> {
-        if self.tools_port.is_some() || self.register_tools {
-            bail!("--tools-port and --register-tools need --stdio: the browser UI mode does not serve the workspace tools yet");
-        }
-        Ok(())
+    /// The workspace tools server these flags ask for; `None`: `--no-tools`.
+    pub(crate) fn tools(&self) -> Option<ccbridge_mcp::launch::Options> {
+        (!self.no_tools).then_some(ccbridge_mcp::launch::Options {
+            port: self.tools_port,
+            approval: self.approval_mode,
+            register: self.register_tools,
+        })
     }
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.stdio && (args.ui.open || args.ui.ui_port.is_some()) {
         bail!("--open and --ui-port are for the browser UI, which --stdio does not serve");
-    }
-    if !args.stdio {
-        args.server.tools_only_with_stdio()?;
     }
     // rmcp logs every message it receives at INFO, payloads included.
     init_logging(args.server.log_file.as_deref(), "info,rmcp=warn")?;
@@ -140,9 +139,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(std::process::id);
     let config = config_from(&args.server, parent)?;
     let options = ccbridge_sidecar::Options {
-        tools_port: (!args.server.no_tools).then_some(args.server.tools_port),
-        approval: args.server.approval_mode,
-        register_tools: args.server.register_tools,
+        tools: args.server.tools(),
     };
     let reason = ccbridge_sidecar::run_with(
         config,
@@ -177,7 +174,11 @@ pub async fn start_standalone(
     pid: u32,
 ) -> anyhow::Result<ccbridge_webui::Standalone> {
     let config = config_from(server, pid)?;
-    Ok(ccbridge_webui::Standalone::start(config, ui.ui_port).await?)
+    let options = ccbridge_webui::Options {
+        ui_port: ui.ui_port,
+        tools: server.tools(),
+    };
+    Ok(ccbridge_webui::Standalone::start(config, options).await?)
 }
 
 /// What `ccbridge serve` prints for its user.
@@ -188,11 +189,25 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
         .lock_path()
         .map(|p| format!(" ({})", p.display()))
         .unwrap_or_default();
+    let tools = match s.tools() {
+        Ok(e) => format!(
+            "\n  Workspace tools (MCP, reviewed in the page): {url}\n  \
+             register them with Claude Code: {how}\n",
+            url = e.url,
+            how = if server.register_tools {
+                "done (--register-tools), until ccbridge stops"
+            } else {
+                "`ccbridge mcp-config --register` (or --register-tools)"
+            },
+        ),
+        Err(why) => format!("\n  Workspace tools: not served, {why}.\n"),
+    };
     format!(
         "ccbridge is the IDE for {folders}\n\
          \n  Review UI: {url}\n             (open it in your browser; the link works once)\n\
          \n  Claude Code finds it by its lock file{lock}:\n  \
          start `claude` in that folder and it connects (or run `ccbridge claude`).\n\
+         {tools}\
          \nLogs go to {logs}. Press Ctrl-C to stop.",
         url = s.url(),
         logs = server

@@ -26,7 +26,7 @@ export class ActivityView {
 
   constructor() {
     this.list = h("ol", { class: "activity-list" });
-    this.empty = h("div", { class: "empty" }, h("p", { class: "empty-title" }, "No activity yet"), h("p", null, "Tool calls, connections and closed reviews appear here."));
+    this.empty = h("div", { class: "empty" }, h("p", { class: "empty-title" }, "No activity yet"), h("p", null, "Tool calls, connections, closed reviews and your answers to the workspace tools appear here."));
     this.el = h("div", { class: "activity" }, h("div", { class: "view-toolbar" }, h("h1", { class: "view-title" }, "Activity")), this.empty, this.list);
   }
 
@@ -88,6 +88,12 @@ export class ActivityView {
         kind = "closed";
         main = [`Review of ${baseName(e.path)} closed`];
         detail = e.note || REASONS[e.reason] || e.reason;
+        break;
+      case "approval":
+        kind = "approval";
+        main = [h("code", { class: "tool" }, e.tool), e.allowed ? " allowed" : " denied"];
+        detail = e.summary;
+        tone = e.allowed ? "" : "error";
         break;
       default: {
         const other = e as { kind?: unknown };

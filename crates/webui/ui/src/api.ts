@@ -73,7 +73,44 @@ export type Activity =
   | { at: number; kind: "connected"; session: Session }
   | { at: number; kind: "disconnected"; session: number }
   | { at: number; kind: "replaced"; old: number; by: number }
-  | { at: number; kind: "closed"; review: number; path: string; reason: string; note: string };
+  | { at: number; kind: "closed"; review: number; path: string; reason: string; note: string }
+  | { at: number; kind: "approval"; tool: string; summary: string; allowed: boolean };
+
+export type ApprovalMode = "write-only" | "always" | "never";
+
+/** The workspace tools server, or why it does not run. */
+export type ToolsInfo =
+  | { url: string; token: string; approvalMode: ApprovalMode; addCommand: string }
+  | { off: string };
+
+/** A workspace tool call waiting for the user's yes or no. */
+export interface ApprovalRequest {
+  id: number;
+  tool: string;
+  summary: string;
+  command?: string;
+  cwd?: string;
+  askedAt: number;
+}
+
+export interface RunExit {
+  /** null: a signal ended it. */
+  exitCode: number | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  at: number;
+}
+
+/** A command the workspace tools ran (the last 64 KiB of its output). */
+export interface Run {
+  id: number;
+  command: string;
+  cwd: string;
+  startedAt: number;
+  output: string;
+  truncated: boolean;
+  exit: RunExit | null;
+}
 
 export interface Tabs {
   open: string[];
@@ -89,6 +126,9 @@ export interface Snapshot {
   tabs: Tabs;
   diagnostics: FileDiagnostics[];
   diagnosticsSource: boolean;
+  tools: ToolsInfo | null;
+  approvals: ApprovalRequest[];
+  runs: Run[];
 }
 
 export type ServerEvent =
@@ -98,7 +138,14 @@ export type ServerEvent =
   | { type: "sessions"; sessions: Session[] }
   | { type: "activity"; entry: Activity }
   | { type: "open"; path: string; line: number | null }
-  | { type: "diagnostics"; diagnostics: FileDiagnostics[]; diagnosticsSource: boolean };
+  | { type: "diagnostics"; diagnostics: FileDiagnostics[]; diagnosticsSource: boolean }
+  | { type: "tools"; tools: ToolsInfo }
+  | { type: "approval"; approval: ApprovalRequest }
+  /** `allowed` null: the call was cancelled before an answer. */
+  | { type: "approvalClosed"; id: number; allowed: boolean | null }
+  | { type: "run"; run: Run }
+  | { type: "runOutput"; id: number; data: string }
+  | { type: "runExited"; id: number; exit: RunExit };
 
 export type EntryKind = "dir" | "file" | "symlink" | "other";
 
@@ -245,6 +292,14 @@ export const api = {
       body.lineEnd = lineEnd;
     }
     await request("POST", "/api/mention", body);
+  },
+  /** Allows or denies a workspace tool call. */
+  async answerApproval(id: number, allow: boolean): Promise<void> {
+    await request("POST", `/api/approvals/${id}`, { allow });
+  },
+  /** When the workspace tools ask, until ccbridge restarts. */
+  async setApprovalMode(mode: ApprovalMode): Promise<ToolsInfo> {
+    return (await request("POST", "/api/tools/approval-mode", { mode })) as ToolsInfo;
   },
   async diagnostics(): Promise<{ diagnostics: FileDiagnostics[]; diagnosticsSource: boolean }> {
     return (await request("GET", "/api/diagnostics")) as { diagnostics: FileDiagnostics[]; diagnosticsSource: boolean };

@@ -5,7 +5,7 @@
 import { h, isTyping } from "./dom";
 
 export interface KeyActions {
-  view(n: 1 | 2 | 3 | 4): void;
+  view(n: 1 | 2 | 3 | 4 | 5): void;
   nextHunk(): void;
   prevHunk(): void;
   acceptHunk(): void;
@@ -32,7 +32,7 @@ export const KEY_LIST: [string, string][] = [
   ["L", "side by side ⇄ unified (every review)"],
   ["e", "show all lines ⇄ fold unchanged lines"],
   ["i", "edit the proposed text (Escape to leave it)"],
-  ["1 – 4", "Reviews, Files, Diagnostics, Activity"],
+  ["1 – 5", "Reviews, Files, Diagnostics, Activity, Tools"],
   ["t", "the file tree (Files)"],
   ["s", "send the selected lines (or the file) to Claude (Files)"],
   ["Ctrl-F", "search in an editor"],
@@ -70,6 +70,7 @@ export function installKeys(a: KeyActions): void {
       case "2": a.view(2); break;
       case "3": a.view(3); break;
       case "4": a.view(4); break;
+      case "5": a.view(5); break;
       case "?": showKeys(); break;
       case "j": if (inReviews) a.nextHunk(); else done = false; break;
       case "k": if (inReviews) a.prevHunk(); else done = false; break;

@@ -9,16 +9,18 @@ import { EventStream, type StreamState } from "./events";
 import { FilesView } from "./files";
 import { installKeys, keysDialog, showKeys } from "./keys";
 import { note, notesElement } from "./notes";
-import { notifyButton, reviewArrived, setBaseTitle } from "./notify";
+import { approvalArrived, notifyButton, reviewArrived, setBaseTitle } from "./notify";
 import { prefs } from "./prefs";
 import { ReviewList } from "./reviews";
+import { ToolsView } from "./tools";
 
-type ViewName = "reviews" | "files" | "diagnostics" | "activity";
+type ViewName = "reviews" | "files" | "diagnostics" | "activity" | "tools";
 const VIEWS: { name: ViewName; label: string }[] = [
   { name: "reviews", label: "Reviews" },
   { name: "files", label: "Files" },
   { name: "diagnostics", label: "Diagnostics" },
   { name: "activity", label: "Activity" },
+  { name: "tools", label: "Tools" },
 ];
 
 let server: ServerInfo | null = null;
@@ -41,6 +43,13 @@ const reviews = new ReviewList({
   arrived: (r) => {
     reviewArrived(baseName(r.path));
     if (currentView !== "reviews") note(`Claude proposes an edit to ${baseName(r.path)}: see Reviews (1).`);
+  },
+});
+const tools = new ToolsView({
+  counted: (n) => setBadge("tools", n),
+  arrived: (a) => {
+    approvalArrived(a.summary);
+    if (currentView !== "tools") note(`Claude asks: ${a.summary}. Answer in Tools (5).`, "warn");
   },
 });
 const files = new FilesView({ folders, show: () => showView("files") });
@@ -119,6 +128,7 @@ function buildShell(): void {
     files: files.el,
     diagnostics: diagnostics.el,
     activity: activity.el,
+    tools: tools.el,
   };
   const main = h("main", { class: "main" });
   for (const { name } of VIEWS) {
@@ -224,6 +234,8 @@ function onSnapshot(s: Snapshot): void {
   diagnostics.set(s.diagnostics, s.diagnosticsSource);
   setBadge("diagnostics", diagnostics.count());
   files.restoreTabs(s.tabs);
+  tools.setTools(s.tools);
+  tools.setAll(s.approvals, s.runs);
   if (firstSnapshot && tokenRefused) note("That link was already used; this browser is still signed in.");
   firstSnapshot = false;
 }
@@ -257,6 +269,24 @@ function onEvent(e: ServerEvent): void {
     case "diagnostics":
       diagnostics.set(e.diagnostics, e.diagnosticsSource);
       setBadge("diagnostics", diagnostics.count());
+      break;
+    case "tools":
+      tools.setTools(e.tools);
+      break;
+    case "approval":
+      tools.approvalAsked(e.approval);
+      break;
+    case "approvalClosed":
+      tools.approvalClosed(e.id, e.allowed);
+      break;
+    case "run":
+      tools.runStarted(e.run);
+      break;
+    case "runOutput":
+      tools.runOutput(e.id, e.data);
+      break;
+    case "runExited":
+      tools.runExited(e.id, e.exit);
       break;
   }
 }

@@ -1,5 +1,5 @@
-// Telling the reviewer a review arrived while the tab was in the
-// background: "(n) " before the page title, and a desktop notification when
+// Telling the reviewer a review (or a question from the workspace tools)
+// arrived while the tab was in the background: "(n) " before the page title, and a desktop notification when
 // they switched that on (permission is asked only on their click).
 
 import { h } from "./dom";
@@ -68,12 +68,21 @@ async function toggle(): Promise<void> {
 
 /** A new review arrived. */
 export function reviewArrived(path: string): void {
+  attention("Claude proposes an edit", path, "ccbridge-review");
+}
+
+/** A workspace tool call waits for the user's yes or no. */
+export function approvalArrived(summary: string): void {
+  attention("Claude asks for your approval", summary, "ccbridge-approval");
+}
+
+function attention(title: string, body: string, tag: string): void {
   if (!document.hidden) return;
   unseen++;
   renderTitle();
   if (enabled()) {
     try {
-      const n = new Notification("Claude proposes an edit", { body: path, tag: "ccbridge-review" });
+      const n = new Notification(title, { body, tag });
       n.onclick = () => {
         window.focus();
         n.close();

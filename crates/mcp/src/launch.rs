@@ -1,15 +1,17 @@
-//! The workspace tools server (`ccbridge-mcp`) beside the sidecar: started
-//! once the engine runs, over the workspace folders ccbridge was started
-//! with, with a token of its own; stopped when the sidecar stops. The tools
-//! reach the editor through the engine (reviews, approvals, command output,
-//! diagnostics); the editor's `initialize` may change their workspace and
-//! approval mode. If the server cannot start, the sidecar goes on without
-//! it (logged): the IDE integration does not depend on it.
+//! The tools server beside a running IDE engine, as both `ccbridge serve`
+//! modes run it (the sidecar, and the browser UI): started once the engine
+//! runs, over the workspace folders ccbridge was started with, with a token
+//! of its own; advertised in the engine's lock file (and, if asked, in
+//! Claude's `.claude.json`); stopped, and unregistered, with the engine.
+//! The tools reach the user through the engine's frontend (reviews,
+//! approvals, command output, diagnostics).
+//!
+//! If the server cannot start, the caller goes on without it (logged): the
+//! IDE integration does not depend on it.
 
-use crate::messages::ApprovalMode;
-use ccbridge_mcp::registration;
-use ccbridge_mcp::tools::Context;
-use ccbridge_mcp::Settings;
+use crate::registration;
+use crate::tools::Context;
+use crate::{ApprovalMode, Settings};
 use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::token::AuthToken;
 use ccbridge_server::EngineHandle;
@@ -18,8 +20,20 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// How to run the tools server beside an engine.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Its port; `None` (or a taken port): an OS-assigned one.
+    pub port: Option<u16>,
+    /// When the tools ask the user (the editor may change it later).
+    pub approval: ApprovalMode,
+    /// Also register it with Claude Code (`.claude.json`, the first
+    /// workspace folder's project) while it runs.
+    pub register: bool,
+}
+
 /// A running tools server.
-pub(crate) struct Running {
+pub struct Running {
     pub endpoint: McpEndpoint,
     pub ctx: Arc<Context>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -29,7 +43,7 @@ impl Running {
     /// Puts the endpoint in the lock file (for `ccbridge mcp-config`) and,
     /// if asked, registers it in Claude's `.claude.json` for the first
     /// workspace folder.
-    pub fn advertise(&self, engine: &EngineHandle, register: bool, folders: &[PathBuf]) {
+    fn advertise(&self, engine: &EngineHandle, register: bool, folders: &[PathBuf]) {
         if let Err(e) = engine.advertise_tools(Some(self.endpoint.clone())) {
             tracing::warn!("the lock file does not say where the tools are: {e}");
         }
@@ -72,7 +86,7 @@ impl Running {
 
 /// The workspace the tools may serve: not one whose folder is `/` or the
 /// user's home (security checklist item 36).
-pub(crate) fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
+pub fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
     let ws = Workspace::open(folders).map_err(|e| e.to_string())?;
     if let Some(f) = ws.too_broad() {
         return Err(format!(
@@ -83,54 +97,50 @@ pub(crate) fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
     Ok(ws)
 }
 
-/// Starts the tools server on `port` (`None`: OS-assigned), serving until
-/// `shutdown` completes; `None` if it could not start. `secrets` (the IDE
-/// server's token) never reach a command's environment.
-pub(crate) async fn start(
-    port: Option<u16>,
+/// Why the tools server did not start (the caller goes on without it).
+#[derive(Debug, thiserror::Error)]
+#[error("the workspace tools server could not start: {0}")]
+pub struct LaunchError(String);
+
+/// Starts the tools server for `engine`'s `folders` as `options` say,
+/// serving until `shutdown` completes, and advertises it. `secrets` (the
+/// IDE server's token) never reach a command's environment.
+pub async fn start(
+    options: &Options,
     folders: &[PathBuf],
-    approval: ApprovalMode,
-    engine: EngineHandle,
+    engine: &EngineHandle,
     secrets: Vec<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Option<Running> {
+) -> Result<Running, LaunchError> {
+    let approval = options.approval;
     let settings = Settings {
         approval,
         secrets,
         ..Settings::default()
     };
-    let attempt = async {
-        let token = AuthToken::generate().map_err(|e| e.to_string())?;
-        let ws = open_workspace(folders)?;
-        let server = ccbridge_mcp::ToolsServer::bind(
-            port,
-            token.expose(),
-            Arc::new(ws),
-            Arc::new(engine),
-            settings,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        Ok::<_, String>((server, token))
+    let token = AuthToken::generate().map_err(|e| LaunchError(e.to_string()))?;
+    let ws = open_workspace(folders).map_err(LaunchError)?;
+    let server = crate::ToolsServer::bind(
+        options.port,
+        token.expose(),
+        Arc::new(ws),
+        Arc::new(engine.clone()),
+        settings,
+    )
+    .await
+    .map_err(|e| LaunchError(format!("cannot listen on 127.0.0.1: {e}")))?;
+    let endpoint = McpEndpoint {
+        url: server.url(),
+        token: token.expose().to_owned(),
     };
-    match attempt.await {
-        Ok((server, token)) => {
-            let endpoint = McpEndpoint {
-                url: server.url(),
-                token: token.expose().to_owned(),
-            };
-            tracing::info!(url = %endpoint.url, %approval, "workspace tools served");
-            let ctx = server.context();
-            let task = tokio::spawn(server.run(shutdown));
-            Some(Running {
-                endpoint,
-                ctx,
-                task,
-            })
-        }
-        Err(e) => {
-            tracing::warn!("the workspace tools server could not start: {e}");
-            None
-        }
-    }
+    tracing::info!(url = %endpoint.url, %approval, "workspace tools served");
+    let ctx = server.context();
+    let task = tokio::spawn(server.run(shutdown));
+    let running = Running {
+        endpoint,
+        ctx,
+        task,
+    };
+    running.advertise(engine, options.register, folders);
+    Ok(running)
 }
