@@ -704,3 +704,96 @@ async fn item_38_bad_arguments_are_errors_not_panics() {
     assert!(!is_error, "{text}");
     rig.stop().await;
 }
+
+/// Several workspace folders at once: each is a confinement of its own.
+/// A relative path means the first folder; an absolute one may name any
+/// folder; nothing reaches between them by `..` or a symbolic link, nor
+/// the folder around them, nor a sibling whose name extends one of theirs.
+#[tokio::test]
+async fn several_folders_are_each_confined_and_reached_only_by_their_own_paths() {
+    let (mut rig, outside) = rig().await;
+    let root = rig.path("");
+    let (a, b, evil) = (root.join("a"), root.join("b"), root.join("a-evil"));
+    for d in [&a, &b, &evil] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(a.join("x.txt"), "in a\n").unwrap();
+    std::fs::write(b.join("y.txt"), "in b\n").unwrap();
+    std::fs::write(evil.join("z.txt"), "sibling\n").unwrap();
+    std::os::unix::fs::symlink("../b/y.txt", a.join("to-b")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("passwd"), b.join("out")).unwrap();
+    rig.ctx.set_workspace(std::sync::Arc::new(
+        ccbridge_workspace::Workspace::open(&[a.clone(), b.clone()]).unwrap(),
+    ));
+    rig.open_session().await;
+
+    let (text, is_error) = rig.call("read_file", json!({"path": "x.txt"})).await;
+    assert!(
+        !is_error && text.contains("in a"),
+        "relative means the first folder: {text}"
+    );
+    let y = b.join("y.txt").display().to_string();
+    let (text, is_error) = rig.call("read_file", json!({"path": y})).await;
+    assert!(!is_error && text.contains("in b"), "{text}");
+    for path in [
+        "../b/y.txt".to_owned(),
+        "to-b".to_owned(),
+        b.join("out").display().to_string(),
+        root.join("hello.py").display().to_string(),
+        evil.join("z.txt").display().to_string(),
+    ] {
+        let text = refused(&rig, "read_file", json!({ "path": path }), outside.path()).await;
+        assert!(
+            !text.contains("in b") && !text.contains("sibling"),
+            "{path}: {text}"
+        );
+    }
+    let (text, is_error) = rig
+        .call("list_files", json!({"path": b.display().to_string()}))
+        .await;
+    assert!(!is_error && text.contains("y.txt"), "{text}");
+    refused(
+        &rig,
+        "list_files",
+        json!({"path": evil.display().to_string()}),
+        outside.path(),
+    )
+    .await;
+    refused(
+        &rig,
+        "search_files",
+        json!({"pattern": "sibling", "path": evil.display().to_string()}),
+        outside.path(),
+    )
+    .await;
+
+    // Writes: into the second folder by its absolute path, never through
+    // a link out of the first or into the sibling.
+    let new = b.join("new.txt").display().to_string();
+    let (text, is_error) = rig
+        .call("write_file", json!({"path": new, "content": "landed\n"}))
+        .await;
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(b.join("new.txt")).unwrap(),
+        "landed\n"
+    );
+    refused(
+        &rig,
+        "write_file",
+        json!({"path": "to-b", "content": "x\n"}),
+        outside.path(),
+    )
+    .await;
+    refused(
+        &rig,
+        "write_file",
+        json!({"path": evil.join("w.txt").display().to_string(), "content": "x\n"}),
+        outside.path(),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(b.join("y.txt")).unwrap(), "in b\n");
+    assert!(!evil.join("w.txt").exists());
+    canary_intact(outside.path());
+    rig.stop().await;
+}

@@ -505,3 +505,36 @@ async fn a_cancelled_command_is_stopped_with_its_whole_process_group() {
     call.abort();
     rig.stop().await;
 }
+
+#[tokio::test]
+async fn commands_beyond_the_cap_are_refused_at_once_until_one_finishes() {
+    let mut rig = start_with(Settings {
+        max_commands: 1,
+        ..settings()
+    })
+    .await;
+    rig.open_session().await;
+    let first = rig.call_later("execute_command", json!({"command": "echo first"}));
+    let (_, answer) = rig.next_approval().await;
+    // The first waits for the user: a second is refused without asking.
+    let (text, is_error) = rig
+        .call("execute_command", json!({"command": "touch second"}))
+        .await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("1 commands are already waiting or running"),
+        "{text}"
+    );
+    assert!(rig.nothing_asked());
+    assert!(!rig.path("second").exists());
+    answer.send(Ok(true)).unwrap();
+    let r = fields(&outcome(first.await.unwrap()).0);
+    assert_eq!(r["exit_code"], 0, "{r}");
+    // Finished: the slot is free again.
+    let third = rig.call_later("execute_command", json!({"command": "echo third"}));
+    let (_, answer) = rig.next_approval().await;
+    answer.send(Ok(true)).unwrap();
+    let r = fields(&outcome(third.await.unwrap()).0);
+    assert_eq!(r["output"], "third\n", "{r}");
+    rig.stop().await;
+}

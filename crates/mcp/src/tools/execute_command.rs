@@ -46,6 +46,13 @@ pub async fn call(
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT)
         .min(MAX_TIMEOUT);
+    // Held until the run ends, the wait for the user included.
+    let _slot = ctx.commands.clone().try_acquire_owned().map_err(|_| {
+        fail(format!(
+            "{} commands are already waiting or running; wait for one to finish, then call again",
+            ctx.settings.max_commands
+        ))
+    })?;
     let id = ctx.editor.next_run();
     if ctx.approval().asks_for_changes() {
         let approval = Approval {

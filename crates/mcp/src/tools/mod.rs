@@ -34,6 +34,10 @@ pub struct Settings {
     pub lock_wait: Duration,
     /// Values removed from a command's environment (the servers' tokens).
     pub secrets: Vec<String>,
+    /// Commands at once, waiting for approval or running; one more is
+    /// refused (a model looping over `execute_command` cannot fork-bomb
+    /// the machine, even in the `never` mode).
+    pub max_commands: usize,
 }
 
 impl Default for Settings {
@@ -43,6 +47,7 @@ impl Default for Settings {
             diagnostics_delay: Duration::from_millis(1500),
             lock_wait: ccbridge_tools::file_locks::DEFAULT_WAIT,
             secrets: Vec::new(),
+            max_commands: 8,
         }
     }
 }
@@ -55,6 +60,8 @@ pub struct Context {
     pub editor: Arc<dyn Editor>,
     pub settings: Settings,
     pub locks: FileLocks,
+    /// One permit per command under way ([`Settings::max_commands`]).
+    pub commands: Arc<tokio::sync::Semaphore>,
 }
 
 impl Context {
@@ -63,6 +70,7 @@ impl Context {
             ws: RwLock::new(ws),
             approval: RwLock::new(settings.approval),
             editor,
+            commands: Arc::new(tokio::sync::Semaphore::new(settings.max_commands)),
             settings,
             locks: FileLocks::default(),
         }
