@@ -893,7 +893,9 @@ async fn status_statusline_and_events_follow_the_sessions() {
     assert!(status.contains("Claude session 1: claude-code"), "{status}");
     let tools = rig.init()["tools"]["url"].as_str().unwrap().to_owned();
     assert!(
-        status.contains(&format!("workspace tools (MCP): {tools}")),
+        status.contains(&format!(
+            "workspace tools (MCP): {tools}, asking before writes and commands"
+        )),
         "{status}"
     );
     c.close().await.unwrap();

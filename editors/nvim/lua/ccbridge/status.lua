@@ -53,7 +53,11 @@ function M.lines()
   out[#out + 1] = ("port %s, lock file %s"):format(init.port or "?", init.lockFile or "none")
   out[#out + 1] = "workspace: " .. table.concat(bridge().workspace_folders(), ", ")
   if type(init.tools) == "table" then
-    out[#out + 1] = "workspace tools (MCP): " .. tostring(init.tools.url)
+    out[#out + 1] = ("workspace tools (MCP): %s, asking before %s"):format(
+      tostring(init.tools.url),
+      ({ ["write-only"] = "writes and commands", always = "every call", never = "nothing" })[init.tools.approvalMode]
+        or tostring(init.tools.approvalMode)
+    )
   end
   local ids = vim.tbl_keys(S.clients)
   table.sort(ids)
