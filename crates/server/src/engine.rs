@@ -517,8 +517,14 @@ fn flush_selection(shared: &Shared, last_sent: &mut Option<SelectionChanged>) {
 
 fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
     match ev {
-        EditorEvent::Selection(s) => lock(&shared.ide.state).set_selection(s),
-        EditorEvent::OpenEditors(tabs) => lock(&shared.ide.state).set_tabs(tabs),
+        EditorEvent::Selection(s) => {
+            lock(&shared.ide.state).set_selection(s);
+            shared.ide.context_rev.send_modify(|n| *n += 1);
+        }
+        EditorEvent::OpenEditors(tabs) => {
+            lock(&shared.ide.state).set_tabs(tabs);
+            shared.ide.context_rev.send_modify(|n| *n += 1);
+        }
         EditorEvent::Diagnostics { path, diagnostics } => {
             lock(&shared.ide.state).set_diagnostics(&path, diagnostics);
             shared.ide.diagnostics_changed();

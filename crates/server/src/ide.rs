@@ -28,6 +28,10 @@ pub(crate) struct Ide {
     /// Counts changes of the editor's diagnostics, for callers that wait
     /// for the diagnostics of a file they wrote (`review.rs`).
     pub diagnostics_rev: tokio::sync::watch::Sender<u64>,
+    /// Counts changes of the editor's selection and open tabs, for servers
+    /// that push the editor's context themselves (the Gemini/Qwen
+    /// companion).
+    pub context_rev: tokio::sync::watch::Sender<u64>,
     /// The last [`crate::RunId`] handed out.
     pub runs: std::sync::atomic::AtomicU64,
 }
@@ -55,6 +59,7 @@ impl Ide {
             frontend_timeout,
             tools_list_json: Default::default(),
             diagnostics_rev: tokio::sync::watch::Sender::new(0),
+            context_rev: tokio::sync::watch::Sender::new(0),
             runs: Default::default(),
         }
     }

@@ -51,5 +51,5 @@ pub use frontend::{
     Activity, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent,
     DiffDecision, DiffId, DiffView, EditorEvent, Frontend, FrontendError, OpenedFile, RunId,
 };
-pub use review::{Proposal, Verdict};
+pub use review::{EditorContext, Proposal, Verdict};
 pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};

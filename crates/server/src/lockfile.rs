@@ -32,22 +32,46 @@ pub enum LockError {
 
 /// An owned lock file; removed on drop.
 #[derive(Debug)]
-pub struct LockGuard {
-    path: PathBuf,
-}
+pub struct LockGuard(PrivateFile);
 
 impl LockGuard {
     /// Writes `<dir>/<port>.lock` atomically with mode 0600.
     pub fn create(dir: &Path, port: u16, lock: &LockFile) -> Result<LockGuard, LockError> {
-        ensure_private_dir(dir)?;
-        let path = dir.join(format!("{port}.lock"));
-        write_atomic(&path, lock.to_json().as_bytes())?;
-        Ok(LockGuard { path })
+        PrivateFile::create(dir, &format!("{port}.lock"), lock.to_json().as_bytes()).map(LockGuard)
     }
 
     /// Rewrites the lock file in place (same port, same token).
     pub fn update(&self, lock: &LockFile) -> Result<(), LockError> {
-        write_atomic(&self.path, lock.to_json().as_bytes())
+        self.0.update(lock.to_json().as_bytes())
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A file holding a secret (a token), with the lock file's guarantees:
+/// in a private directory (created 0700, refused when it is a symlink or
+/// someone else's), written atomically with mode 0600 whatever the umask,
+/// and removed on drop. The lock file is one; the discovery files of the
+/// other agents' companion server are others.
+#[derive(Debug)]
+pub struct PrivateFile {
+    path: PathBuf,
+}
+
+impl PrivateFile {
+    /// Writes `<dir>/<name>`.
+    pub fn create(dir: &Path, name: &str, bytes: &[u8]) -> Result<PrivateFile, LockError> {
+        ensure_private_dir(dir)?;
+        let path = dir.join(name);
+        write_atomic(&path, bytes)?;
+        Ok(PrivateFile { path })
+    }
+
+    /// Rewrites it in place.
+    pub fn update(&self, bytes: &[u8]) -> Result<(), LockError> {
+        write_atomic(&self.path, bytes)
     }
 
     pub fn path(&self) -> &Path {
@@ -55,12 +79,12 @@ impl LockGuard {
     }
 }
 
-impl Drop for LockGuard {
+impl Drop for PrivateFile {
     fn drop(&mut self) {
         match std::fs::remove_file(&self.path) {
-            Ok(()) => tracing::debug!(path = %self.path.display(), "lock file removed"),
+            Ok(()) => tracing::debug!(path = %self.path.display(), "private file removed"),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!(path = %self.path.display(), "cannot remove lock file: {e}"),
+            Err(e) => tracing::warn!(path = %self.path.display(), "cannot remove it: {e}"),
         }
     }
 }

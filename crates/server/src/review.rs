@@ -146,4 +146,26 @@ impl EngineHandle {
     pub fn diagnostics_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.ide().diagnostics_rev.subscribe()
     }
+
+    /// The editor's selection (or cursor) and open tabs, as last reported.
+    pub fn editor_context(&self) -> EditorContext {
+        let state = lock(&self.ide().state);
+        EditorContext {
+            selection: state.current.clone(),
+            tabs: state.tabs.clone(),
+        }
+    }
+
+    /// Changes whenever the editor's selection or open tabs do.
+    pub fn context_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ide().context_rev.subscribe()
+    }
+}
+
+/// What the editor shows, for a server that tells its client itself.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EditorContext {
+    /// The selection or cursor in the active editor; `None` without one.
+    pub selection: Option<ccbridge_protocol::editor::Selection>,
+    pub tabs: Vec<ccbridge_protocol::editor::EditorTab>,
 }

@@ -1,0 +1,288 @@
+//! Where Gemini CLI and Qwen Code look for an IDE, and what they expect to
+//! find there (`../shared/reference/agents.md` §2, observed with the real
+//! clients):
+//!
+//! - Gemini CLI reads `<os tmpdir>/gemini/ide/gemini-ide-server-<pid>-<port>.json`
+//!   (`TMPDIR` moves it) holding `port`, `workspacePath` (folders joined
+//!   with `:`), `authToken` and `ideInfo {name, displayName}`; the
+//!   `ideInfo` is what makes it accept the IDE from any terminal. It
+//!   checks the file's owner, deletes nothing.
+//! - Qwen Code reads `~/.qwen/ide/<port>.lock` (`$QWEN_HOME/ide/`) holding
+//!   the same plus `ppid` (a live process: it deletes locks whose `ppid`
+//!   is dead) and `ideName`; it requires `ideInfo` too, although its spec
+//!   does not name it.
+//!
+//! Both files hold the token, so they get the lock file's guarantees
+//! ([`PrivateFile`]: private directory, atomic 0600 write that follows no
+//! planted symlink, removed when dropped). Gemini files left by a ccbridge
+//! (or any companion) whose process died are swept at start, since Gemini
+//! never removes them.
+
+use ccbridge_server::lockfile::{LockError, PrivateFile};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// An agent that finds its IDE through a discovery file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Agent {
+    Gemini,
+    Qwen,
+}
+
+impl Agent {
+    pub const ALL: [Agent; 2] = [Agent::Gemini, Agent::Qwen];
+
+    /// The name `--agents` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Gemini => "gemini",
+            Agent::Qwen => "qwen",
+        }
+    }
+
+    /// What a person calls it.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Agent::Gemini => "Gemini CLI",
+            Agent::Qwen => "Qwen Code",
+        }
+    }
+
+    /// The environment of a terminal the agent is started in, so it picks
+    /// this IDE (among several) at once.
+    pub fn env(self, port: u16, folders: &[String]) -> Vec<(String, String)> {
+        let (port_var, ws_var) = match self {
+            Agent::Gemini => (
+                "GEMINI_CLI_IDE_SERVER_PORT",
+                "GEMINI_CLI_IDE_WORKSPACE_PATH",
+            ),
+            Agent::Qwen => ("QWEN_CODE_IDE_SERVER_PORT", "QWEN_CODE_IDE_WORKSPACE_PATH"),
+        };
+        vec![
+            (port_var.to_owned(), port.to_string()),
+            (ws_var.to_owned(), folders.join(":")),
+        ]
+    }
+}
+
+/// What the discovery files say.
+#[derive(Debug, Clone)]
+pub struct Advert {
+    pub port: u16,
+    pub folders: Vec<String>,
+    pub token: String,
+    /// The editor's process (Qwen deletes the file once it is gone).
+    pub pid: u32,
+    /// The editor's name as the agents show it ("Connected to <this>").
+    pub ide_name: String,
+}
+
+impl Advert {
+    fn ide_info(&self) -> serde_json::Value {
+        json!({"name": ide_id(&self.ide_name), "displayName": self.ide_name})
+    }
+
+    /// The file's JSON for `agent`.
+    pub fn to_json(&self, agent: Agent) -> String {
+        let mut v = json!({
+            "port": self.port,
+            "workspacePath": self.folders.join(":"),
+            "authToken": self.token,
+            "ideInfo": self.ide_info(),
+        });
+        if agent == Agent::Qwen {
+            v["ppid"] = self.pid.into();
+            v["ideName"] = self.ide_name.clone().into();
+        }
+        v.to_string()
+    }
+}
+
+/// A machine name for the IDE: lowercase letters, digits and `-`.
+fn ide_id(name: &str) -> String {
+    let id: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let id = id.trim_matches('-');
+    if id.is_empty() {
+        "ccbridge".to_owned()
+    } else {
+        id.to_owned()
+    }
+}
+
+/// Gemini CLI's discovery directory: `<os tmpdir>/gemini/ide`.
+pub fn gemini_dir() -> PathBuf {
+    std::env::temp_dir().join("gemini").join("ide")
+}
+
+/// Qwen Code's: `$QWEN_HOME/ide`, else `~/.qwen/ide`.
+pub fn qwen_dir() -> Option<PathBuf> {
+    let nonempty = |k| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(q) = nonempty("QWEN_HOME") {
+        return Some(PathBuf::from(q).join("ide"));
+    }
+    nonempty("HOME").map(|h| PathBuf::from(h).join(".qwen").join("ide"))
+}
+
+/// Where `agent` looks for the IDE at `port` of process `pid`.
+pub fn file_for(agent: Agent, pid: u32, port: u16) -> Option<PathBuf> {
+    match agent {
+        Agent::Gemini => Some(gemini_dir().join(format!("gemini-ide-server-{pid}-{port}.json"))),
+        Agent::Qwen => qwen_dir().map(|d| d.join(format!("{port}.lock"))),
+    }
+}
+
+/// Why a discovery file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    #[error("no home folder for Qwen Code's ~/.qwen/ide (set HOME or QWEN_HOME)")]
+    NoHome,
+    #[error("{0}")]
+    Write(#[from] LockError),
+}
+
+/// The discovery files of one companion server; removed when dropped.
+#[derive(Debug, Default)]
+pub struct Published {
+    files: Vec<(Agent, PrivateFile)>,
+}
+
+impl Published {
+    /// The files written, by agent.
+    pub fn files(&self) -> impl Iterator<Item = (Agent, &Path)> {
+        self.files.iter().map(|(a, f)| (*a, f.path()))
+    }
+}
+
+/// Writes `advert` where each of `agents` looks. Files already written are
+/// removed again if a later one fails.
+pub fn publish(agents: &[Agent], advert: &Advert) -> Result<Published, DiscoveryError> {
+    let mut published = Published::default();
+    for &agent in agents {
+        let path = file_for(agent, advert.pid, advert.port).ok_or(DiscoveryError::NoHome)?;
+        let (dir, name) = (
+            path.parent().unwrap_or(Path::new("/")),
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default(),
+        );
+        let file = PrivateFile::create(dir, name, advert.to_json(agent).as_bytes())?;
+        published.files.push((agent, file));
+    }
+    Ok(published)
+}
+
+/// Removes Gemini discovery files whose process is gone (Gemini never
+/// does); returns how many. Only files named as Gemini expects, owned by
+/// this user, are considered.
+pub fn sweep_gemini(dir: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(gemini_pid) else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !meta.is_file() || meta.uid() != me || alive(pid) {
+            continue;
+        }
+        if std::fs::remove_file(e.path()).is_ok() {
+            tracing::info!(file = %e.path().display(), "removed a stale Gemini CLI discovery file");
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The pid in `gemini-ide-server-<pid>-<port>.json`.
+pub fn gemini_pid(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("gemini-ide-server-")?
+        .strip_suffix(".json")?;
+    let (pid, port) = rest.split_once('-')?;
+    port.parse::<u16>().ok()?;
+    pid.parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    // EPERM: it exists, someone else's.
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn advert() -> Advert {
+        Advert {
+            port: 41234,
+            folders: vec!["/w/a".into(), "/w/b".into()],
+            token: "t0k".into(),
+            pid: 77,
+            ide_name: "Neovim (ccbridge)".into(),
+        }
+    }
+
+    #[test]
+    fn gemini_gets_ide_info_and_qwen_also_ppid_and_ide_name() {
+        let g: serde_json::Value = serde_json::from_str(&advert().to_json(Agent::Gemini)).unwrap();
+        assert_eq!(g["port"], 41234);
+        assert_eq!(g["workspacePath"], "/w/a:/w/b");
+        assert_eq!(g["authToken"], "t0k");
+        assert_eq!(g["ideInfo"]["name"], "neovim--ccbridge");
+        assert_eq!(g["ideInfo"]["displayName"], "Neovim (ccbridge)");
+        assert!(g.get("ppid").is_none());
+        let q: serde_json::Value = serde_json::from_str(&advert().to_json(Agent::Qwen)).unwrap();
+        assert_eq!(q["ppid"], 77);
+        assert_eq!(q["ideName"], "Neovim (ccbridge)");
+        assert_eq!(q["ideInfo"], g["ideInfo"]);
+    }
+
+    #[test]
+    fn gemini_file_names_carry_the_pid() {
+        assert_eq!(gemini_pid("gemini-ide-server-123-45678.json"), Some(123));
+        assert_eq!(gemini_pid("gemini-ide-server-123.json"), None);
+        assert_eq!(gemini_pid("gemini-ide-server-x-1.json"), None);
+        assert_eq!(gemini_pid("other-123-45678.json"), None);
+    }
+
+    #[test]
+    fn a_stale_gemini_file_is_swept_and_a_live_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir
+            .path()
+            .join(format!("gemini-ide-server-{}-1.json", std::process::id()));
+        // A pid far above any pid_max.
+        let dead = dir.path().join("gemini-ide-server-2147483600-2.json");
+        let other = dir.path().join("notes.json");
+        for f in [&live, &dead, &other] {
+            std::fs::write(f, "{}").unwrap();
+        }
+        assert_eq!(sweep_gemini(dir.path()), 1);
+        assert!(live.exists() && other.exists() && !dead.exists());
+    }
+}

@@ -1,0 +1,78 @@
+//! The IDE companion server Gemini CLI and Qwen Code connect to (issue 10):
+//! MCP over Streamable HTTP at `http://127.0.0.1:<port>/mcp`, behind the
+//! same checks as the workspace tools server (`ccbridge_mcp::guard`:
+//! loopback `Host`, no foreign `Origin`, `Authorization: Bearer` in
+//! constant time), advertised in each agent's discovery file.
+//!
+//! It is a third transport over the same engine: diffs go through the
+//! engine's review (`EngineHandle::review`, the frontend's diff view, per
+//! hunk where it offers that), the context it pushes is the editor state
+//! the Claude Code server keeps. So every editor integration, and the
+//! browser UI, serve these agents with no change on the editor's side.
+//!
+//! - [`discovery`]: the agents' discovery files (where, what, cleanup);
+//! - [`context`]: the editor state as `ide/contextUpdate`;
+//! - [`service`]: the MCP side (`openDiff`, `closeDiff`, notifications).
+
+pub mod context;
+pub mod discovery;
+pub mod service;
+
+pub use discovery::{Advert, Agent, Published};
+
+use ccbridge_server::EngineHandle;
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// A bound companion server, not yet serving.
+pub struct CompanionServer {
+    listener: TcpListener,
+    token: ccbridge_mcp::guard::Token,
+    engine: EngineHandle,
+}
+
+impl CompanionServer {
+    /// Binds 127.0.0.1 on an OS-assigned port (the agents find it through
+    /// their discovery files), for clients presenting `token`.
+    pub async fn bind(token: &str, engine: EngineHandle) -> std::io::Result<CompanionServer> {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+        Ok(CompanionServer {
+            listener,
+            token: ccbridge_mcp::guard::Token(token.into()),
+            engine,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// Serves until `shutdown` completes, then ends every session (their
+    /// diffs still open are withdrawn).
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let stop = CancellationToken::new();
+        let shared = Arc::new(service::Shared {
+            engine: self.engine,
+            stop: stop.clone(),
+            sessions: Default::default(),
+        });
+        let app = axum::Router::new()
+            .nest_service("/mcp", service::endpoint(shared))
+            .layer(axum::middleware::from_fn_with_state(
+                self.token,
+                ccbridge_mcp::guard::check,
+            ));
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                stop.cancel();
+            })
+            .await
+    }
+}

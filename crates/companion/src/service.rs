@@ -1,0 +1,368 @@
+//! The companion's MCP side, the one module of this crate that uses `rmcp`:
+//! two tools, `openDiff` and `closeDiff`, and two kinds of notification
+//! pushed on the session's event stream, `ide/contextUpdate` and the
+//! verdicts `ide/diffAccepted` / `ide/diffRejected` (`ide/diffClosed` when
+//! the client closed a diff without suppressing the notification).
+//!
+//! What the real clients do, and so what this answers
+//! (`../shared/reference/agents.md` §4–§6): `openDiff` is answered at once
+//! and the verdict comes later as a notification; one diff per file per
+//! session, a second one replacing the first; `closeDiff` (sent when the
+//! user answered in the terminal instead) closes the view quietly and
+//! answers `{"content": null}` (the client then writes the model's text).
+//! The context is pushed once the client has listed the tools (its event
+//! stream is open by then), and again on every change, debounced.
+
+use crate::context::ContextTracker;
+use ccbridge_server::{EngineHandle, Proposal, Verdict};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ServerNotification, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, Peer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Sessions idle this long are closed.
+pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Larger request bodies are refused with 413 (a proposal is a whole file).
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+/// Quiet time before a context change is pushed.
+pub const CONTEXT_DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// What every session shares.
+pub(crate) struct Shared {
+    pub engine: EngineHandle,
+    pub stop: CancellationToken,
+    /// Sessions so far (names the diffs of each).
+    pub sessions: AtomicU64,
+}
+
+/// A diff waiting for the user, and how to withdraw it.
+struct PendingDiff {
+    generation: u64,
+    task: tokio::task::AbortHandle,
+}
+
+/// One client session.
+#[derive(Clone)]
+pub struct Companion {
+    shared: Arc<Shared>,
+    session: u64,
+    pending: Arc<Mutex<HashMap<String, PendingDiff>>>,
+    generations: Arc<AtomicU64>,
+    pushing: Arc<AtomicBool>,
+    _end: Arc<SessionEnd>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OpenDiffArgs {
+    file_path: String,
+    new_content: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CloseDiffArgs {
+    file_path: String,
+    #[serde(default)]
+    suppress_notification: bool,
+}
+
+fn schema(v: Value) -> Arc<rmcp::model::JsonObject> {
+    Arc::new(v.as_object().cloned().unwrap_or_default())
+}
+
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "openDiff",
+            "Shows a proposed new text of a file as a diff in the editor for the user to accept (possibly edited) or reject. Answers at once; the verdict comes as ide/diffAccepted or ide/diffRejected.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "filePath": {"type": "string", "description": "The file's absolute path."},
+                    "newContent": {"type": "string", "description": "The whole proposed text."}
+                },
+                "required": ["filePath", "newContent"]
+            })),
+        ),
+        Tool::new(
+            "closeDiff",
+            "Closes the diff of a file without a verdict (the user answered elsewhere).",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "filePath": {"type": "string", "description": "The file's absolute path."},
+                    "suppressNotification": {"type": "boolean"}
+                },
+                "required": ["filePath"]
+            })),
+        ),
+    ]
+}
+
+fn text(t: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(t.into())])
+}
+
+fn error(t: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(t.into())])
+}
+
+async fn notify(peer: &Peer<RoleServer>, method: &str, params: Value) -> bool {
+    let n = ServerNotification::CustomNotification(CustomNotification::new(method, Some(params)));
+    peer.send_notification(n).await.is_ok()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+impl Companion {
+    pub(crate) fn new(shared: Arc<Shared>) -> Companion {
+        let session = shared.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        let pending: Arc<Mutex<HashMap<String, PendingDiff>>> = Arc::default();
+        Companion {
+            shared,
+            session,
+            _end: Arc::new(SessionEnd(pending.clone())),
+            pending,
+            generations: Arc::default(),
+            pushing: Arc::default(),
+        }
+    }
+
+    /// Pushes the editor's context now and after every change, until the
+    /// session or the server ends.
+    fn start_pushing(&self, peer: Peer<RoleServer>) {
+        if self.pushing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let engine = self.shared.engine.clone();
+        let stop = self.shared.stop.clone();
+        tokio::spawn(async move {
+            let mut changes = engine.context_changes();
+            let mut tracker = ContextTracker::default();
+            let mut last: Option<Value> = None;
+            loop {
+                changes.borrow_and_update();
+                let ctx = engine.editor_context();
+                let update = tracker.update(&ctx, now_ms(), |p| {
+                    std::fs::metadata(p).is_ok_and(|m| m.is_file())
+                });
+                // Timestamps alone change nothing a client shows.
+                let shown = strip_timestamps(&update);
+                if last.as_ref() != Some(&shown) {
+                    if !notify(&peer, "ide/contextUpdate", update).await {
+                        return;
+                    }
+                    last = Some(shown);
+                }
+                // A closed session shows as a failed notification above.
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                tokio::time::sleep(CONTEXT_DEBOUNCE).await;
+            }
+        });
+    }
+
+    fn open_diff(&self, args: OpenDiffArgs, peer: Peer<RoleServer>) -> CallToolResult {
+        let path = args.file_path;
+        if !path.starts_with('/') {
+            return error(format!("filePath must be absolute: {path}"));
+        }
+        let original = match std::fs::read(&path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(s) => Some(s),
+                Err(_) => {
+                    return error(format!(
+                        "{path} is not UTF-8 text; it cannot be shown as a diff"
+                    ))
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return error(format!("cannot read {path}: {e}")),
+        };
+        let proposal = Proposal {
+            title: format!("{} ⟷ proposed ({})", file_name(&path), self.session),
+            path: path.clone(),
+            original,
+            proposed: args.new_content,
+        };
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+        let engine = self.shared.engine.clone();
+        let pending = self.pending.clone();
+        let key = path.clone();
+        let task = tokio::spawn(async move {
+            let verdict = engine.review(proposal).await;
+            let mine = {
+                let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+                match p.get(&key) {
+                    Some(d) if d.generation == generation => {
+                        p.remove(&key);
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if !mine {
+                return;
+            }
+            match verdict {
+                Ok(Verdict::Accepted { contents }) => {
+                    notify(
+                        &peer,
+                        "ide/diffAccepted",
+                        json!({"filePath": key, "content": contents}),
+                    )
+                    .await;
+                }
+                Ok(Verdict::Rejected) => {
+                    notify(&peer, "ide/diffRejected", json!({"filePath": key})).await;
+                }
+                // Not shown (the editor cannot show diffs): the terminal's
+                // own prompt decides.
+                Err(e) => tracing::warn!(path = %key, "the proposal could not be shown: {e}"),
+            }
+        });
+        let replaced = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                path,
+                PendingDiff {
+                    generation,
+                    task: task.abort_handle(),
+                },
+            );
+        if let Some(old) = replaced {
+            old.task.abort();
+        }
+        CallToolResult::success(vec![])
+    }
+
+    async fn close_diff(&self, args: CloseDiffArgs, peer: Peer<RoleServer>) -> CallToolResult {
+        let gone = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&args.file_path);
+        if let Some(d) = gone {
+            d.task.abort();
+            if !args.suppress_notification {
+                notify(&peer, "ide/diffClosed", json!({"filePath": args.file_path})).await;
+            }
+        }
+        // The view's text is the editor's; the client falls back to the
+        // model's proposal.
+        text(json!({ "content": null }).to_string())
+    }
+}
+
+fn strip_timestamps(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(files) = v
+        .pointer_mut("/workspaceState/openFiles")
+        .and_then(Value::as_array_mut)
+    {
+        for f in files {
+            if let Some(o) = f.as_object_mut() {
+                o.remove("timestamp");
+            }
+        }
+    }
+    v
+}
+
+/// Held by a session's handler (and its clones) only: when the session
+/// ends, its diffs still waiting are withdrawn (their views close).
+struct SessionEnd(Arc<Mutex<HashMap<String, PendingDiff>>>);
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        for (_, d) in self.0.lock().unwrap_or_else(|e| e.into_inner()).drain() {
+            d.task.abort();
+        }
+    }
+}
+
+impl ServerHandler for Companion {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("ccbridge-companion", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        // The client opens its event stream before it lists the tools.
+        self.start_pushing(context.peer.clone());
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let bad = |e: serde_json::Error| McpError::invalid_params(e.to_string(), None);
+        let result = match request.name.as_ref() {
+            "openDiff" => self.open_diff(
+                serde_json::from_value(args).map_err(bad)?,
+                context.peer.clone(),
+            ),
+            "closeDiff" => {
+                self.close_diff(
+                    serde_json::from_value(args).map_err(bad)?,
+                    context.peer.clone(),
+                )
+                .await
+            }
+            other => return Err(McpError::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+/// The MCP endpoint as a tower service (sessions closed after
+/// [`SESSION_IDLE`] idle; Host and Origin decided by the guard in front).
+pub(crate) fn endpoint(
+    shared: Arc<Shared>,
+) -> StreamableHttpService<Companion, LocalSessionManager> {
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(shared.stop.child_token());
+    StreamableHttpService::new(
+        move || Ok(Companion::new(shared.clone())),
+        Arc::new(sessions),
+        config,
+    )
+}
