@@ -22,7 +22,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData as McpError, Peer, ServerHandler};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -32,8 +32,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Sessions idle this long are closed.
-pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// Larger request bodies are refused with 413 (a proposal is a whole file).
 pub const MAX_BODY_BYTES: usize = 32 << 20;
 /// Quiet time before a context change is pushed.
@@ -348,21 +346,15 @@ impl ServerHandler for Companion {
     }
 }
 
-/// The MCP endpoint as a tower service (sessions closed after
-/// [`SESSION_IDLE`] idle; Host and Origin decided by the guard in front).
+/// The MCP endpoint as a tower service, set up as the tools server's is
+/// (`ccbridge_mcp::service::http_service`).
 pub(crate) fn endpoint(
     shared: Arc<Shared>,
 ) -> StreamableHttpService<Companion, LocalSessionManager> {
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(SESSION_IDLE);
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
-        .disable_allowed_origins()
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
-        .with_cancellation_token(shared.stop.child_token());
-    StreamableHttpService::new(
+    let stop = shared.stop.child_token();
+    ccbridge_mcp::service::http_service(
         move || Ok(Companion::new(shared.clone())),
-        Arc::new(sessions),
-        config,
+        MAX_BODY_BYTES,
+        stop,
     )
 }

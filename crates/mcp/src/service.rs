@@ -236,14 +236,26 @@ pub fn endpoint(
     tools: WorkspaceTools,
     stop: tokio_util::sync::CancellationToken,
 ) -> StreamableHttpService<WorkspaceTools, LocalSessionManager> {
+    http_service(move || Ok(tools.clone()), MAX_BODY_BYTES, stop)
+}
+
+/// Streamable HTTP as every ccbridge MCP server serves it (this one and the
+/// Gemini/Qwen companion): a handler from `factory` per session, sessions
+/// closed after [`SESSION_IDLE`] idle, loopback `Host` only (the guard in
+/// front checks it first), `Origin` left to the guard (loopback pages pass,
+/// on any port, which rmcp's exact-match list cannot say), bodies up to
+/// `max_body`; cancelling `stop` ends every session.
+pub fn http_service<S: ServerHandler + Send + 'static>(
+    factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
+    max_body: usize,
+    stop: tokio_util::sync::CancellationToken,
+) -> StreamableHttpService<S, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
-        // The guard in front decides on `Origin` (loopback pages pass, on
-        // any port, which rmcp's exact-match list cannot say).
         .disable_allowed_origins()
-        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_max_request_body_bytes(max_body)
         .with_cancellation_token(stop);
-    StreamableHttpService::new(move || Ok(tools.clone()), Arc::new(sessions), config)
+    StreamableHttpService::new(factory, Arc::new(sessions), config)
 }
