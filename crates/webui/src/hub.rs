@@ -106,9 +106,8 @@ pub struct Hub {
     events: broadcast::Sender<Arc<str>>,
     engine: OnceLock<EngineHandle>,
     server: OnceLock<ServerView>,
-    tools: OnceLock<ToolsLink>,
-    /// Why the tools server does not run.
-    tools_off: OnceLock<String>,
+    /// The tools server, or why it does not run.
+    tools: OnceLock<Result<ToolsLink, String>>,
 }
 
 impl Default for Hub {
@@ -120,7 +119,6 @@ impl Default for Hub {
             engine: OnceLock::new(),
             server: OnceLock::new(),
             tools: OnceLock::new(),
-            tools_off: OnceLock::new(),
         }
     }
 }
@@ -140,21 +138,25 @@ impl Hub {
         let _ = self.server.set(server);
     }
 
-    /// Shows (and lets the page configure) the workspace tools server.
-    pub fn attach_tools(&self, endpoint: McpEndpoint, ctx: Arc<ToolsContext>) {
-        let _ = self.tools.set(ToolsLink { endpoint, ctx });
+    /// Shows (and lets the page configure) the workspace tools server, or
+    /// says why it does not run.
+    pub fn attach_tools(&self, tools: Result<(McpEndpoint, Arc<ToolsContext>), String>) {
+        let _ = self
+            .tools
+            .set(tools.map(|(endpoint, ctx)| ToolsLink { endpoint, ctx }));
     }
 
-    /// The page says the workspace tools are not served, and why.
-    pub fn tools_off(&self, why: String) {
-        let _ = self.tools_off.set(why);
+    /// The running tools server, if it runs.
+    fn tools_link(&self) -> Option<&ToolsLink> {
+        self.tools.get()?.as_ref().ok()
     }
 
     /// The tools server as the page shows it: where, the token, how to
     /// register it with Claude Code, and when it asks; or why it is off.
     pub fn tools(&self) -> Option<Value> {
-        let Some(t) = self.tools.get() else {
-            return self.tools_off.get().map(|why| json!({ "off": why }));
+        let t = match self.tools.get()? {
+            Ok(t) => t,
+            Err(why) => return Some(json!({ "off": why })),
         };
         Some(json!({
             "url": t.endpoint.url,
@@ -382,7 +384,7 @@ impl Hub {
 
     /// Changes when the workspace tools ask (until ccbridge restarts).
     pub fn set_approval_mode(&self, mode: ApprovalMode) -> Result<Value, ActionError> {
-        let t = self.tools.get().ok_or(ActionError::NoTools)?;
+        let t = self.tools_link().ok_or(ActionError::NoTools)?;
         t.ctx.set_approval(mode);
         let tools = self.tools().unwrap_or_default();
         self.publish(json!({"type": "tools", "tools": tools}));

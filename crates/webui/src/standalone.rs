@@ -79,7 +79,7 @@ impl Standalone {
         let tools = match &options.tools {
             Some(opts) => {
                 let (stop, stopped) = oneshot::channel::<()>();
-                match ccbridge_mcp::launch::start(
+                ccbridge_mcp::launch::start(
                     opts,
                     &folders,
                     &handle,
@@ -89,24 +89,18 @@ impl Standalone {
                     },
                 )
                 .await
-                {
-                    Ok(running) => {
-                        hub.attach_tools(running.endpoint.clone(), running.ctx.clone());
-                        Ok((running, stop))
-                    }
-                    Err(e) => {
-                        tracing::warn!("{e}");
-                        hub.tools_off(e.to_string());
-                        Err(e.to_string())
-                    }
-                }
+                .map(|running| (running, stop))
+                .map_err(|e| {
+                    tracing::warn!("{e}");
+                    e.to_string()
+                })
             }
-            None => {
-                let why = "turned off (--no-tools)".to_owned();
-                hub.tools_off(why.clone());
-                Err(why)
-            }
+            None => Err("turned off (--no-tools)".to_owned()),
         };
+        hub.attach_tools(match &tools {
+            Ok((running, _)) => Ok((running.endpoint.clone(), running.ctx.clone())),
+            Err(why) => Err(why.clone()),
+        });
         hub.attach(
             handle.clone(),
             ServerView {
