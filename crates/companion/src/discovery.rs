@@ -18,6 +18,7 @@
 //! (or any companion) whose process died are swept at start, since Gemini
 //! never removes them.
 
+use ccbridge_client::discovery::pid_alive;
 use ccbridge_server::lockfile::{LockError, PrivateFile};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -198,7 +199,8 @@ pub fn sweep_gemini(dir: &Path) -> usize {
         let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
             continue;
         };
-        if !meta.is_file() || meta.uid() != me || alive(pid) {
+        // Only a process known to be gone: an unknown one keeps its file.
+        if !meta.is_file() || meta.uid() != me || pid_alive(pid) != Some(false) {
             continue;
         }
         if std::fs::remove_file(e.path()).is_ok() {
@@ -217,20 +219,6 @@ pub fn gemini_pid(name: &str) -> Option<u32> {
     let (pid, port) = rest.split_once('-')?;
     port.parse::<u16>().ok()?;
     pid.parse().ok()
-}
-
-fn alive(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return false;
-    };
-    // EPERM: it exists, someone else's.
-    !matches!(
-        rustix::process::test_kill_process(pid),
-        Err(rustix::io::Errno::SRCH)
-    )
 }
 
 #[cfg(test)]
