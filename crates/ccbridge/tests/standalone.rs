@@ -101,14 +101,7 @@ fn serve_until(sig: rustix::process::Signal) {
     let tools = parsed
         .tools
         .expect("the lock file says where the tools are");
-    let tools_port: u16 = tools
-        .url
-        .trim_end_matches("/mcp")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let tools_port = ccbridge_testkit::http::url_port(&tools.url);
     signal(&child, sig);
     assert!(exits(&mut child).success(), "{sig:?}");
     assert!(!lock.exists(), "the lock file outlived {sig:?}");

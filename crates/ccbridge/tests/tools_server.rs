@@ -6,7 +6,7 @@
 
 use ccbridge_testkit::claude::Sandbox;
 use ccbridge_testkit::editor::{Editor, EditorOptions};
-use ccbridge_testkit::http::{mcp_post, Answer};
+use ccbridge_testkit::http::{mcp_post, mcp_session, url_port, Answer};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -16,13 +16,6 @@ fn editor(sandbox: &Sandbox, extra: &[&str]) -> Editor {
     let mut opts = EditorOptions::for_sandbox(env!("CARGO_BIN_EXE_ccbridge"), sandbox, "ToolsTest");
     opts.extra_args = extra.iter().map(|s| s.to_string()).collect();
     Editor::spawn(&opts).expect("spawn ccbridge")
-}
-
-fn port_of(url: &str) -> u16 {
-    url.trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap_or_else(|_| panic!("not a tools URL: {url}"))
 }
 
 fn mcp(port: u16, token: &str, session: Option<&str>, body: Value) -> Answer {
@@ -47,7 +40,7 @@ fn the_sidecar_serves_the_workspace_tools_and_says_where_in_initialize() {
         .to_owned();
     let token = init["tools"]["token"].as_str().unwrap().to_owned();
     assert_eq!(token.len(), 64, "{token}");
-    let port = port_of(&url);
+    let port = url_port(&url);
 
     let a = mcp(
         port,
@@ -116,21 +109,13 @@ fn no_tools_turns_it_off_and_a_version_1_editor_is_not_told() {
 
 /// Opens an MCP session; returns its id.
 fn session(port: u16, token: &str) -> String {
-    let a = mcp(
-        port,
-        token,
-        None,
-        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
-    );
-    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
-    a.header("mcp-session-id").expect("a session")
+    mcp_session(port, token, STEP)
 }
 
 /// The tools server `initialize` announced, with a session opened on it:
 /// (port, token, session id).
 fn tools_session(init: &Value) -> (u16, String, String) {
-    let port = port_of(init["tools"]["url"].as_str().unwrap());
+    let port = url_port(init["tools"]["url"].as_str().unwrap());
     let token = init["tools"]["token"].as_str().unwrap().to_owned();
     let s = session(port, &token);
     (port, token, s)

@@ -136,3 +136,31 @@ pub fn mcp_post(
     }
     post(port, "/mcp", &headers, body, timeout)
 }
+
+/// The port of an MCP server's URL as ccbridge reports it
+/// (`http://127.0.0.1:<port>/mcp`). Panics on anything else.
+pub fn url_port(url: &str) -> u16 {
+    url.strip_prefix("http://127.0.0.1:")
+        .and_then(|r| r.strip_suffix("/mcp"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("not an MCP URL of ccbridge's: {url}"))
+}
+
+/// Opens a session on the MCP server at 127.0.0.1:`port` (`initialize`)
+/// and returns its id. Panics unless the server accepts.
+pub fn mcp_session(port: u16, token: &str, timeout: Duration) -> String {
+    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let a = mcp_post(port, token, None, &init.to_string(), timeout);
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    a.header("mcp-session-id").expect("a session")
+}
+
+/// Calls `tool` with `args` in a session of its own and returns the
+/// JSON-RPC answer; `timeout` bounds the call (one may wait for a person).
+pub fn mcp_call(port: u16, token: &str, tool: &str, args: Value, timeout: Duration) -> Value {
+    let session = mcp_session(port, token, timeout);
+    let call = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+        "params":{"name": tool, "arguments": args}});
+    mcp_post(port, token, Some(&session), &call.to_string(), timeout).message()
+}

@@ -217,25 +217,10 @@ impl Rig {
 /// Calls `tool` on the tools server at `e` (a session of its own) and
 /// returns the JSON-RPC answer.
 async fn mcp_call(e: &McpEndpoint, tool: &str, args: Value) -> Value {
-    use ccbridge_testkit::http::mcp_post;
-    let port: u16 = e
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
-    let token = e.token.clone();
+    let (port, token) = (ccbridge_testkit::http::url_port(&e.url), e.token.clone());
     let tool = tool.to_owned();
     tokio::task::spawn_blocking(move || {
-        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
-        let a = mcp_post(port, &token, None, &init.to_string(), WAIT);
-        let session = a.header("mcp-session-id").expect("a session");
-        let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
-            "params":{"name": tool, "arguments": args}});
-        mcp_post(port, &token, Some(&session), &call.to_string(), WAIT).message()
+        ccbridge_testkit::http::mcp_call(port, &token, &tool, args, WAIT)
     })
     .await
     .unwrap()

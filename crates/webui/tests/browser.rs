@@ -164,33 +164,17 @@ impl Rig {
     /// Calls `tool` on the workspace tools server in a thread of its own;
     /// the handle ends with the JSON-RPC answer.
     fn mcp_call(&self, tool: &str, args: Value) -> std::thread::JoinHandle<Value> {
-        use ccbridge_testkit::http::mcp_post;
         let e = self.tools.clone().expect("the rig serves the tools");
-        let port: u16 = e
-            .url
-            .trim_end_matches("/mcp")
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let port = ccbridge_testkit::http::url_port(&e.url);
         let tool = tool.to_owned();
         std::thread::spawn(move || {
-            let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-                "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
-            let a = mcp_post(port, &e.token, None, &init.to_string(), WAIT);
-            let session = a.header("mcp-session-id").expect("a session");
+            use ccbridge_testkit::http::{mcp_post, mcp_session};
+            let session = mcp_session(port, &e.token, WAIT);
             let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
                 "params":{"name": tool, "arguments": args}});
-            // A call waits for the user: no bound here, the test's waits bound it.
-            mcp_post(
-                port,
-                &e.token,
-                Some(&session),
-                &call.to_string(),
-                Duration::from_secs(120),
-            )
-            .message()
+            // A call waits for the user: the test's waits bound it.
+            let patient = Duration::from_secs(120);
+            mcp_post(port, &e.token, Some(&session), &call.to_string(), patient).message()
         })
     }
 
