@@ -53,9 +53,9 @@ pub struct Standalone {
 
 impl Standalone {
     /// Binds the engine (with `config`) and the UI (on `options.ui_port`,
-    /// or an OS-assigned port), writes the lock file at once, and starts the
-    /// workspace tools server when `options.tools` says so (going on
-    /// without it, logged, if it cannot start).
+    /// or an OS-assigned port), starts the workspace tools server when
+    /// `options.tools` says so (going on without it, logged, if it cannot
+    /// start), then writes the lock file, naming the tools from the start.
     pub async fn start(config: Config, options: Options) -> Result<Standalone, StartError> {
         let ui_port = options.ui_port;
         let folders: Vec<PathBuf> = config.workspace_folders.iter().map(PathBuf::from).collect();
@@ -74,7 +74,6 @@ impl Standalone {
         let server = Server::bind(config, Arc::new(BrowserFrontend::new(hub.clone())))
             .await
             .map_err(StartError::Engine)?;
-        server.publish().map_err(StartError::Engine)?;
         let handle = server.handle();
         let tools = match &options.tools {
             Some(opts) => {
@@ -101,6 +100,14 @@ impl Standalone {
             Ok((running, _)) => Ok((running.endpoint.clone(), running.ctx.clone())),
             Err(why) => Err(why.clone()),
         });
+        // Written once the tools are known, so it names them from the start.
+        if let Err(e) = server.publish() {
+            if let Ok((running, stop)) = tools {
+                let _ = stop.send(());
+                running.stopped().await;
+            }
+            return Err(StartError::Engine(e));
+        }
         hub.attach(
             handle.clone(),
             ServerView {

@@ -111,6 +111,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "info"
     };
     serve::init_logging(args.server.log_file.as_deref(), quiet)?;
+    // Ctrl-C belongs to Claude (it reaches the whole foreground group);
+    // SIGTERM and SIGHUP are passed on to it. Watched from before the lock
+    // file exists: one that arrives while the servers start reaches Claude
+    // once it runs, instead of killing ccbridge with its lock file left.
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
     let standalone = serve::start_standalone(&args.server, &args.ui, std::process::id()).await?;
     let port = standalone.engine().port();
     eprintln!(
@@ -141,12 +149,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot start {}", claude.display()))?;
     let child_pid = child.id();
 
-    // Ctrl-C belongs to Claude (it reaches the whole foreground group);
-    // SIGTERM and SIGHUP are passed on to it.
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(standalone.run(async move {
         let _ = stopped.await;

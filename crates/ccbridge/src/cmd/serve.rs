@@ -124,13 +124,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // rmcp logs every message it receives at INFO, payloads included.
     init_logging(args.server.log_file.as_deref(), "info,rmcp=warn")?;
+    let shutdown = termination_signal();
     if !args.stdio {
         let standalone = start_standalone(&args.server, &args.ui, std::process::id()).await?;
         println!("{}", banner(&standalone, &args.server));
         if args.ui.open {
             open_in_browser(standalone.url());
         }
-        standalone.run(termination_signal()).await?;
+        standalone.run(shutdown).await?;
         return Ok(ExitCode::SUCCESS);
     }
     // The editor that spawned us; the CLI checks this pid is alive.
@@ -146,7 +147,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         options,
         tokio::io::stdin(),
         protocol_output()?,
-        termination_signal(),
+        shutdown,
     )
     .await?;
     tracing::info!(?reason, "exiting");
@@ -300,8 +301,11 @@ pub(crate) fn init_logging(file: Option<&std::path::Path>, default: &str) -> any
     Ok(())
 }
 
-/// Resolves on SIGINT, SIGTERM or SIGHUP.
-pub async fn termination_signal() {
+/// Resolves on SIGINT, SIGTERM or SIGHUP. The handlers are installed when
+/// this is called, not when the future is first polled: call it before the
+/// lock file is written, so a signal that arrives while the servers start
+/// is caught (its default action would leave the lock file behind).
+pub fn termination_signal() -> impl std::future::Future<Output = ()> + Send {
     use tokio::signal::unix::{signal, Signal, SignalKind};
     async fn recv(s: &mut Option<Signal>) {
         match s {
@@ -321,9 +325,11 @@ pub async fn termination_signal() {
         watch(SignalKind::terminate()),
         watch(SignalKind::hangup()),
     );
-    tokio::select! {
-        _ = recv(&mut int) => tracing::info!("SIGINT"),
-        _ = recv(&mut term) => tracing::info!("SIGTERM"),
-        _ = recv(&mut hup) => tracing::info!("SIGHUP"),
+    async move {
+        tokio::select! {
+            _ = recv(&mut int) => tracing::info!("SIGINT"),
+            _ = recv(&mut term) => tracing::info!("SIGTERM"),
+            _ = recv(&mut hup) => tracing::info!("SIGHUP"),
+        }
     }
 }
