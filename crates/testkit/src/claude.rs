@@ -11,6 +11,7 @@
 //! found through `CCBRIDGE_CLAUDE_BIN` or in [`crate::e2e_dir`]; a missing
 //! binary is a hard failure that says how to install it, never a skip.
 
+use crate::sandbox::{checked_once, write_under, SandboxDir};
 use crate::tmux::{StartOptions, Timeout, Tmux};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -67,34 +68,28 @@ pub fn try_claude_bin() -> Result<PathBuf, String> {
 /// setup error, reported as such rather than as confusing scenario failures.
 /// Checked once per binary path and process.
 fn check_version(path: &Path) -> Result<(), String> {
-    static CHECKED: std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>> =
-        std::sync::Mutex::new(Vec::new());
-    let mut checked = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, r)) = checked.iter().find(|(p, _)| p == path) {
-        return r.clone();
-    }
-    let result = match std::process::Command::new(path).arg("--version").output() {
-        Ok(out) => {
-            let v = String::from_utf8_lossy(&out.stdout);
-            if v.split_whitespace().next() == Some(CLAUDE_CODE_VERSION) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{} reports version {:?}, the tests need {CLAUDE_CODE_VERSION}; {}",
-                    path.display(),
-                    v.trim(),
-                    install_hint()
-                ))
+    checked_once(path, || {
+        match std::process::Command::new(path).arg("--version").output() {
+            Ok(out) => {
+                let v = String::from_utf8_lossy(&out.stdout);
+                if v.split_whitespace().next() == Some(CLAUDE_CODE_VERSION) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{} reports version {:?}, the tests need {CLAUDE_CODE_VERSION}; {}",
+                        path.display(),
+                        v.trim(),
+                        install_hint()
+                    ))
+                }
             }
+            Err(e) => Err(format!(
+                "cannot run {} --version: {e}; {}",
+                path.display(),
+                install_hint()
+            )),
         }
-        Err(e) => Err(format!(
-            "cannot run {} --version: {e}; {}",
-            path.display(),
-            install_hint()
-        )),
-    };
-    checked.push((path.to_path_buf(), result.clone()));
-    result
+    })
 }
 
 /// Like [`try_claude_bin`], panicking with the install instructions.
@@ -104,8 +99,7 @@ pub fn claude_bin() -> PathBuf {
 
 /// A temporary `HOME`, `CLAUDE_CONFIG_DIR` and workspace directory.
 pub struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
+    dir: SandboxDir,
     home: PathBuf,
     config_dir: PathBuf,
     workspace: PathBuf,
@@ -116,21 +110,12 @@ impl Sandbox {
     /// workspace trusted, [`API_KEY`] approved) and `settings.json`
     /// (`mcp__ide__getDiagnostics` allowed).
     pub fn new() -> std::io::Result<Sandbox> {
-        let dir = crate::temp_dir("ccbridge-e2e-")?;
-        // Canonical: the CLI compares its (real) cwd with these paths.
-        let root = dir.path().canonicalize()?;
-        let home = root.join("home");
-        let config_dir = root.join("config");
-        let workspace = root.join("work");
-        for d in [&home, &config_dir, &workspace] {
-            std::fs::create_dir_all(d)?;
-        }
+        let dir = SandboxDir::new("ccbridge-e2e-", &["home", "config", "work"])?;
         let sandbox = Sandbox {
-            _dir: dir,
-            root,
-            home,
-            config_dir,
-            workspace,
+            home: dir.join("home"),
+            config_dir: dir.join("config"),
+            workspace: dir.join("work"),
+            dir,
         };
         sandbox.write_config()?;
         Ok(sandbox)
@@ -166,7 +151,7 @@ impl Sandbox {
 
     /// The sandbox's root directory (holds logs too).
     pub fn root(&self) -> &Path {
-        &self.root
+        self.dir.root()
     }
 
     pub fn home(&self) -> &Path {
@@ -190,26 +175,7 @@ impl Sandbox {
 
     /// Writes `rel` under the workspace; returns its absolute path.
     pub fn write_file(&self, rel: &str, contents: &str) -> std::io::Result<PathBuf> {
-        let p = self.workspace.join(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&p, contents)?;
-        Ok(p)
-    }
-}
-
-impl Drop for Sandbox {
-    /// A failing test keeps its sandbox (logs, the CLI's debug log) for the
-    /// post-mortem and says where it is.
-    fn drop(&mut self) {
-        if std::thread::panicking() && !crate::keep_artifacts() {
-            self._dir.disable_cleanup(true);
-            eprintln!(
-                "[testkit] test failed; sandbox kept at {}",
-                self.root.display()
-            );
-        }
+        write_under(&self.workspace, rel, contents)
     }
 }
 

@@ -14,18 +14,29 @@
 //! - [`tmux`]: runs the CLI in a real terminal, types into it and reads the screen;
 //! - [`claude`]: a sandboxed `HOME`/`CLAUDE_CONFIG_DIR` so no first-run screen appears;
 //! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge;
-//! - [`nvim`]: a real headless Neovim, driven through its msgpack-RPC API.
+//! - [`nvim`]: a real headless Neovim, driven through its msgpack-RPC API;
+//! - [`agents`], [`mock_gemini`], [`mock_openai`]: the same for Gemini CLI
+//!   and Qwen Code (their sandboxes, and their model APIs on the shared
+//!   [`mock_model`] script), for the IDE companion server;
+//! - [`sandbox`], [`stub_http`]: what the CLIs' sandboxes and the model
+//!   mocks share.
 //!
 //! Everything waits on conditions with bounded timeouts ([`poll_until`],
 //! [`wait_on`]); nothing
 //! sleeps for a fixed time hoping something happened.
 
+pub mod agents;
 pub mod browser;
 pub mod claude;
 pub mod editor;
 pub mod http;
 pub mod mock_anthropic;
+pub mod mock_gemini;
+pub mod mock_model;
+pub mod mock_openai;
 pub mod nvim;
+pub mod sandbox;
+pub mod stub_http;
 pub mod tmux;
 
 use std::sync::{Condvar, Mutex, MutexGuard};

@@ -14,9 +14,10 @@
 //! which keeps the harness free of an async runtime; any other path gets
 //! `200 {}`.
 
+use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Request};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -303,14 +304,6 @@ impl Drop for MockAnthropic {
     }
 }
 
-fn last_chars(s: &str, n: usize) -> &str {
-    let count = s.chars().count();
-    match s.char_indices().nth(count.saturating_sub(n)) {
-        Some((i, _)) => &s[i..],
-        None => s,
-    }
-}
-
 /// All text in a Messages request body, flattened in order: `system`, then
 /// every message's string content, text blocks and tool_result contents. Good
 /// for substring assertions on what the model was shown.
@@ -401,57 +394,16 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     loop {
-        // Read the head, line by line, up to the blank line.
-        let mut head = Vec::new();
-        loop {
-            let mut line = Vec::new();
-            let n = reader.read_until(b'\n', &mut line)?;
-            if n == 0 {
-                return Ok(()); // peer closed
-            }
-            head.extend_from_slice(&line);
-            if line == b"\r\n" || line == b"\n" {
-                break;
-            }
-            if head.len() > 1 << 20 {
-                return Err(io::Error::other("request head too large"));
-            }
-        }
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        if req.parse(&head).map_err(io::Error::other)?.is_partial() {
-            return Err(io::Error::other("partial request head"));
-        }
-        let method = req.method.unwrap_or("").to_string();
-        let path = req.path.unwrap_or("").to_string();
-        let header = |name: &str| {
-            req.headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case(name))
-                .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
-        };
-        let chunked =
-            header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-        let content_length: usize = header("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let body = if chunked {
-            read_chunked(&mut reader)?
-        } else {
-            let mut b = vec![0; content_length];
-            reader.read_exact(&mut b)?;
-            b
-        };
-        let body_json = if body.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&body)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()))
+        let Some(Request {
+            method, path, body, ..
+        }) = read_request(&mut reader)?
+        else {
+            return Ok(()); // peer closed
         };
         let mut record = RecordedRequest {
             method,
             path,
-            body: body_json,
+            body,
             answered_tool_use_id: None,
         };
         if record.is_messages() {
@@ -479,12 +431,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             record_request(shared, record);
             if stream_requested {
                 let sse = sse_body(&turn, &model, n, tool_id.as_deref());
-                write!(
-                    writer,
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nrequest-id: req_mock{n}\r\nconnection: close\r\n\r\n"
-                )?;
-                writer.write_all(sse.as_bytes())?;
-                writer.flush()?;
+                respond_sse(&mut writer, &format!("request-id: req_mock{n}\r\n"), &sse)?;
                 return Ok(());
             }
             let msg = message_json(&turn, &model, n, tool_id.as_deref());
@@ -499,41 +446,6 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 fn record_request(shared: &Shared, record: RecordedRequest) {
     shared.inner.lock().unwrap().requests.push(record);
     shared.changed.notify_all();
-}
-
-fn respond_json(w: &mut TcpStream, v: &Value) -> io::Result<()> {
-    let body = v.to_string();
-    write!(
-        w,
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{}",
-        body.len(),
-        body
-    )?;
-    w.flush()
-}
-
-fn read_chunked(r: &mut impl BufRead) -> io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut line = String::new();
-        r.read_line(&mut line)?;
-        let size_str = line.trim().split(';').next().unwrap_or("");
-        let size = usize::from_str_radix(size_str, 16).map_err(io::Error::other)?;
-        if size == 0 {
-            // Trailers until a blank line.
-            loop {
-                let mut t = String::new();
-                if r.read_line(&mut t)? == 0 || t == "\r\n" || t == "\n" {
-                    return Ok(body);
-                }
-            }
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        r.read_exact(&mut body[start..])?;
-        let mut crlf = [0; 2];
-        r.read_exact(&mut crlf)?;
-    }
 }
 
 fn usage(output_tokens: u64) -> Value {
@@ -640,6 +552,7 @@ fn sse_body(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, Read, Write};
 
     fn post(mock: &MockAnthropic, path: &str, body: &str, chunked: bool) -> String {
         let mut s = TcpStream::connect(mock.addr).unwrap();
