@@ -20,6 +20,7 @@
 
 use ccbridge_client::discovery::pid_alive;
 use ccbridge_server::lockfile::{LockError, PrivateFile};
+use ccbridge_server::AgentKind;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -33,19 +34,35 @@ pub enum Agent {
 impl Agent {
     pub const ALL: [Agent; 2] = [Agent::Gemini, Agent::Qwen];
 
+    /// The same agent among all of ccbridge's ([`AgentKind`]).
+    pub fn kind(self) -> AgentKind {
+        match self {
+            Agent::Gemini => AgentKind::Gemini,
+            Agent::Qwen => AgentKind::Qwen,
+        }
+    }
+
+    /// The agent of `kind`, if it finds its IDE through a discovery file.
+    pub fn of(kind: AgentKind) -> Option<Agent> {
+        Self::ALL.into_iter().find(|a| a.kind() == kind)
+    }
+
     /// The name `--agents` takes.
     pub fn name(self) -> &'static str {
-        match self {
-            Agent::Gemini => "gemini",
-            Agent::Qwen => "qwen",
-        }
+        self.kind().id()
     }
 
     /// What a person calls it.
     pub fn display_name(self) -> &'static str {
+        self.kind().display_name()
+    }
+
+    /// The session's name the frontend is told (both clients call
+    /// themselves `streamable-http-client`, which says nothing).
+    pub fn client_name(self) -> &'static str {
         match self {
-            Agent::Gemini => "Gemini CLI",
-            Agent::Qwen => "Qwen Code",
+            Agent::Gemini => "gemini-cli",
+            Agent::Qwen => "qwen-code",
         }
     }
 
@@ -150,35 +167,21 @@ pub enum DiscoveryError {
     Write(#[from] LockError),
 }
 
-/// The discovery files of one companion server; removed when dropped.
-#[derive(Debug, Default)]
-pub struct Published {
-    files: Vec<(Agent, PrivateFile)>,
-}
-
-impl Published {
-    /// The files written, by agent.
-    pub fn files(&self) -> impl Iterator<Item = (Agent, &Path)> {
-        self.files.iter().map(|(a, f)| (*a, f.path()))
-    }
-}
-
-/// Writes `advert` where each of `agents` looks. Files already written are
-/// removed again if a later one fails.
-pub fn publish(agents: &[Agent], advert: &Advert) -> Result<Published, DiscoveryError> {
-    let mut published = Published::default();
-    for &agent in agents {
-        let path = file_for(agent, advert.pid, advert.port).ok_or(DiscoveryError::NoHome)?;
-        let (dir, name) = (
-            path.parent().unwrap_or(Path::new("/")),
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default(),
-        );
-        let file = PrivateFile::create(dir, name, advert.to_json(agent).as_bytes())?;
-        published.files.push((agent, file));
-    }
-    Ok(published)
+/// Writes `advert` where `agent` looks for it; the file is removed when
+/// the returned [`PrivateFile`] is dropped.
+pub fn publish(agent: Agent, advert: &Advert) -> Result<PrivateFile, DiscoveryError> {
+    let path = file_for(agent, advert.pid, advert.port).ok_or(DiscoveryError::NoHome)?;
+    let (dir, name) = (
+        path.parent().unwrap_or(Path::new("/")),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default(),
+    );
+    Ok(PrivateFile::create(
+        dir,
+        name,
+        advert.to_json(agent).as_bytes(),
+    )?)
 }
 
 /// Removes Gemini discovery files whose process is gone (Gemini never

@@ -12,13 +12,21 @@
 //!
 //! - [`discovery`]: the agents' discovery files (where, what, cleanup);
 //! - [`context`]: the editor state as `ide/contextUpdate`;
-//! - [`service`]: the MCP side (`openDiff`, `closeDiff`, notifications).
+//! - [`service`]: the MCP side (`openDiff`, `closeDiff`, notifications);
+//! - [`launch`]: one server per agent beside a running engine, advertised
+//!   while it runs, as both `ccbridge serve` modes start them.
+//!
+//! Each agent gets a server (port and token) of its own: both clients
+//! introduce themselves as the same MCP SDK (`streamable-http-client`), so
+//! the server a session reached is what says which agent it is, and so
+//! which agent the frontend names for its diffs.
 
 pub mod context;
 pub mod discovery;
+pub mod launch;
 pub mod service;
 
-pub use discovery::{Advert, Agent, Published};
+pub use discovery::{Advert, Agent};
 
 use ccbridge_server::EngineHandle;
 use std::future::Future;
@@ -29,17 +37,23 @@ use tokio_util::sync::CancellationToken;
 
 /// A bound companion server, not yet serving.
 pub struct CompanionServer {
+    agent: Agent,
     listener: TcpListener,
     token: ccbridge_mcp::guard::Token,
     engine: EngineHandle,
 }
 
 impl CompanionServer {
-    /// Binds 127.0.0.1 on an OS-assigned port (the agents find it through
-    /// their discovery files), for clients presenting `token`.
-    pub async fn bind(token: &str, engine: EngineHandle) -> std::io::Result<CompanionServer> {
+    /// Binds 127.0.0.1 on an OS-assigned port (`agent` finds it through its
+    /// discovery file), for clients presenting `token`.
+    pub async fn bind(
+        agent: Agent,
+        token: &str,
+        engine: EngineHandle,
+    ) -> std::io::Result<CompanionServer> {
         let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
         Ok(CompanionServer {
+            agent,
             listener,
             token: ccbridge_mcp::guard::Token(token.into()),
             engine,
@@ -58,6 +72,7 @@ impl CompanionServer {
     ) -> std::io::Result<()> {
         let stop = CancellationToken::new();
         let shared = Arc::new(service::Shared {
+            agent: self.agent,
             engine: self.engine,
             stop: stop.clone(),
             sessions: Default::default(),

@@ -14,11 +14,12 @@
 //! stream is open by then), and again on every change, debounced.
 
 use crate::context::ContextTracker;
-use ccbridge_server::{EngineHandle, Proposal, Verdict};
+use crate::discovery::Agent;
+use ccbridge_server::{AgentSession, EngineHandle, Proposal, Verdict};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    ServerNotification, Tool,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -28,8 +29,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Larger request bodies are refused with 413 (a proposal is a whole file).
@@ -39,6 +40,9 @@ pub const CONTEXT_DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// What every session shares.
 pub(crate) struct Shared {
+    /// Which agent this server is for (each has its own server, port and
+    /// token: both clients introduce themselves as the same MCP SDK).
+    pub agent: Agent,
     pub engine: EngineHandle,
     pub stop: CancellationToken,
     /// Sessions so far (names the diffs of each).
@@ -59,6 +63,9 @@ pub struct Companion {
     pending: Arc<Mutex<HashMap<String, PendingDiff>>>,
     generations: Arc<AtomicU64>,
     pushing: Arc<AtomicBool>,
+    /// The session as the frontend knows it (who proposes a diff), from
+    /// `initialize` on.
+    agent_session: Arc<OnceLock<Arc<AgentSession>>>,
     _end: Arc<SessionEnd>,
 }
 
@@ -144,7 +151,23 @@ impl Companion {
             pending,
             generations: Arc::default(),
             pushing: Arc::default(),
+            agent_session: Arc::default(),
         }
+    }
+
+    /// This session as the frontend knows it; announced by `initialize`
+    /// (with the client's version), or here if a call comes first.
+    fn agent_session(&self, version: &str) -> Arc<AgentSession> {
+        self.agent_session
+            .get_or_init(|| {
+                let agent = self.shared.agent;
+                Arc::new(self.shared.engine.agent_session(
+                    agent.kind(),
+                    agent.client_name(),
+                    version,
+                ))
+            })
+            .clone()
     }
 
     /// Pushes the editor's context now and after every change, until the
@@ -201,17 +224,18 @@ impl Companion {
             Err(e) => return error(format!("cannot read {path}: {e}")),
         };
         let proposal = Proposal {
+            requester: None,
             title: format!("{} ⟷ proposed ({})", file_name(&path), self.session),
             path: path.clone(),
             original,
             proposed: args.new_content,
         };
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
-        let engine = self.shared.engine.clone();
+        let session = self.agent_session("");
         let pending = self.pending.clone();
         let key = path.clone();
         let task = tokio::spawn(async move {
-            let verdict = engine.review(proposal).await;
+            let verdict = session.review(proposal).await;
             let mine = {
                 let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
                 match p.get(&key) {
@@ -305,6 +329,16 @@ impl Drop for SessionEnd {
 }
 
 impl ServerHandler for Companion {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.agent_session(&request.client_info.version);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
             Implementation::new("ccbridge-companion", env!("CARGO_PKG_VERSION")),
@@ -328,6 +362,7 @@ impl ServerHandler for Companion {
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let bad = |e: serde_json::Error| McpError::invalid_params(e.to_string(), None);
+        let started = Instant::now();
         let result = match request.name.as_ref() {
             "openDiff" => self.open_diff(
                 serde_json::from_value(args).map_err(bad)?,
@@ -342,6 +377,17 @@ impl ServerHandler for Companion {
             }
             other => return Err(McpError::invalid_params(format!("no tool {other}"), None)),
         };
+        let summary = result
+            .content
+            .iter()
+            .find_map(|c| c.as_text().map(|t| t.text.chars().take(120).collect()))
+            .unwrap_or_default();
+        self.agent_session("").tool_called(
+            &request.name,
+            result.is_error == Some(true),
+            summary,
+            started.elapsed().as_millis() as u64,
+        );
         Ok(result.into())
     }
 }

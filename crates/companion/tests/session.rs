@@ -5,11 +5,11 @@
 //! diffs; the test decides them as the user would.
 
 use async_trait::async_trait;
-use ccbridge_companion::CompanionServer;
+use ccbridge_companion::{Agent, CompanionServer};
 use ccbridge_protocol::editor::{EditorTab, Position, Range, Selection};
 use ccbridge_server::{
-    Capabilities, CloseReason, Config, DiffDecision, DiffId, DiffView, EditorEvent, EngineHandle,
-    Frontend, FrontendError, Server,
+    AgentKind, Capabilities, CloseReason, Config, DiffDecision, DiffId, DiffView, EditorEvent,
+    EngineHandle, Frontend, FrontendError, Server,
 };
 use ccbridge_testkit::http::mcp_post;
 use serde_json::{json, Value};
@@ -58,7 +58,9 @@ async fn rig() -> Rig {
     let (tx, shown) = mpsc::unbounded_channel();
     let server = Server::bind(config, Arc::new(Shows(tx))).await.unwrap();
     let engine = server.handle();
-    let companion = CompanionServer::bind(TOKEN, engine.clone()).await.unwrap();
+    let companion = CompanionServer::bind(Agent::Gemini, TOKEN, engine.clone())
+        .await
+        .unwrap();
     let port = companion.port();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (stop_engine, engine_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -220,6 +222,12 @@ async fn a_diff_is_answered_at_once_and_its_verdict_arrives_as_a_notification() 
     .await;
     assert_eq!(view.proposed_contents, "hello world\n");
     assert_eq!(view.original_contents.as_deref(), Some("hello\n"));
+    assert_eq!(
+        view.agent,
+        Some(AgentKind::Gemini),
+        "the frontend is told which agent proposes it"
+    );
+    assert!(view.client_id.is_some(), "and which session");
     let got = blocking(move || {
         let n = client.next("ide/diffAccepted");
         (client, n)

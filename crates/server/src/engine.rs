@@ -205,6 +205,7 @@ impl Server {
             refusals: RefusalLog::new(Instant::now()),
             traffic,
             next_conn: AtomicU64::new(0),
+            mirrors: Mutex::default(),
             tools: Mutex::new(None),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
@@ -408,8 +409,29 @@ impl EngineHandle {
         self.shared.rewrite_lock()
     }
 
+    /// What the lock file says now (or would say, without one).
+    pub fn lock_contents(&self) -> ccbridge_protocol::lockfile::LockFile {
+        self.shared.lock_contents()
+    }
+
+    /// Rewrites `mirror` whenever the lock file is rewritten (the editor
+    /// changed the workspace, its name or pid), before the change is
+    /// acknowledged, until [`Self::remove_lock_mirror`].
+    pub fn add_lock_mirror(&self, mirror: Arc<dyn crate::lockfile::LockMirror>) {
+        lock(&self.shared.mirrors).push(mirror);
+    }
+
+    pub fn remove_lock_mirror(&self, mirror: &Arc<dyn crate::lockfile::LockMirror>) {
+        lock(&self.shared.mirrors).retain(|m| !Arc::ptr_eq(m, mirror));
+    }
+
     pub(crate) fn ide(&self) -> &Arc<Ide> {
         &self.shared.ide
+    }
+
+    /// A fresh connection id (also a session's [`crate::ClientId`]).
+    pub(crate) fn next_conn(&self) -> crate::diffs::ConnId {
+        self.shared.next_conn()
     }
 
     pub fn lock_path(&self) -> Option<PathBuf> {

@@ -37,9 +37,13 @@ impl fmt::Display for DiffId {
 #[serde(rename_all = "camelCase")]
 pub struct DiffView {
     pub id: DiffId,
-    /// The Claude session that asked, when known.
+    /// The agent session that asked, when known.
     #[serde(default)]
     pub client_id: Option<ClientId>,
+    /// The agent that asked; `None` for a workspace tools client (which
+    /// agent runs it is not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentKind>,
     pub tab_name: String,
     pub old_file_path: String,
     pub new_file_path: String,
@@ -133,7 +137,81 @@ pub enum FrontendError {
 #[serde(transparent)]
 pub struct ClientId(pub u64);
 
-/// A connected Claude Code session.
+/// Which coding agent a session (and so its diffs and activity) belongs
+/// to: Claude Code on the WebSocket server, Gemini CLI or Qwen Code on the
+/// companion server. Frontends show its [`display_name`](Self::display_name)
+/// ("Gemini CLI proposes ...") so a user running two agents at once can
+/// tell them apart. On the wire: `{"id": "gemini", "name": "Gemini CLI"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AgentKind {
+    #[default]
+    Claude,
+    Gemini,
+    Qwen,
+}
+
+impl AgentKind {
+    pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Gemini, AgentKind::Qwen];
+
+    /// The short name: `claude`, `gemini`, `qwen` (also the CLI's command).
+    pub fn id(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Gemini => "gemini",
+            AgentKind::Qwen => "qwen",
+        }
+    }
+
+    /// The product's name, for people.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "Claude Code",
+            AgentKind::Gemini => "Gemini CLI",
+            AgentKind::Qwen => "Qwen Code",
+        }
+    }
+
+    /// The kind whose [`id`](Self::id) is `id`.
+    pub fn from_id(id: &str) -> Option<AgentKind> {
+        Self::ALL.into_iter().find(|a| a.id() == id)
+    }
+}
+
+impl fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+impl Serialize for AgentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Agent", 2)?;
+        st.serialize_field("id", self.id())?;
+        st.serialize_field("name", self.display_name())?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentKind {
+    /// From `{"id": ...}` (the `name` is not needed) or a bare id string.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Id(String),
+            Object { id: String },
+        }
+        let id = match Wire::deserialize(d)? {
+            Wire::Id(id) | Wire::Object { id } => id,
+        };
+        AgentKind::from_id(&id)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown agent {id:?}")))
+    }
+}
+
+/// A connected agent session: a Claude Code WebSocket connection, or a
+/// Gemini CLI / Qwen Code session on the companion server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientInfo {
@@ -142,6 +220,9 @@ pub struct ClientInfo {
     pub version: String,
     /// The CLI's pid from `ide_connected`, once known.
     pub pid: Option<u32>,
+    /// Which agent this is.
+    #[serde(default)]
+    pub agent: AgentKind,
 }
 
 /// Why a diff view is being closed.

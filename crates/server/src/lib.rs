@@ -48,8 +48,8 @@ pub mod traffic;
 pub use config::Config;
 pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};
 pub use frontend::{
-    Activity, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent,
+    Activity, AgentKind, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent,
     DiffDecision, DiffId, DiffView, EditorEvent, Frontend, FrontendError, OpenedFile, RunId,
 };
-pub use review::{EditorContext, Proposal, Verdict};
+pub use review::{AgentSession, EditorContext, Proposal, Verdict};
 pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};

@@ -50,6 +50,13 @@ impl LockGuard {
     }
 }
 
+/// Another advertisement of this IDE that must say what the lock file says
+/// (see `EngineHandle::add_lock_mirror`): rewritten with the lock file's
+/// new contents each time the lock file is.
+pub trait LockMirror: Send + Sync {
+    fn rewrite(&self, lock: &LockFile) -> Result<(), LockError>;
+}
+
 /// A file holding a secret (a token), with the lock file's guarantees:
 /// in a private directory (created 0700, refused when it is a symlink or
 /// someone else's), written atomically with mode 0600 whatever the umask,

@@ -13,6 +13,7 @@
 use crate::diffs::ConnId;
 use crate::diffs::Settled;
 use crate::engine::EngineHandle;
+use crate::frontend::{Activity, AgentKind, ClientId, ClientInfo};
 use crate::frontend::{Approval, CloseReason, CommandEvent, DiffDecision, DiffId};
 use crate::frontend::{DiffView, FrontendError, RunId};
 use crate::ide::{lock, Ide};
@@ -27,6 +28,9 @@ const TOOLS_CONN: ConnId = ConnId::MAX;
 /// A proposed new text for one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proposal {
+    /// The agent session that proposes it ([`AgentSession::review`] sets
+    /// it); `None` for the workspace tools, whose caller is not known.
+    pub requester: Option<(ClientId, AgentKind)>,
     /// The file's absolute path.
     pub path: String,
     /// The title of the view (the tab name), unique per file.
@@ -69,13 +73,15 @@ impl Ide {
         if !self.frontend.capabilities().diff {
             return Err(FrontendError::Unsupported("reviewing diffs"));
         }
-        let (id, decision, replaced) = lock(&self.diffs).open_review(&p.title, TOOLS_CONN);
+        let owner = p.requester.map_or(TOOLS_CONN, |(client, _)| client.0);
+        let (id, decision, replaced) = lock(&self.diffs).open_review(&p.title, owner);
         if let Some(old) = replaced {
             self.close_views(vec![old]);
         }
         let view = DiffView {
             id,
-            client_id: None,
+            client_id: p.requester.map(|(client, _)| client),
+            agent: p.requester.map(|(_, agent)| agent),
             tab_name: p.title,
             old_file_path: p.path.clone(),
             new_file_path: p.path,
@@ -159,6 +165,67 @@ impl EngineHandle {
     /// Changes whenever the editor's selection or open tabs do.
     pub fn context_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.ide().context_rev.subscribe()
+    }
+
+    /// Announces a session of an agent that is not on the WebSocket server
+    /// (Gemini CLI, Qwen Code on the companion server) to the frontend, as
+    /// `client_connected`, with an id from the same sequence as Claude's
+    /// sessions. Dropping the session announces its end and withdraws its
+    /// reviews still open.
+    pub fn agent_session(&self, agent: AgentKind, name: &str, version: &str) -> AgentSession {
+        let info = ClientInfo {
+            id: ClientId(self.next_conn()),
+            name: name.to_owned(),
+            version: version.to_owned(),
+            pid: None,
+            agent,
+        };
+        self.ide().frontend.client_connected(&info);
+        AgentSession {
+            ide: self.ide().clone(),
+            info,
+        }
+    }
+}
+
+/// One agent session outside the WebSocket server; see
+/// [`EngineHandle::agent_session`].
+pub struct AgentSession {
+    ide: Arc<Ide>,
+    info: ClientInfo,
+}
+
+impl AgentSession {
+    pub fn info(&self) -> &ClientInfo {
+        &self.info
+    }
+
+    /// [`EngineHandle::review`], shown as this session's: the frontend is
+    /// told which agent and session proposes it.
+    pub async fn review(&self, mut proposal: Proposal) -> Result<Verdict, FrontendError> {
+        proposal.requester = Some((self.info.id, self.info.agent));
+        self.ide.review(proposal).await
+    }
+
+    /// Tells the frontend this session's call of `tool` was answered.
+    pub fn tool_called(&self, tool: &str, is_error: bool, summary: String, elapsed_ms: u64) {
+        self.ide.frontend.activity(Activity::ToolCall {
+            client: self.info.id,
+            tool: tool.to_owned(),
+            is_error,
+            summary,
+            elapsed_ms,
+        });
+    }
+}
+
+impl Drop for AgentSession {
+    fn drop(&mut self) {
+        let ids = lock(&self.ide.diffs).close_all(Some(self.info.id.0), CloseReason::Disconnected);
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.ide.close_views(ids);
+        }
+        self.ide.frontend.client_disconnected(self.info.id);
     }
 }
 

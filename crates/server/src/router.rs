@@ -11,7 +11,7 @@
 //! | bad tool arguments | an `isError` tool result |
 //! | unknown notification, responses | ignored |
 
-use crate::frontend::{Activity, ClientInfo};
+use crate::frontend::{Activity, AgentKind, ClientInfo};
 use crate::ide::lock;
 use crate::peer::Conn;
 use crate::tools;
@@ -99,6 +99,7 @@ fn initialize(conn: &Arc<Conn>, r: Request) -> String {
         name: client.name,
         version: client.version,
         pid: None,
+        agent: AgentKind::Claude,
     });
     // A client that never sends tools/list still gets its context.
     conn.ready_after(cfg.notify_delay + READY_FALLBACK);

@@ -180,6 +180,7 @@ mod tests {
             name: "claude-code".into(),
             version: "2.1.328".into(),
             pid: None,
+            agent: crate::AgentKind::Claude,
         }
     }
 

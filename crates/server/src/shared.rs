@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     /// `--log-traffic`.
     pub traffic: Option<Arc<TrafficLog>>,
     pub next_conn: AtomicU64,
+    /// Other advertisements of this IDE that follow the lock file
+    /// (the companion server's discovery files).
+    pub mirrors: Mutex<Vec<Arc<dyn crate::lockfile::LockMirror>>>,
     /// The workspace tools server, advertised in the lock file.
     pub tools: Mutex<Option<ccbridge_protocol::lockfile::McpEndpoint>>,
 }
@@ -66,10 +69,14 @@ impl Shared {
 
     pub fn rewrite_lock(&self) -> Result<(), LockError> {
         let contents = self.lock_contents();
-        match lock(&self.lock).as_ref() {
-            Some(g) => g.update(&contents),
-            None => Ok(()),
+        if let Some(g) = lock(&self.lock).as_ref() {
+            g.update(&contents)?;
         }
+        let mirrors = lock(&self.mirrors).clone();
+        for m in mirrors {
+            m.rewrite(&contents)?;
+        }
+        Ok(())
     }
 
     /// Makes `conn` ready: replays the latest selection, then the queued

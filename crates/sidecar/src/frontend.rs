@@ -407,6 +407,7 @@ mod tests {
             original_contents: Some("old\n".into()),
             is_new_file: false,
             proposed_contents: "new\n".into(),
+            agent: Some(ccbridge_server::AgentKind::Claude),
         }
     }
 
@@ -707,13 +708,17 @@ mod tests {
             name: "claude-code".into(),
             version: "2.1.328".into(),
             pid: Some(99),
+            agent: ccbridge_server::AgentKind::Gemini,
         });
         match next_message(&mut editor).await {
             Message::Notification(n) => {
                 assert_eq!(n.method, "clientConnected");
                 assert_eq!(
                     n.params_value(),
-                    Some(json!({"id": 1, "name": "claude-code", "version": "2.1.328", "pid": 99}))
+                    Some(
+                        json!({"id": 1, "name": "claude-code", "version": "2.1.328", "pid": 99,
+                               "agent": {"id": "gemini", "name": "Gemini CLI"}})
+                    )
                 );
             }
             other => panic!("expected the notification, got {other:?}"),

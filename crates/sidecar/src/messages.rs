@@ -22,12 +22,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of docs/editor-protocol.md this crate implements.
-pub const PROTOCOL_VERSION: u32 = 2;
-/// Versions an editor may ask for in `initialize`. Version 2 only adds to
-/// version 1 (the `dismissed` verdict, `invalidNotification`), so a
-/// version-1 editor keeps working; it is just not sent what it would not
-/// know.
-pub const SUPPORTED_PROTOCOL_VERSIONS: [u32; 2] = [1, 2];
+pub const PROTOCOL_VERSION: u32 = 3;
+/// Versions an editor may ask for in `initialize`. Each version only adds
+/// to the one before (version 2: the `dismissed` verdict,
+/// `invalidNotification`, the workspace tools; version 3: the other
+/// agents, and which agent each session and diff is), so an older editor
+/// keeps working; it is just not sent what it would not know.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// Method names, as on the wire.
 pub mod method {
@@ -116,6 +117,19 @@ pub struct InitializeResult {
     /// --transport http ccbridge <url> --header "Authorization: Bearer <token>"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<ToolsEndpoint>,
+    /// Every agent that can find this editor, with the environment of a
+    /// terminal that starts it (version 3; absent before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentEnv>,
+}
+
+/// An agent the editor may start in a terminal: `{"id": "gemini", "name":
+/// "Gemini CLI", "env": {...}}` (version 3). `id` is also its command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentEnv {
+    #[serde(flatten)]
+    pub agent: ccbridge_server::AgentKind,
+    pub env: BTreeMap<String, String>,
 }
 
 /// Where the workspace tools are served, the bearer token they take
@@ -518,6 +532,7 @@ pub struct ClientDisconnectedParams {
 mod tests {
     use super::*;
     use ccbridge_protocol::editor::{Position, Severity};
+    use ccbridge_server::AgentKind;
     use serde_json::json;
 
     #[test]
@@ -564,13 +579,30 @@ mod tests {
             lock_file: Some("/home/u/.claude/ide/53117.lock".into()),
             env: claude_env(53117),
             tools: None,
+            agents: vec![
+                AgentEnv {
+                    agent: AgentKind::Claude,
+                    env: claude_env(53117),
+                },
+                AgentEnv {
+                    agent: AgentKind::Gemini,
+                    env: BTreeMap::from([("GEMINI_CLI_IDE_SERVER_PORT".into(), "41000".into())]),
+                },
+            ],
         };
+        let v = serde_json::to_value(&r).unwrap();
         assert_eq!(
-            serde_json::to_value(&r).unwrap(),
-            json!({"protocolVersion": 2, "serverInfo": {"name": "ccbridge", "version": "0.1.0"},
+            v,
+            json!({"protocolVersion": 3, "serverInfo": {"name": "ccbridge", "version": "0.1.0"},
                    "port": 53117, "lockFile": "/home/u/.claude/ide/53117.lock",
-                   "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"}})
+                   "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"},
+                   "agents": [
+                     {"id": "claude", "name": "Claude Code",
+                      "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"}},
+                     {"id": "gemini", "name": "Gemini CLI",
+                      "env": {"GEMINI_CLI_IDE_SERVER_PORT": "41000"}}]})
         );
+        assert_eq!(serde_json::from_value::<InitializeResult>(v).unwrap(), r);
     }
 
     #[test]
@@ -764,6 +796,7 @@ mod tests {
             original_contents: None,
             is_new_file: false,
             proposed_contents: "x".into(),
+            agent: None,
         })
         .unwrap();
         assert_eq!(
@@ -772,16 +805,31 @@ mod tests {
                    "newFilePath": "/w/a", "originalContents": null, "isNewFile": false,
                    "proposedContents": "x"})
         );
+        let v = serde_json::to_value(ShowDiffParams {
+            id: DiffId(2),
+            client_id: Some(ClientId(4)),
+            tab_name: "t".into(),
+            old_file_path: "/w/a".into(),
+            new_file_path: "/w/a".into(),
+            original_contents: Some("o".into()),
+            is_new_file: false,
+            proposed_contents: "x".into(),
+            agent: Some(AgentKind::Qwen),
+        })
+        .unwrap();
+        assert_eq!(v["agent"], json!({"id": "qwen", "name": "Qwen Code"}));
         let v = serde_json::to_value(ClientInfo {
             id: ClientId(2),
             name: "claude-code".into(),
             version: "2.1.328".into(),
             pid: None,
+            agent: AgentKind::Claude,
         })
         .unwrap();
         assert_eq!(
             v,
-            json!({"id": 2, "name": "claude-code", "version": "2.1.328", "pid": null})
+            json!({"id": 2, "name": "claude-code", "version": "2.1.328", "pid": null,
+                   "agent": {"id": "claude", "name": "Claude Code"}})
         );
         assert_eq!(
             serde_json::to_value(CloseTabParams {

@@ -19,7 +19,7 @@ use crate::error::SidecarError;
 use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
 use crate::frontend::StdioFrontend;
 use crate::messages::{
-    self, check_folders, claude_env, method, Checked, InitializeParams, InitializeResult,
+    self, check_folders, claude_env, method, AgentEnv, Checked, InitializeParams, InitializeResult,
     ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use async_trait::async_trait;
@@ -29,7 +29,7 @@ use ccbridge_protocol::jsonrpc::{
 use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::traffic::{Direction, Peer, TrafficLog};
 use ccbridge_server::{
-    ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
+    AgentKind, ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -75,11 +75,27 @@ where
 }
 
 /// What the sidecar serves besides the Claude Code IDE server.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Also serve the workspace tools over MCP (`ccbridge-mcp`), so; `None`:
     /// not at all. The editor's `initialize` may change their approval mode.
     pub tools: Option<ccbridge_mcp::launch::Options>,
+    /// Offer the IDE to Claude Code (its lock file); without it, only to
+    /// the agents of `companion`.
+    pub claude: bool,
+    /// The companion servers for Gemini CLI / Qwen Code; `None`: none.
+    pub companion: Option<ccbridge_companion::launch::Options>,
+}
+
+impl Default for Options {
+    /// Claude Code's IDE server only: no workspace tools, no companion.
+    fn default() -> Self {
+        Options {
+            tools: None,
+            claude: true,
+            companion: None,
+        }
+    }
 }
 
 /// [`run`], with [`Options`].
@@ -94,6 +110,11 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let mut config = config;
+    if !options.claude {
+        // Claude Code finds an IDE by its lock file only.
+        config.lock_dir = None;
+    }
     let folders: Vec<PathBuf> = config.workspace_folders.iter().map(PathBuf::from).collect();
     let (sink, writer) = spawn_writer(output);
     let frontend = Arc::new(StdioFrontend::new(sink.clone(), config.frontend_timeout));
@@ -155,6 +176,23 @@ where
         .ok(),
         None => None,
     };
+    let (stop_companion, companion_stop) = oneshot::channel::<()>();
+    let companion = match &options.companion {
+        Some(o) => Some(
+            ccbridge_companion::launch::start(o, &handle, async move {
+                let _ = companion_stop.await;
+            })
+            .await,
+        ),
+        None => None,
+    };
+    let mut offered: Vec<(AgentKind, Option<u16>)> = Vec::new();
+    if options.claude {
+        offered.push((AgentKind::Claude, None));
+    }
+    if let Some(c) = &companion {
+        offered.extend(c.served().iter().map(|s| (s.agent.kind(), Some(s.port))));
+    }
 
     let session = Session::new(
         Arc::new(handle),
@@ -162,7 +200,8 @@ where
         sink.clone(),
         server_info,
     )
-    .with_tools(tools.as_ref().map(|t| (t.endpoint.clone(), t.ctx.clone())));
+    .with_tools(tools.as_ref().map(|t| (t.endpoint.clone(), t.ctx.clone())))
+    .with_agents(offered);
     let mut reader = FrameReader::new(input);
     let mut engine_result = None;
     let outcome = {
@@ -189,8 +228,12 @@ where
     frontend.disconnect();
     let _ = stop_engine.send(());
     let _ = stop_tools.send(());
+    let _ = stop_companion.send(());
     if let Some(t) = tools {
         t.stopped().await;
+    }
+    if let Some(c) = companion {
+        c.stopped().await;
     }
     let engine_result = match engine_result {
         Some(r) => r,
@@ -216,6 +259,7 @@ pub(crate) trait Engine: Send + Sync {
     fn port(&self) -> u16;
     fn lock_path(&self) -> Option<PathBuf>;
     fn clients(&self) -> Vec<ClientInfo>;
+    fn workspace_folders(&self) -> Vec<String>;
     fn traffic_log(&self) -> Option<Arc<TrafficLog>>;
 }
 
@@ -235,6 +279,9 @@ impl Engine for EngineHandle {
     }
     fn clients(&self) -> Vec<ClientInfo> {
         EngineHandle::clients(self)
+    }
+    fn workspace_folders(&self) -> Vec<String> {
+        EngineHandle::workspace_folders(self)
     }
     fn traffic_log(&self) -> Option<Arc<TrafficLog>> {
         EngineHandle::traffic_log(self)
@@ -258,6 +305,9 @@ pub(crate) struct Session {
     /// The workspace tools server, when it runs: where, and what its tools
     /// share (their workspace and approval mode follow `initialize`).
     tools: Option<(McpEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
+    /// The agents offered, with their companion server's port (Claude's
+    /// is the engine's).
+    agents: Vec<(AgentKind, Option<u16>)>,
 }
 
 impl Session {
@@ -274,7 +324,30 @@ impl Session {
             server_info,
             version: AtomicU32::new(PROTOCOL_VERSION),
             tools: None,
+            agents: vec![(AgentKind::Claude, None)],
         }
+    }
+
+    /// Reports these agents in `initialize` (version 3).
+    pub(crate) fn with_agents(mut self, agents: Vec<(AgentKind, Option<u16>)>) -> Self {
+        self.agents = agents;
+        self
+    }
+
+    /// Each agent offered, with the environment of a terminal that starts
+    /// it connected to this editor.
+    fn agents_env(&self, port: u16) -> Vec<AgentEnv> {
+        let folders = self.engine.workspace_folders();
+        self.agents
+            .iter()
+            .map(|&(agent, companion_port)| AgentEnv {
+                agent,
+                env: match (ccbridge_companion::Agent::of(agent), companion_port) {
+                    (Some(a), Some(p)) => a.env(p, &folders).into_iter().collect(),
+                    _ => claude_env(port),
+                },
+            })
+            .collect()
     }
 
     /// Reports the tools server in `initialize` (version 2).
@@ -492,11 +565,20 @@ impl Session {
             server_info: self.server_info.clone(),
             port,
             lock_file: self.lock_file(),
-            env: claude_env(port),
+            env: if self.agents.iter().any(|(a, _)| *a == AgentKind::Claude) {
+                claude_env(port)
+            } else {
+                Default::default()
+            },
             tools: if version >= 2 {
                 self.update_tools(&params)
             } else {
                 None
+            },
+            agents: if version >= 3 {
+                self.agents_env(port)
+            } else {
+                Vec::new()
             },
         };
         self.reply(Response::ok_from(req.id, &result));

@@ -15,8 +15,8 @@ use ccbridge_mcp::ApprovalMode;
 use ccbridge_protocol::editor::FileDiagnostics;
 use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::{
-    Activity, ApplyError, Approval, ClientId, ClientInfo, CloseReason, CommandEvent, DiffDecision,
-    DiffId, DiffView, EditorEvent, EngineHandle, FrontendError, RunId,
+    Activity, AgentKind, ApplyError, Approval, ClientId, ClientInfo, CloseReason, CommandEvent,
+    DiffDecision, DiffId, DiffView, EditorEvent, EngineHandle, FrontendError, RunId,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -37,7 +37,8 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A connected Claude Code session as the page shows it.
+/// A connected agent session (Claude Code, Gemini CLI, Qwen Code) as the
+/// page shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionView {
@@ -46,6 +47,16 @@ pub struct SessionView {
     pub version: String,
     pub pid: Option<u32>,
     pub connected_at: u64,
+    pub agent: AgentKind,
+}
+
+/// An agent that can find this IDE, and how the user starts it connected
+/// (`env` for a terminal; in the page's "no session" hint).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentOffer {
+    #[serde(flatten)]
+    pub agent: AgentKind,
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// The files open in the page's viewer.
@@ -63,6 +74,8 @@ pub struct ServerView {
     pub ide_name: String,
     pub workspace_folders: Vec<String>,
     pub ide_port: u16,
+    /// The agents offered (`--agents`).
+    pub agents: Vec<AgentOffer>,
 }
 
 #[derive(Default)]
@@ -257,6 +270,7 @@ impl Hub {
             .map(|s| Asker {
                 id: s.id,
                 name: s.name.clone(),
+                agent: view.agent.unwrap_or(s.agent),
             });
         let review = Review::new(view, session, now_ms());
         self.publish(json!({"type": "review", "review": review}));
@@ -289,6 +303,7 @@ impl Hub {
             version: info.version.clone(),
             pid: info.pid,
             connected_at: now_ms(),
+            agent: info.agent,
         };
         inner.sessions.insert(info.id, view.clone());
         self.publish_sessions(&inner);
@@ -453,6 +468,7 @@ mod tests {
             original_contents: Some("a\n".into()),
             is_new_file: false,
             proposed_contents: "b\n".into(),
+            agent: Some(AgentKind::Gemini),
         }
     }
 
@@ -465,6 +481,7 @@ mod tests {
             name: "claude-code".into(),
             version: "2.1.328".into(),
             pid: Some(42),
+            agent: AgentKind::Gemini,
         });
         hub.show_diff(view(1));
         hub.show_diff(view(2));
@@ -477,6 +494,12 @@ mod tests {
             .collect();
         assert_eq!(ids, vec![2, 1]);
         assert_eq!(snap["reviews"][0]["session"]["name"], "claude-code");
+        assert_eq!(
+            snap["reviews"][0]["session"]["agent"],
+            json!({"id": "gemini", "name": "Gemini CLI"}),
+            "the page can say which agent proposes it"
+        );
+        assert_eq!(snap["sessions"][0]["agent"]["id"], "gemini");
         assert_eq!(snap["sessions"][0]["pid"], 42);
         hub.close_diff(DiffId(1), CloseReason::NewPrompt);
         let mut kinds = Vec::new();

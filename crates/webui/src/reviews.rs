@@ -18,7 +18,7 @@
 //!   is refused (the page gets the current review back).
 
 use ccbridge_server::hunks::{self, Hunk};
-use ccbridge_server::{ClientId, DiffId, DiffView};
+use ccbridge_server::{AgentKind, ClientId, DiffId, DiffView};
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -48,6 +48,8 @@ pub struct HunkView {
 pub struct Asker {
     pub id: ClientId,
     pub name: String,
+    /// Which agent: the page says "from Gemini CLI #3".
+    pub agent: AgentKind,
 }
 
 /// One diff under review, in the shape the page reads (docs/web-ui.md).
@@ -263,6 +265,7 @@ mod tests {
                 original_contents: original.map(str::to_owned),
                 is_new_file,
                 proposed_contents: proposed.into(),
+                agent: None,
             },
             None,
             0,

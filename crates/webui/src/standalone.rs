@@ -4,9 +4,9 @@
 
 use crate::frontend::BrowserFrontend;
 use crate::guard::Credentials;
-use crate::hub::{Hub, ServerView};
+use crate::hub::{AgentOffer, Hub, ServerView};
 use crate::server::{self, Ui};
-use ccbridge_server::{Config, EngineHandle, Server, ServerError};
+use ccbridge_server::{AgentKind, Config, EngineHandle, Server, ServerError};
 use ccbridge_workspace::{Workspace, WorkspaceError};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -32,12 +32,28 @@ pub enum StartError {
 }
 
 /// What the standalone server serves besides the engine.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// The page's port; `None`: OS-assigned.
     pub ui_port: Option<u16>,
     /// Also serve the workspace tools, so; `None`: not at all.
     pub tools: Option<ccbridge_mcp::launch::Options>,
+    /// Offer the IDE to Claude Code (its lock file).
+    pub claude: bool,
+    /// The companion servers for Gemini CLI / Qwen Code; `None`: none.
+    pub companion: Option<ccbridge_companion::launch::Options>,
+}
+
+impl Default for Options {
+    /// Claude Code only, no workspace tools, an OS-assigned port.
+    fn default() -> Self {
+        Options {
+            ui_port: None,
+            tools: None,
+            claude: true,
+            companion: None,
+        }
+    }
 }
 
 /// A started engine and UI, not yet serving.
@@ -49,6 +65,8 @@ pub struct Standalone {
     url: String,
     /// The tools server, or why it does not run.
     tools: Result<(ccbridge_mcp::launch::Running, oneshot::Sender<()>), String>,
+    companion: Option<ccbridge_companion::launch::Running>,
+    agents: Vec<AgentOffer>,
 }
 
 impl Standalone {
@@ -56,7 +74,11 @@ impl Standalone {
     /// or an OS-assigned port), starts the workspace tools server when
     /// `options.tools` says so (going on without it, logged, if it cannot
     /// start), then writes the lock file, naming the tools from the start.
-    pub async fn start(config: Config, options: Options) -> Result<Standalone, StartError> {
+    pub async fn start(mut config: Config, options: Options) -> Result<Standalone, StartError> {
+        if !options.claude {
+            // Claude Code finds an IDE by its lock file only.
+            config.lock_dir = None;
+        }
         let ui_port = options.ui_port;
         let folders: Vec<PathBuf> = config.workspace_folders.iter().map(PathBuf::from).collect();
         let workspace = Workspace::open(&folders).map_err(StartError::Workspace)?;
@@ -108,6 +130,13 @@ impl Standalone {
             }
             return Err(StartError::Engine(e));
         }
+        let companion = match &options.companion {
+            Some(o) => {
+                Some(ccbridge_companion::launch::start(o, &handle, std::future::pending()).await)
+            }
+            None => None,
+        };
+        let agents = offers(options.claude, companion.as_ref(), &handle);
         hub.attach(
             handle.clone(),
             ServerView {
@@ -115,6 +144,7 @@ impl Standalone {
                 ide_name,
                 workspace_folders: handle.workspace_folders(),
                 ide_port: handle.port(),
+                agents: agents.clone(),
             },
         );
         let credentials = Credentials::new(port);
@@ -133,7 +163,19 @@ impl Standalone {
             ui,
             url,
             tools,
+            companion,
+            agents,
         })
+    }
+
+    /// The agents that can find this IDE, with a terminal's environment.
+    pub fn agents(&self) -> &[AgentOffer] {
+        &self.agents
+    }
+
+    /// Why an agent asked for is not served (one line each).
+    pub fn agent_problems(&self) -> &[String] {
+        self.companion.as_ref().map_or(&[], |c| c.problems())
     }
 
     /// The workspace tools server, or why it does not run.
@@ -171,8 +213,39 @@ impl Standalone {
             let _ = stop.send(());
             running.stopped().await;
         }
+        if let Some(c) = self.companion {
+            c.stopped().await;
+        }
         let _ = stop_ui.send(());
         let _ = ui.await;
         result
     }
+}
+
+/// Each agent offered, with the environment of a terminal that starts it
+/// connected to this IDE.
+fn offers(
+    claude: bool,
+    companion: Option<&ccbridge_companion::launch::Running>,
+    engine: &EngineHandle,
+) -> Vec<AgentOffer> {
+    let mut out = Vec::new();
+    if claude {
+        out.push(AgentOffer {
+            agent: AgentKind::Claude,
+            env: [
+                ("CLAUDE_CODE_SSE_PORT".to_owned(), engine.port().to_string()),
+                ("ENABLE_IDE_INTEGRATION".to_owned(), "true".to_owned()),
+            ]
+            .into(),
+        });
+    }
+    let folders = engine.workspace_folders();
+    for s in companion.map_or(&[][..], |c| c.served()) {
+        out.push(AgentOffer {
+            agent: s.agent.kind(),
+            env: s.agent.env(s.port, &folders).into_iter().collect(),
+        });
+    }
+    out
 }

@@ -62,8 +62,8 @@ impl Rig {
         config.selection_debounce = Duration::ZERO;
         config.multi_client = true;
         let options = Options {
-            ui_port: None,
             tools: Some(Default::default()),
+            ..Options::default()
         };
         let s = Standalone::start(config, options).await.unwrap();
         let engine = s.engine().clone();

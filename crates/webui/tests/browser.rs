@@ -61,8 +61,8 @@ impl Rig {
         config.selection_debounce = Duration::ZERO;
         config.multi_client = true;
         let options = ccbridge_webui::Options {
-            ui_port: None,
             tools,
+            ..Default::default()
         };
         let s = rt.block_on(Standalone::start(config, options)).unwrap();
         let tools = s.tools().ok().cloned();

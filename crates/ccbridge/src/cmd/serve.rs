@@ -8,7 +8,7 @@
 //! process exits.
 
 use anyhow::{bail, Context};
-use ccbridge_server::Config;
+use ccbridge_server::{AgentKind, Config};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -105,9 +105,48 @@ pub struct ServerArgs {
     /// afterwards: it reads the file when it starts.
     #[arg(long, conflicts_with = "no_tools")]
     pub(crate) register_tools: bool,
+    /// Which agents may find this editor, comma-separated: `claude` (its
+    /// lock file), `gemini` (Gemini CLI), `qwen` (Qwen Code); the last two
+    /// through a companion server and discovery file each.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "claude,gemini,qwen",
+        value_parser = parse_agent
+    )]
+    pub(crate) agents: Vec<AgentKind>,
+}
+
+fn parse_agent(s: &str) -> Result<AgentKind, String> {
+    AgentKind::from_id(s.trim()).ok_or_else(|| {
+        let known: Vec<&str> = AgentKind::ALL.iter().map(|a| a.id()).collect();
+        format!("unknown agent {s:?}; known: {}", known.join(", "))
+    })
 }
 
 impl ServerArgs {
+    /// Whether Claude Code is offered the IDE (`--agents`).
+    pub(crate) fn claude(&self) -> bool {
+        self.agents.contains(&AgentKind::Claude)
+    }
+
+    /// The companion servers `--agents` asks for; `None`: neither Gemini
+    /// CLI nor Qwen Code.
+    pub(crate) fn companion(&self) -> Option<ccbridge_companion::launch::Options> {
+        let mut agents: Vec<ccbridge_companion::Agent> = Vec::new();
+        for a in self
+            .agents
+            .iter()
+            .filter_map(|&k| ccbridge_companion::Agent::of(k))
+        {
+            if !agents.contains(&a) {
+                agents.push(a);
+            }
+        }
+        (!agents.is_empty()).then_some(ccbridge_companion::launch::Options { agents })
+    }
+
     /// The workspace tools server these flags ask for; `None`: `--no-tools`.
     pub(crate) fn tools(&self) -> Option<ccbridge_mcp::launch::Options> {
         (!self.no_tools).then_some(ccbridge_mcp::launch::Options {
@@ -141,6 +180,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config_from(&args.server, parent)?;
     let options = ccbridge_sidecar::Options {
         tools: args.server.tools(),
+        claude: args.server.claude(),
+        companion: args.server.companion(),
     };
     let reason = ccbridge_sidecar::run_with(
         config,
@@ -178,6 +219,8 @@ pub async fn start_standalone(
     let options = ccbridge_webui::Options {
         ui_port: ui.ui_port,
         tools: server.tools(),
+        claude: server.claude(),
+        companion: server.companion(),
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)
 }
@@ -203,11 +246,42 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
         ),
         Err(why) => format!("\n  Workspace tools: not served, {why}.\n"),
     };
+    let claude = if server.claude() {
+        format!(
+            "\n  Claude Code finds it by its lock file{lock}:\n  \
+             start `claude` in that folder and it connects (or run `ccbridge claude`).\n"
+        )
+    } else {
+        String::new()
+    };
+    let others: Vec<&str> = s
+        .agents()
+        .iter()
+        .filter(|a| a.agent != AgentKind::Claude)
+        .map(|a| a.agent.display_name())
+        .collect();
+    let mut agents = if others.is_empty() {
+        String::new()
+    } else {
+        let commands: Vec<String> = s
+            .agents()
+            .iter()
+            .filter(|a| a.agent != AgentKind::Claude)
+            .map(|a| format!("`{}`", a.agent.id()))
+            .collect();
+        format!(
+            "\n  {} find it too: start {} in that folder (IDE mode on: `/ide enable`).\n",
+            others.join(" and "),
+            commands.join(" or ")
+        )
+    };
+    for p in s.agent_problems() {
+        agents.push_str(&format!("  {p}\n"));
+    }
     format!(
         "ccbridge is the IDE for {folders}\n\
          \n  Review UI: {url}\n             (open it in your browser; the link works once)\n\
-         \n  Claude Code finds it by its lock file{lock}:\n  \
-         start `claude` in that folder and it connects (or run `ccbridge claude`).\n\
+         {claude}{agents}\
          {tools}\
          \nLogs go to {logs}. Press Ctrl-C to stop.",
         url = s.url(),

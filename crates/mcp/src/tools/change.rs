@@ -137,6 +137,7 @@ pub(crate) async fn land(
     changes.borrow_and_update();
     let (final_text, status) = if ctx.approval().asks_for_changes() {
         let proposal = Proposal {
+            requester: None,
             path: abs.clone(),
             title: format!("✎ {} (ccbridge {})", c.shown, c.tool),
             original: shown_original,

@@ -8,7 +8,7 @@
 
 use super::{args, editor_error};
 use crate::diffs::Settled;
-use crate::frontend::{CloseReason, DiffDecision, DiffView};
+use crate::frontend::{AgentKind, CloseReason, DiffDecision, DiffView};
 use crate::ide::lock;
 use crate::ide::{Caller, Ide};
 use ccbridge_protocol::jsonrpc::RawJson;
@@ -32,6 +32,7 @@ pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallTool
     let view = DiffView {
         id,
         client_id: Some(caller.client),
+        agent: Some(AgentKind::Claude),
         tab_name: a.tab_name.clone(),
         old_file_path: a.old_file_path,
         new_file_path: a.new_file_path,

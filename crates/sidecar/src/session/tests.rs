@@ -52,6 +52,9 @@ impl Engine for FakeEngine {
     fn lock_path(&self) -> Option<PathBuf> {
         Some(PathBuf::from("/tmp/ide/43210.lock"))
     }
+    fn workspace_folders(&self) -> Vec<String> {
+        vec!["/w".into()]
+    }
     fn traffic_log(&self) -> Option<Arc<ccbridge_server::traffic::TrafficLog>> {
         None
     }
@@ -61,6 +64,7 @@ impl Engine for FakeEngine {
             name: "claude-code".into(),
             version: "2.1.328".into(),
             pid: Some(77),
+            agent: Default::default(),
         }]
     }
 }
@@ -210,7 +214,17 @@ async fn initialize_answers_and_updates_the_workspace() {
     // Without workspace fields there is no lock-file rewrite; without a
     // version the newest is spoken.
     let r = ed.call(2, "initialize", json!({})).await;
-    assert_eq!(r["result"]["protocolVersion"], 2);
+    assert_eq!(r["result"]["protocolVersion"], 3);
+    assert_eq!(
+        r["result"]["agents"],
+        json!([{"id": "claude", "name": "Claude Code",
+                "env": {"CLAUDE_CODE_SSE_PORT": "43210", "ENABLE_IDE_INTEGRATION": "true"}}]),
+        "version 3 lists the agents offered"
+    );
+    let r = ed
+        .call(3, "initialize", json!({"protocolVersion": 2}))
+        .await;
+    assert!(r["result"].get("agents").is_none(), "{r}");
     ed.no_event();
 }
 
@@ -218,10 +232,10 @@ async fn initialize_answers_and_updates_the_workspace() {
 async fn initialize_rejects_bad_versions_and_params() {
     let mut ed = start();
     let r = ed
-        .call(1, "initialize", json!({"protocolVersion": 3}))
+        .call(1, "initialize", json!({"protocolVersion": 4}))
         .await;
     assert_eq!(r["error"]["code"], -32602);
-    assert_eq!(r["error"]["data"], json!({"supported": [1, 2]}));
+    assert_eq!(r["error"]["data"], json!({"supported": [1, 2, 3]}));
     let r = ed.call(2, "initialize", json!({"pid": "me"})).await;
     assert_eq!(r["error"]["code"], -32602);
     let r = ed
@@ -246,7 +260,8 @@ async fn status_unknown_requests_and_shutdown() {
     assert_eq!(
         r["result"],
         json!({"port": 43210, "lockFile": "/tmp/ide/43210.lock",
-               "clients": [{"id": 1, "name": "claude-code", "version": "2.1.328", "pid": 77}]})
+               "clients": [{"id": 1, "name": "claude-code", "version": "2.1.328", "pid": 77,
+                            "agent": {"id": "claude", "name": "Claude Code"}}]})
     );
     let r = ed.call(6, "textDocument/hover", json!({})).await;
     assert_eq!(r["error"]["code"], -32601);
@@ -567,6 +582,7 @@ async fn answers_reach_the_frontend_and_are_never_answered() {
         original_contents: None,
         is_new_file: false,
         proposed_contents: "x".into(),
+        agent: None,
     };
     // A good answer.
     let shown = tokio::spawn({

@@ -1,7 +1,8 @@
-// The activity view (what Claude did, in order) and the connection status
-// at the top of the page (which Claude Code sessions are connected).
+// The activity view (what the agents did, in order) and the connection
+// status at the top of the page (which agent sessions are connected: Claude
+// Code, Gemini CLI, Qwen Code).
 
-import type { Activity, Session } from "./api";
+import type { Activity, AgentOffer, Session } from "./api";
 import { baseName, clock, duration, h, replace } from "./dom";
 
 /** Entries kept in the page (the server keeps the last 200). */
@@ -31,18 +32,18 @@ export class ActivityView {
   }
 
   learn(sessions: Session[]): void {
-    for (const s of sessions) this.names.set(s.id, s.name);
+    for (const s of sessions) this.names.set(s.id, s.agent.name);
   }
 
   setAll(entries: Activity[]): void {
     this.entries = entries.slice(-KEPT);
-    for (const e of this.entries) if (e.kind === "connected") this.names.set(e.session.id, e.session.name);
+    for (const e of this.entries) if (e.kind === "connected") this.names.set(e.session.id, e.session.agent.name);
     replace(this.list, ...this.entries.map((e) => this.row(e)));
     this.empty.hidden = this.entries.length > 0;
   }
 
   add(e: Activity): void {
-    if (e.kind === "connected") this.names.set(e.session.id, e.session.name);
+    if (e.kind === "connected") this.names.set(e.session.id, e.session.agent.name);
     this.entries.push(e);
     this.list.append(this.row(e));
     while (this.entries.length > KEPT) {
@@ -72,8 +73,8 @@ export class ActivityView {
         break;
       case "connected":
         kind = "connected";
-        main = [`${e.session.name} ${e.session.version} connected`];
-        detail = [`#${e.session.id}`, e.session.pid === null ? "" : `pid ${e.session.pid}`].filter(Boolean).join(" · ");
+        main = [`${e.session.agent.name} connected`];
+        detail = [`#${e.session.id}`, `${e.session.name} ${e.session.version}`.trim(), e.session.pid === null ? "" : `pid ${e.session.pid}`].filter(Boolean).join(" · ");
         tone = "good";
         break;
       case "disconnected":
@@ -118,15 +119,17 @@ export class ConnectionStatus {
   readonly el: HTMLElement;
   private sessions: Session[] = [];
   private folders: readonly string[] = [];
+  private agents: readonly AgentOffer[] = [];
 
   constructor() {
     this.el = h("div", { class: "connection", "data-connection": "", "aria-live": "polite" });
     this.render();
   }
 
-  set(sessions: Session[], folders: readonly string[]): void {
+  set(sessions: Session[], folders: readonly string[], agents: readonly AgentOffer[]): void {
     this.sessions = sessions;
     this.folders = folders;
+    this.agents = agents;
     this.render();
   }
 
@@ -138,19 +141,25 @@ export class ConnectionStatus {
     this.el.dataset["sessions"] = String(this.sessions.length);
     if (!this.sessions.length) {
       const folder = this.folders[0] ?? "your project folder";
+      // Before the first snapshot names them, Claude Code is the default.
+      const offered = this.agents.length ? this.agents : [{ id: "claude", name: "Claude Code", env: {} }];
+      const commands: (string | HTMLElement)[] = [];
+      offered.forEach((a, i) => {
+        if (i > 0) commands.push(i === offered.length - 1 ? " or " : ", ");
+        commands.push(h("code", { "data-agent-command": a.id, title: a.name }, a.id));
+      });
+      const claude = offered.some((a) => a.id === "claude");
       replace(
         this.el,
         h("span", { class: "conn-dot off", "aria-hidden": "true" }),
         h(
           "span",
           { class: "conn-text" },
-          "No Claude Code session connected — start ",
-          h("code", null, "claude"),
+          "No agent connected — start ",
+          ...commands,
           " in ",
           h("code", { class: "folder" }, folder),
-          " (or run ",
-          h("code", null, "ccbridge claude"),
-          ")",
+          ...(claude ? [" (or run ", h("code", null, "ccbridge claude"), ")"] : []),
         ),
       );
       return;
@@ -163,10 +172,11 @@ export class ConnectionStatus {
           {
             class: "session",
             "data-session": s.id,
-            title: `Claude Code session #${s.id}${s.pid === null ? "" : `, pid ${s.pid}`}, connected at ${clock(s.connectedAt)}`,
+            "data-agent": s.agent.id,
+            title: `${s.agent.name} session #${s.id}${s.pid === null ? "" : `, pid ${s.pid}`}, connected at ${clock(s.connectedAt)}`,
           },
           h("span", { class: "conn-dot on", "aria-hidden": "true" }),
-          h("span", { class: "session-name" }, s.name),
+          h("span", { class: "session-name" }, s.agent.name),
           h("span", { class: "session-meta" }, [s.version, s.pid === null ? null : `pid ${s.pid}`, `since ${clock(s.connectedAt)}`].filter(Boolean).join(" · ")),
         ),
       ),

@@ -2,11 +2,24 @@
 // same-origin with the session cookie; every POST is application/json (the
 // server refuses anything else). Nothing here touches the DOM.
 
+/** A coding agent: Claude Code, Gemini CLI or Qwen Code. `id` is also the
+ * command that starts it. */
+export interface Agent {
+  id: string;
+  name: string;
+}
+
+/** An agent that can find this IDE, with a terminal's environment. */
+export interface AgentOffer extends Agent {
+  env: Record<string, string>;
+}
+
 export interface ServerInfo {
   version: string;
   ideName: string;
   workspaceFolders: string[];
   idePort: number;
+  agents: AgentOffer[];
 }
 
 export interface Session {
@@ -15,6 +28,7 @@ export interface Session {
   version: string;
   pid: number | null;
   connectedAt: number;
+  agent: Agent;
 }
 
 export interface Hunk {
@@ -38,7 +52,7 @@ export interface Review {
   working: string;
   version: number;
   hunks: Hunk[];
-  session: { id: number; name: string } | null;
+  session: { id: number; name: string; agent: Agent } | null;
   createdAt: number;
   status: ReviewStatus;
 }

@@ -228,7 +228,7 @@ function onSnapshot(s: Snapshot): void {
   const folder = server?.workspaceFolders[0];
   setBaseTitle(folder ? `ccbridge — ${baseName(folder)}` : "ccbridge");
   activity.learn(s.sessions);
-  connection.set(s.sessions, folders());
+  connection.set(s.sessions, folders(), server?.agents ?? []);
   reviews.setAll(s.reviews);
   activity.setAll(s.activity);
   diagnostics.set(s.diagnostics, s.diagnosticsSource);
@@ -253,7 +253,7 @@ function onEvent(e: ServerEvent): void {
       break;
     case "sessions":
       activity.learn(e.sessions);
-      connection.set(e.sessions, folders());
+      connection.set(e.sessions, folders(), server?.agents ?? []);
       break;
     case "activity":
       activity.add(e.entry);

@@ -294,7 +294,7 @@ export class ReviewCard {
       h(
         "span",
         { class: "meta" },
-        review.session ? `from ${review.session.name} #${review.session.id} · ` : "",
+        review.session ? `from ${review.session.agent.name} #${review.session.id} · ` : "",
         clock(review.createdAt),
       ),
     );

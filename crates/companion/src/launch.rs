@@ -1,0 +1,217 @@
+//! The companion servers beside a running IDE engine, as both `ccbridge
+//! serve` modes (the sidecar, the browser UI) run them: one per agent asked
+//! for (`--agents`), each with its own port and token, advertised in that
+//! agent's discovery file while it runs.
+//!
+//! The discovery files say what the engine's lock file says (workspace
+//! folders, IDE name, editor pid), so they are a
+//! [`LockMirror`](ccbridge_server::lockfile::LockMirror): rewritten with the
+//! lock file, before the editor's `initialize` is answered. They are
+//! removed when the servers stop, and Gemini files of dead processes are
+//! swept at start (Gemini CLI never removes any).
+//!
+//! An agent whose server or file cannot be set up is left out, and said why
+//! ([`Running::problems`]); the others, and the IDE integration, go on.
+
+use crate::discovery::{self, Advert, Agent};
+use crate::CompanionServer;
+use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_server::lockfile::{LockError, LockMirror, PrivateFile};
+use ccbridge_server::token::AuthToken;
+use ccbridge_server::EngineHandle;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Which agents to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub agents: Vec<Agent>,
+}
+
+impl Default for Options {
+    /// Every agent.
+    fn default() -> Self {
+        Options {
+            agents: Agent::ALL.to_vec(),
+        }
+    }
+}
+
+/// One agent's server, as served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Served {
+    pub agent: Agent,
+    pub port: u16,
+    /// Its discovery file.
+    pub file: PathBuf,
+}
+
+/// One discovery file, and what makes its contents.
+struct Advertised {
+    agent: Agent,
+    port: u16,
+    token: String,
+    file: PrivateFile,
+}
+
+fn advert(lock: &LockFile, port: u16, token: &str) -> Advert {
+    Advert {
+        port,
+        folders: lock.workspace_folders.clone(),
+        token: token.to_owned(),
+        pid: lock.pid.unwrap_or_else(std::process::id),
+        ide_name: lock.ide_name.clone(),
+    }
+}
+
+/// The discovery files, following the lock file.
+struct Discovery(Mutex<Vec<Advertised>>);
+
+impl LockMirror for Discovery {
+    fn rewrite(&self, lock: &LockFile) -> Result<(), LockError> {
+        let files = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for f in files.iter() {
+            let json = advert(lock, f.port, &f.token).to_json(f.agent);
+            f.file.update(json.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// The running companion servers.
+pub struct Running {
+    served: Vec<Served>,
+    problems: Vec<String>,
+    engine: EngineHandle,
+    mirror: Arc<dyn LockMirror>,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Running {
+    /// The agents served, in the order asked for.
+    pub fn served(&self) -> &[Served] {
+        &self.served
+    }
+
+    /// Why an agent asked for is not served (one line each).
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// The environment of a terminal `agent` is started in, so it picks
+    /// this IDE at once; `None` when `agent` is not served.
+    pub fn env(&self, agent: Agent, folders: &[String]) -> Option<Vec<(String, String)>> {
+        self.served
+            .iter()
+            .find(|s| s.agent == agent)
+            .map(|s| agent.env(s.port, folders))
+    }
+
+    /// Stops the servers (their sessions end, their diffs are withdrawn)
+    /// and removes the discovery files.
+    pub async fn stopped(self) {
+        self.stop.cancel();
+        self.engine.remove_lock_mirror(&self.mirror);
+        // The files go with the mirror, now its only owner.
+        drop(self.mirror);
+        for t in self.tasks {
+            match t.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("a companion server ended with an error: {e}"),
+                Err(e) => tracing::warn!("a companion server task failed: {e}"),
+            }
+        }
+    }
+}
+
+/// Starts a companion server for each agent of `options`, advertises each
+/// in its discovery file, and serves until `shutdown` completes (or
+/// [`Running::stopped`]).
+pub async fn start(
+    options: &Options,
+    engine: &EngineHandle,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Running {
+    let stop = CancellationToken::new();
+    let mut problems = Vec::new();
+    let mut advertised = Vec::new();
+    let mut servers = Vec::new();
+    let lock = engine.lock_contents();
+    if options.agents.contains(&Agent::Gemini) {
+        discovery::sweep_gemini(&discovery::gemini_dir());
+    }
+    for &agent in &options.agents {
+        match serve_one(agent, engine, &lock).await {
+            Ok((server, file)) => {
+                advertised.push(file);
+                servers.push(server);
+            }
+            Err(why) => {
+                tracing::warn!("{}: {why}", agent.display_name());
+                problems.push(format!("{} is not served: {why}", agent.display_name()));
+            }
+        }
+    }
+    let served: Vec<Served> = advertised
+        .iter()
+        .map(|a| Served {
+            agent: a.agent,
+            port: a.port,
+            file: a.file.path().to_owned(),
+        })
+        .collect();
+    for s in &served {
+        tracing::info!(agent = s.agent.name(), port = s.port, file = %s.file.display(), "companion server for {} serving", s.agent.display_name());
+    }
+    let mirror: Arc<dyn LockMirror> = Arc::new(Discovery(Mutex::new(advertised)));
+    engine.add_lock_mirror(mirror.clone());
+    let tasks = servers
+        .into_iter()
+        .map(|server| {
+            let stop = stop.clone();
+            tokio::spawn(server.run(async move { stop.cancelled().await }))
+        })
+        .collect();
+    let on_shutdown = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = shutdown => on_shutdown.cancel(),
+            () = on_shutdown.cancelled() => {}
+        }
+    });
+    Running {
+        served,
+        problems,
+        engine: engine.clone(),
+        mirror,
+        stop,
+        tasks,
+    }
+}
+
+async fn serve_one(
+    agent: Agent,
+    engine: &EngineHandle,
+    lock: &LockFile,
+) -> Result<(CompanionServer, Advertised), String> {
+    let token = AuthToken::generate().map_err(|e| e.to_string())?;
+    let token = token.expose().to_owned();
+    let server = CompanionServer::bind(agent, &token, engine.clone())
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+    let port = server.port();
+    let file = discovery::publish(agent, &advert(lock, port, &token)).map_err(|e| e.to_string())?;
+    Ok((
+        server,
+        Advertised {
+            agent,
+            port,
+            token,
+            file,
+        },
+    ))
+}
