@@ -4,85 +4,16 @@
 //! `openDiff`/`closeDiff`. The engine behind it has a frontend that shows
 //! diffs; the test decides them as the user would.
 
-use async_trait::async_trait;
-use ccbridge_companion::{Agent, CompanionServer};
+mod support;
+
 use ccbridge_protocol::editor::{EditorTab, Position, Range, Selection};
-use ccbridge_server::{
-    AgentKind, Capabilities, CloseReason, Config, DiffDecision, DiffId, DiffView, EditorEvent,
-    EngineHandle, Frontend, FrontendError, Server,
-};
+use ccbridge_server::{AgentKind, DiffDecision, DiffView, EditorEvent};
 use ccbridge_testkit::http::mcp_post;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
-
-const WAIT: Duration = Duration::from_secs(10);
-const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-/// Shows diffs by handing them to the test.
-struct Shows(mpsc::UnboundedSender<DiffView>);
-
-#[async_trait]
-impl Frontend for Shows {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            diff: true,
-            ..Capabilities::default()
-        }
-    }
-    async fn show_diff(&self, diff: DiffView) -> Result<(), FrontendError> {
-        let _ = self.0.send(diff);
-        Ok(())
-    }
-    async fn close_diff(&self, _id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
-        Ok(())
-    }
-}
-
-struct Rig {
-    port: u16,
-    engine: EngineHandle,
-    shown: mpsc::UnboundedReceiver<DiffView>,
-    dir: tempfile::TempDir,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-async fn rig() -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = std::fs::canonicalize(dir.path()).unwrap();
-    let mut config = Config::new("CompanionTest", vec![ws.display().to_string()]);
-    config.lock_dir = Some(ws.join("ide"));
-    let (tx, shown) = mpsc::unbounded_channel();
-    let server = Server::bind(config, Arc::new(Shows(tx))).await.unwrap();
-    let engine = server.handle();
-    let companion = CompanionServer::bind(Agent::Gemini, TOKEN, engine.clone())
-        .await
-        .unwrap();
-    let port = companion.port();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (stop_engine, engine_stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = companion
-            .run(async move {
-                let _ = stopped.await;
-            })
-            .await;
-        let _ = stop_engine.send(());
-    });
-    tokio::spawn(server.run(async move {
-        let _ = engine_stopped.await;
-    }));
-    Rig {
-        port,
-        engine,
-        shown,
-        dir,
-        _stop: stop,
-    }
-}
+use std::time::Instant;
+use support::{blocking, rig, Rig, TOKEN, WAIT};
 
 /// A client session: its id, and its event stream read line by line.
 struct Client {
@@ -169,10 +100,6 @@ impl Client {
         }
         panic!("no {method} within {WAIT:?}");
     }
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.unwrap()
 }
 
 async fn decide(rig: &mut Rig, decision: DiffDecision) -> DiffView {
@@ -341,9 +268,7 @@ async fn a_wrong_token_or_a_foreign_origin_gets_nowhere() {
     let rig = rig().await;
     let port = rig.port;
     blocking(move || {
-        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-            "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}})
-        .to_string();
+        let init = support::init();
         let wrong = "f".repeat(64);
         let a = mcp_post(port, &wrong, None, &init, WAIT);
         assert_eq!(a.status, 401, "{}", a.head);

@@ -1,0 +1,239 @@
+//! `../shared/reference/security.md`'s checklist items 9–13 (the HTTP
+//! transport) against the companion server Gemini CLI and Qwen Code
+//! connect to, over a real socket; named after their item. The canary for
+//! a request that must not get through is an `openDiff`: had it run, the
+//! frontend would have been asked to show a diff.
+
+mod support;
+
+use ccbridge_testkit::http::{mcp_post, request, Answer};
+use serde_json::json;
+use std::time::Duration;
+use support::{blocking, init, rig, Rig, TOKEN, WAIT};
+
+/// `method /mcp` with `headers` only (plus what every test needs unless
+/// overridden: a loopback Host, the JSON and SSE Accept, JSON content).
+async fn send(rig: &Rig, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let port = rig.port;
+    let host = format!("127.0.0.1:{port}");
+    let mut all: Vec<(String, String)> = vec![
+        ("Host".into(), host),
+        (
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
+        ("Content-Type".into(), "application/json".into()),
+    ];
+    for (k, v) in headers {
+        all.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        all.push((k.to_string(), v.to_string()));
+    }
+    let (method, path, body) = (method.to_owned(), path.to_owned(), body.to_owned());
+    blocking(move || {
+        let refs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        request(port, &method, &path, &refs, &body, WAIT)
+    })
+    .await
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+/// Opens a session with the right token; its id.
+async fn session(rig: &Rig) -> String {
+    let port = rig.port;
+    let a = blocking(move || mcp_post(port, TOKEN, None, &init(), WAIT)).await;
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    a.header("mcp-session-id").expect("a session id")
+}
+
+/// Nothing reached the frontend within a short grace time.
+async fn no_diff_shown(rig: &mut Rig) {
+    let shown = tokio::time::timeout(Duration::from_millis(300), rig.shown.recv()).await;
+    assert!(shown.is_err(), "a diff was shown: {shown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn item_09_every_request_needs_the_bearer_token_in_the_header() {
+    let rig = rig().await;
+    let lower = format!("bearer {TOKEN}");
+    let a = send(&rig, "POST", "/mcp", &[("Authorization", &lower)], &init()).await;
+    assert_eq!(a.status, 200, "the scheme is case-insensitive: {}", a.head);
+    let doubled = format!("Bearer {TOKEN}x");
+    let basic = format!("Basic {TOKEN}");
+    let spaced = format!("Bearer  {TOKEN}x");
+    for auth in [
+        "",
+        "Bearer",
+        "Bearer ",
+        "Bearer nope",
+        &basic,
+        &doubled,
+        &spaced,
+    ] {
+        let headers: Vec<(&str, &str)> = if auth.is_empty() {
+            vec![]
+        } else {
+            vec![("Authorization", auth)]
+        };
+        let a = send(&rig, "POST", "/mcp", &headers, &init()).await;
+        assert_eq!(a.status, 401, "{auth:?}: {}", a.head);
+        let challenge = a.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.starts_with("Bearer"), "{auth:?}: {}", a.head);
+    }
+    for q in ["access_token", "token", "auth"] {
+        let a = send(&rig, "POST", &format!("/mcp?{q}={TOKEN}"), &[], &init()).await;
+        assert_eq!(a.status, 401, "?{q}=: {}", a.head);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn item_10_a_browser_origin_is_refused_on_every_method() {
+    let mut rig = rig().await;
+    let sid = session(&rig).await;
+    let auth = bearer();
+    for origin in [
+        "http://evil.example",
+        "null",
+        "http://localhost.evil.example",
+        "http://127.0.0.1.evil.example",
+    ] {
+        for method in ["POST", "GET", "DELETE"] {
+            let a = send(
+                &rig,
+                method,
+                "/mcp",
+                &[
+                    ("Authorization", &auth),
+                    ("Origin", origin),
+                    ("Mcp-Session-Id", &sid),
+                ],
+                &init(),
+            )
+            .await;
+            assert_eq!(a.status, 403, "{method} from {origin}: {}", a.head);
+        }
+    }
+    // A loopback page passes the Origin check, and still needs the token.
+    let local = format!("http://localhost:{}", rig.port);
+    let a = send(
+        &rig,
+        "POST",
+        "/mcp",
+        &[("Authorization", &auth), ("Origin", &local)],
+        &init(),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.head);
+    let a = send(&rig, "POST", "/mcp", &[("Origin", &local)], &init()).await;
+    assert_eq!(a.status, 401, "{}", a.head);
+    no_diff_shown(&mut rig).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn item_11_a_foreign_host_is_refused_even_with_the_token() {
+    let rig = rig().await;
+    let auth = bearer();
+    for host in [
+        format!("evil.example:{}", rig.port),
+        "evil.example".into(),
+        format!("127.0.0.1.evil.example:{}", rig.port),
+        format!("localhost@evil.example:{}", rig.port),
+    ] {
+        let a = send(
+            &rig,
+            "POST",
+            "/mcp",
+            &[("Authorization", &auth), ("Host", &host)],
+            &init(),
+        )
+        .await;
+        assert_eq!(a.status, 403, "Host {host}: {}", a.head);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn item_12_a_simple_request_cannot_open_a_diff() {
+    let mut rig = rig().await;
+    let sid = session(&rig).await;
+    let auth = bearer();
+    let file = rig.dir.path().join("csrf.txt");
+    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+        "name":"openDiff","arguments":{"filePath": file, "newContent": "pwned\n"}}})
+    .to_string();
+    for ct in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
+        let a = send(
+            &rig,
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", ct),
+                ("Mcp-Session-Id", &sid),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            &body,
+        )
+        .await;
+        assert!(a.status == 415 || a.status == 400, "{ct}: {}", a.head);
+    }
+    no_diff_shown(&mut rig).await;
+    assert!(!file.exists());
+    // The same call as JSON does reach the frontend: the canary works.
+    let a = send(
+        &rig,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    let shown = tokio::time::timeout(WAIT, rig.shown.recv()).await;
+    assert!(matches!(shown, Ok(Some(_))), "{shown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn item_13_no_cors_headers_and_no_preflight() {
+    let rig = rig().await;
+    let auth = bearer();
+    let a = send(&rig, "POST", "/mcp", &[("Authorization", &auth)], &init()).await;
+    assert_eq!(a.status, 200, "{}", a.head);
+    assert!(
+        a.header("access-control-allow-origin").is_none(),
+        "{}",
+        a.head
+    );
+    let a = send(
+        &rig,
+        "OPTIONS",
+        "/mcp",
+        &[
+            ("Origin", "http://evil.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        "",
+    )
+    .await;
+    assert!(
+        a.status == 403 || a.status == 405 || a.status == 401,
+        "{}",
+        a.head
+    );
+    for h in [
+        "access-control-allow-origin",
+        "access-control-allow-methods",
+        "access-control-allow-headers",
+    ] {
+        assert!(a.header(h).is_none(), "{h}: {}", a.head);
+    }
+}

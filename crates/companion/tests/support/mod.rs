@@ -1,0 +1,94 @@
+//! The rig every companion test starts: an engine whose frontend hands
+//! each diff to the test, and a Gemini companion server on it, over real
+//! sockets.
+
+// Each test file uses part of it.
+#![allow(dead_code)]
+
+use async_trait::async_trait;
+use ccbridge_companion::{Agent, CompanionServer};
+use ccbridge_server::{
+    Capabilities, CloseReason, Config, DiffId, DiffView, EngineHandle, Frontend, FrontendError,
+    Server,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub const WAIT: Duration = Duration::from_secs(10);
+pub const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+/// Shows diffs by handing them to the test.
+struct Shows(mpsc::UnboundedSender<DiffView>);
+
+#[async_trait]
+impl Frontend for Shows {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            diff: true,
+            ..Capabilities::default()
+        }
+    }
+    async fn show_diff(&self, diff: DiffView) -> Result<(), FrontendError> {
+        let _ = self.0.send(diff);
+        Ok(())
+    }
+    async fn close_diff(&self, _id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
+        Ok(())
+    }
+}
+
+pub struct Rig {
+    pub port: u16,
+    pub engine: EngineHandle,
+    pub shown: mpsc::UnboundedReceiver<DiffView>,
+    pub dir: tempfile::TempDir,
+    pub _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+pub async fn rig() -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let mut config = Config::new("CompanionTest", vec![ws.display().to_string()]);
+    config.lock_dir = Some(ws.join("ide"));
+    let (tx, shown) = mpsc::unbounded_channel();
+    let server = Server::bind(config, Arc::new(Shows(tx))).await.unwrap();
+    let engine = server.handle();
+    let companion = CompanionServer::bind(Agent::Gemini, TOKEN, engine.clone())
+        .await
+        .unwrap();
+    let port = companion.port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (stop_engine, engine_stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = companion
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await;
+        let _ = stop_engine.send(());
+    });
+    tokio::spawn(server.run(async move {
+        let _ = engine_stopped.await;
+    }));
+    Rig {
+        port,
+        engine,
+        shown,
+        dir,
+        _stop: stop,
+    }
+}
+
+/// Runs blocking socket code off the runtime.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// An MCP `initialize` as both clients send it.
+pub fn init() -> String {
+    serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},
+        "clientInfo":{"name":"streamable-http-client","version":"0.61.0"}}})
+    .to_string()
+}
