@@ -26,6 +26,7 @@ impl Rig {
             .args(["serve", "--stdio", "--ide-name", "CliTest", "--workspace"])
             .arg(&ws)
             .env("HOME", home.path())
+            .env("TMPDIR", home.path())
             .env("CLAUDE_CONFIG_DIR", home.path().join("cfg"))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -67,6 +68,7 @@ impl Rig {
             .args(args)
             .current_dir(cwd)
             .env("HOME", self.home.path())
+            .env("TMPDIR", self.home.path())
             .env("CLAUDE_CONFIG_DIR", self.home.path().join("cfg"))
             .env_remove("CLAUDE_CODE_SSE_PORT")
             .output()
@@ -225,4 +227,124 @@ fn clean_removes_stale_locks_and_keeps_live_ones() {
     assert!(out.status.success(), "{out:?}");
     assert!(!stale.exists(), "{out:?}");
     assert!(live.exists(), "a live server's lock is kept");
+}
+
+/// A pid that is not running any more.
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+/// A port nothing listens on.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The rig's live discovery files: (agent, port, path) from `list --json`.
+fn listed_agents(rig: &Rig) -> Vec<serde_json::Value> {
+    let out = rig.ccbridge(&["list", "--json"], &rig.ws);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["agent"] != "claude")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn list_and_clean_cover_the_gemini_and_qwen_discovery_files() {
+    let rig = Rig::start();
+    let gemini_dir = rig.home.path().join("gemini/ide");
+    let qwen_dir = rig.home.path().join(".qwen/ide");
+    // The sidecar writes its companion files right after its lock file.
+    let end = Instant::now() + Duration::from_secs(10);
+    let live = loop {
+        let live = listed_agents(&rig);
+        if live.len() == 2 {
+            break live;
+        }
+        assert!(Instant::now() < end, "companion files not listed: {live:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for agent in ["gemini", "qwen"] {
+        let e = live
+            .iter()
+            .find(|e| e["agent"] == agent)
+            .unwrap_or_else(|| panic!("no {agent} entry: {live:?}"));
+        assert_eq!(e["ideName"], "CliTest", "{e}");
+        assert_eq!(e["workspaceFolders"][0], rig.ws.to_str().unwrap(), "{e}");
+        assert_eq!(e["portAnswers"], true, "{e}");
+        assert_eq!(e["pidAlive"], true, "{e}");
+        assert_eq!(e["containsCwd"], true, "{e}");
+        let file = std::fs::read_to_string(e["lockFile"].as_str().unwrap()).unwrap();
+        let token: serde_json::Value = serde_json::from_str(&file).unwrap();
+        let token = token["authToken"].as_str().unwrap().to_owned();
+        let listed = rig.ccbridge(&["list"], &rig.ws);
+        assert!(
+            !stdout(&listed).contains(&token),
+            "list never shows a token"
+        );
+        assert!(stdout(&listed).contains("DISCOVERY FILE"), "{listed:?}");
+    }
+
+    // Left behind by companions that died.
+    let (dead, port) = (dead_pid(), free_port());
+    let stale_gemini = gemini_dir.join(format!("gemini-ide-server-{dead}-{port}.json"));
+    std::fs::write(
+        &stale_gemini,
+        format!(r#"{{"port":{port},"workspacePath":"/gone","authToken":"t"}}"#),
+    )
+    .unwrap();
+    let port = free_port();
+    let stale_qwen = qwen_dir.join(format!("{port}.lock"));
+    std::fs::write(
+        &stale_qwen,
+        format!(r#"{{"port":{port},"workspacePath":"/gone","authToken":"t","ppid":{dead}}}"#),
+    )
+    .unwrap();
+    let dry = rig.ccbridge(&["clean", "--dry-run"], rig.home.path());
+    assert!(dry.status.success(), "{dry:?}");
+    assert!(
+        stale_gemini.exists() && stale_qwen.exists(),
+        "--dry-run removes nothing"
+    );
+    let out = rig.ccbridge(&["clean", "--json"], rig.home.path());
+    assert!(out.status.success(), "{out:?}");
+    assert!(!stale_gemini.exists(), "{out:?}");
+    assert!(!stale_qwen.exists(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let agents: Vec<&str> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["agent"].as_str())
+        .collect();
+    assert!(
+        agents.contains(&"Gemini CLI") && agents.contains(&"Qwen Code"),
+        "{report}"
+    );
+    for e in &live {
+        assert!(
+            Path::new(e["lockFile"].as_str().unwrap()).exists(),
+            "a live companion's file is kept: {e}"
+        );
+    }
+
+    // And they go when the sidecar does.
+    let files: Vec<PathBuf> = live
+        .iter()
+        .map(|e| PathBuf::from(e["lockFile"].as_str().unwrap()))
+        .collect();
+    drop(rig);
+    for f in files {
+        assert!(!f.exists(), "{} left behind", f.display());
+    }
 }

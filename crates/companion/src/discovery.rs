@@ -224,6 +224,117 @@ pub fn gemini_pid(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+/// A discovery file found where an agent looks (for `ccbridge list` and
+/// `ccbridge clean`); any companion's, not only ccbridge's.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub agent: Agent,
+    pub path: PathBuf,
+    /// From the file's name.
+    pub port: Option<u16>,
+    /// The IDE's process: in the name (Gemini CLI) or `ppid` (Qwen Code).
+    pub pid: Option<u32>,
+    pub folders: Vec<String>,
+    pub ide_name: Option<String>,
+    /// Why the file could not be read, if it could not.
+    pub error: Option<String>,
+}
+
+impl Found {
+    /// Whether the IDE's process runs (`None`: unknown, or no pid).
+    pub fn pid_alive(&self) -> Option<bool> {
+        self.pid.and_then(pid_alive)
+    }
+
+    /// Stale by `ccbridge clean`'s rule: its process is not known to run
+    /// and its port does not answer.
+    pub fn is_stale(&self, port_answers: bool) -> bool {
+        !port_answers && self.pid_alive() != Some(true)
+    }
+}
+
+/// Port and (Gemini CLI) pid from a discovery file's name.
+type NameParser = fn(&str) -> Option<(u16, Option<u32>)>;
+
+/// Every discovery file of `agents` in the directories they look in (for
+/// this process's `TMPDIR`, `HOME` and `QWEN_HOME`), by agent, then name.
+pub fn scan(agents: &[Agent]) -> Vec<Found> {
+    let mut out = Vec::new();
+    for &agent in agents {
+        let (dir, parse): (Option<PathBuf>, NameParser) = match agent {
+            Agent::Gemini => (Some(gemini_dir()), |n| {
+                let pid = gemini_pid(n)?;
+                let port = n.strip_suffix(".json")?.rsplit('-').next()?.parse().ok()?;
+                Some((port, Some(pid)))
+            }),
+            Agent::Qwen => (qwen_dir(), |n| {
+                let port = n.strip_suffix(".lock")?.parse().ok()?;
+                Some((port, None))
+            }),
+        };
+        let Some(entries) = dir.and_then(|d| std::fs::read_dir(d).ok()) else {
+            continue;
+        };
+        let mut found: Vec<Found> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let (port, pid) = parse(&name)?;
+                Some(read_found(agent, e.path(), port, pid))
+            })
+            .collect();
+        found.sort_by(|a, b| a.path.cmp(&b.path));
+        out.extend(found);
+    }
+    out
+}
+
+/// Reads one file (at most 64 KiB; a planted huge file is not read whole).
+fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Found {
+    use std::io::Read;
+    let mut found = Found {
+        agent,
+        path,
+        port: Some(port),
+        pid,
+        folders: Vec::new(),
+        ide_name: None,
+        error: None,
+    };
+    let mut text = String::new();
+    let read =
+        std::fs::File::open(&found.path).and_then(|f| f.take(64 << 10).read_to_string(&mut text));
+    let v: serde_json::Value = match read
+        .map_err(|e| e.to_string())
+        .and_then(|_| serde_json::from_str(&text).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => {
+            found.error = Some(e);
+            return found;
+        }
+    };
+    if let Some(ws) = v.get("workspacePath").and_then(|w| w.as_str()) {
+        found.folders = ws
+            .split(':')
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+    }
+    found.ide_name = v
+        .pointer("/ideInfo/displayName")
+        .or_else(|| v.get("ideName"))
+        .and_then(|n| n.as_str())
+        .map(str::to_owned);
+    if agent == Agent::Qwen {
+        found.pid = v
+            .get("ppid")
+            .and_then(|p| p.as_u64())
+            .and_then(|p| u32::try_from(p).ok());
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,5 @@
-//! `ccbridge clean`: remove lock files whose IDE server is gone.
+//! `ccbridge clean`: remove lock files whose IDE server is gone, and the
+//! Gemini CLI / Qwen Code discovery files of companions that are gone.
 //!
 //! Stale lock files make Claude Code offer or try servers that no longer
 //! exist. The rule (see `ccbridge_client::stale`) is conservative: a file is
@@ -15,7 +16,9 @@ use std::process::ExitCode;
 A lock file is removed only when its process is not running (EPERM counts as \
 running) and its port does not accept connections; unreadable or unparseable \
 files are removed only when their port does not answer. It scans the same \
-directories as `ccbridge list`.
+directories as `ccbridge list`, Gemini CLI's and Qwen Code's discovery files \
+included (same rule: the IDE process named in the file is gone and the port \
+does not answer).
 
 Exit status: 0, or 1 if a stale file could not be removed.")]
 pub struct Args {
@@ -31,6 +34,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let scan = super::scan_lock_files(&env);
     let report = stale::clean_entries(&scan.entries, args.dry_run).await;
+    let companions = clean_companions(args.dry_run).await;
 
     if args.json {
         let removed: Vec<_> = report
@@ -48,6 +52,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|f| json!({"path": f.path, "port": f.port, "reason": f.reason, "message": f.reason.to_string(), "error": f.error}))
             .collect();
+        let (mut removed, mut failed) = (removed, failed);
+        for c in &companions {
+            let entry = json!({"agent": c.agent, "path": c.path, "port": c.port,
+                               "reason": "gone", "message": GONE});
+            match &c.error {
+                None => removed.push(entry),
+                Some(e) => {
+                    let mut entry = entry;
+                    entry["error"] = e.clone().into();
+                    failed.push(entry);
+                }
+            }
+        }
         let out =
             json!({"dryRun": report.dry_run, "removed": removed, "kept": kept, "failed": failed});
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -72,7 +89,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         for o in &report.kept {
             eprintln!("kept {}: {}", path(&o.path), line(&o.reason.to_string()));
         }
-        if report.removed.is_empty() && report.failed.is_empty() {
+        for c in &companions {
+            match &c.error {
+                None => println!("{verb} {}: {} ({GONE})", path(&c.path), c.agent),
+                Some(e) => eprintln!("ccbridge: cannot remove {}: {}", path(&c.path), line(e)),
+            }
+        }
+        if report.removed.is_empty() && report.failed.is_empty() && companions.is_empty() {
             let dirs: Vec<String> = scan.dirs.iter().map(|d| path(d)).collect();
             eprintln!(
                 "no stale lock files ({} checked in {})",
@@ -81,9 +104,48 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(if report.failed.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(
+        if report.failed.is_empty() && companions.iter().all(|c| c.error.is_none()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
+}
+
+const GONE: &str = "its IDE process is gone and its port does not answer";
+
+/// A stale discovery file of Gemini CLI or Qwen Code, removed (or not).
+struct CompanionStale {
+    agent: &'static str,
+    path: std::path::PathBuf,
+    port: Option<u16>,
+    error: Option<String>,
+}
+
+/// Removes (unless `dry_run`) the agents' discovery files whose companion
+/// is gone: Gemini CLI never removes them, and Qwen Code only while it
+/// scans.
+async fn clean_companions(dry_run: bool) -> Vec<CompanionStale> {
+    use ccbridge_companion::{discovery, Agent};
+    let found = discovery::scan(&Agent::ALL);
+    let answering =
+        ccbridge_client::discovery::ports_answering(found.iter().filter_map(|f| f.port)).await;
+    found
+        .into_iter()
+        .filter(|f| {
+            let answers = f.port.and_then(|p| answering.get(&p).copied());
+            f.is_stale(answers.unwrap_or(false))
+        })
+        .map(|f| CompanionStale {
+            agent: f.agent.display_name(),
+            error: if dry_run {
+                None
+            } else {
+                std::fs::remove_file(&f.path).err().map(|e| e.to_string())
+            },
+            path: f.path,
+            port: f.port,
+        })
+        .collect()
 }

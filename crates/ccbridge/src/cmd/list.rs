@@ -1,12 +1,16 @@
-//! `ccbridge list`: every IDE server advertised where Claude Code looks.
+//! `ccbridge list`: every IDE server advertised where Claude Code looks,
+//! and every companion server where Gemini CLI and Qwen Code look.
 //!
 //! Shows each lock file of every directory the CLI scans, newest first, with
 //! whether its process runs and its port answers, so a user can see what
-//! Claude Code would connect to and why it does not. Never prints tokens,
+//! Claude Code would connect to and why it does not; then the other agents'
+//! discovery files, the same way. Never prints tokens,
 //! and never a lock file's text as it is: every cell goes through
 //! [`crate::display::line`] (a planted lock can hold terminal escapes).
 
 use ccbridge_client::discovery::{self, Env, LockEntry};
+use ccbridge_companion::discovery::{self as companion_discovery, Found};
+use ccbridge_companion::Agent;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -21,6 +25,9 @@ Windows profiles' .claude/ide. Lock files are listed newest first; the `CWD` \
 column marks servers whose workspace contains the current directory (Claude Code \
 started here auto-connects only when exactly one server matches).
 
+Then Gemini CLI's discovery files ($TMPDIR/gemini/ide) and Qwen Code's \
+(~/.qwen/ide, or $QWEN_HOME/ide), written by ccbridge or another companion.
+
 Exit status is 0 even when nothing is found. Stale entries can be removed with \
 `ccbridge clean`.")]
 pub struct Args {
@@ -32,7 +39,14 @@ pub struct Args {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let scan = super::scan_lock_files(&env);
-    let answering = discovery::ports_answering(scan.entries.iter().filter_map(|e| e.port)).await;
+    let companions = companion_discovery::scan(&Agent::ALL);
+    let answering = discovery::ports_answering(
+        scan.entries
+            .iter()
+            .filter_map(|e| e.port)
+            .chain(companions.iter().filter_map(|f| f.port)),
+    )
+    .await;
     let cwd = std::env::current_dir().ok();
     let rows: Vec<Row> = scan
         .entries
@@ -40,13 +54,30 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|e| Row::new(e, &answering, cwd.as_deref(), env.wsl_distro.as_deref()))
         .collect();
 
+    let others: Vec<Other> = companions
+        .iter()
+        .map(|f| Other::new(f, &answering, cwd.as_deref()))
+        .collect();
+
     if args.json {
-        let out: Vec<Value> = rows.iter().map(Row::to_json).collect();
+        let out: Vec<Value> = rows
+            .iter()
+            .map(Row::to_json)
+            .chain(others.iter().map(Other::to_json))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
-    } else if !rows.is_empty() {
-        print_table(&rows);
+    } else {
+        if !rows.is_empty() {
+            print_table(&HEADERS, rows.iter().map(Row::cells).collect());
+        }
+        if !others.is_empty() {
+            if !rows.is_empty() {
+                println!();
+            }
+            print_table(&OTHER_HEADERS, others.iter().map(Other::cells).collect());
+        }
     }
-    if rows.is_empty() {
+    if rows.is_empty() && others.is_empty() {
         let dirs: Vec<String> = scan.dirs.iter().map(|d| crate::display::path(d)).collect();
         eprintln!("no IDE servers found (looked in {})", dirs.join(", "));
     }
@@ -80,6 +111,7 @@ impl<'a> Row<'a> {
         let e = self.entry;
         let l = e.lock();
         json!({
+            "agent": "claude",
             "port": e.port,
             "ideName": l.map(|l| l.ide_name.as_str()),
             "workspaceFolders": l.map(|l| &l.workspace_folders),
@@ -154,27 +186,104 @@ impl<'a> Row<'a> {
     }
 }
 
-fn print_table(rows: &[Row]) {
-    const HEADERS: [&str; 8] = [
-        "PORT",
-        "IDE",
-        "PID",
-        "ANSWERS",
-        "TRANSPORT",
-        "CWD",
-        "WORKSPACE",
-        "LOCK FILE",
-    ];
+/// A Gemini CLI or Qwen Code discovery file.
+struct Other<'a> {
+    found: &'a Found,
+    port_answers: Option<bool>,
+    contains_cwd: bool,
+}
+
+impl<'a> Other<'a> {
+    fn new(found: &'a Found, answering: &HashMap<u16, bool>, cwd: Option<&Path>) -> Self {
+        Other {
+            found,
+            port_answers: found.port.and_then(|p| answering.get(&p).copied()),
+            contains_cwd: cwd
+                .is_some_and(|cwd| found.folders.iter().any(|f| cwd.starts_with(Path::new(f)))),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let f = self.found;
+        json!({
+            "agent": f.agent.name(),
+            "port": f.port,
+            "ideName": f.ide_name,
+            "workspaceFolders": f.folders,
+            "pid": f.pid,
+            "pidAlive": f.pid_alive(),
+            "portAnswers": self.port_answers,
+            "containsCwd": self.contains_cwd,
+            "lockFile": f.path.display().to_string(),
+            "error": f.error,
+        })
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let f = self.found;
+        let dash = || "-".to_string();
+        let answers = match self.port_answers {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "-",
+        };
+        let pid = match (f.pid, f.pid_alive()) {
+            (None, _) => dash(),
+            (Some(p), Some(true)) => format!("{p} (alive)"),
+            (Some(p), Some(false)) => format!("{p} (dead)"),
+            (Some(p), None) => format!("{p} (?)"),
+        };
+        let workspace = match &f.error {
+            Some(e) => format!("(unusable: {e})"),
+            None if f.folders.is_empty() => dash(),
+            None => f.folders.join(", "),
+        };
+        vec![
+            f.agent.display_name().to_owned(),
+            f.port.map_or_else(dash, |p| p.to_string()),
+            f.ide_name.clone().unwrap_or_else(dash),
+            pid,
+            answers.to_owned(),
+            if self.contains_cwd { "*" } else { "" }.to_owned(),
+            workspace,
+            f.path.display().to_string(),
+        ]
+    }
+}
+
+const HEADERS: [&str; 8] = [
+    "PORT",
+    "IDE",
+    "PID",
+    "ANSWERS",
+    "TRANSPORT",
+    "CWD",
+    "WORKSPACE",
+    "LOCK FILE",
+];
+
+const OTHER_HEADERS: [&str; 8] = [
+    "AGENT",
+    "PORT",
+    "IDE",
+    "PID",
+    "ANSWERS",
+    "CWD",
+    "WORKSPACE",
+    "DISCOVERY FILE",
+];
+
+/// Prints `rows` under `headers`, every cell made safe to print first.
+fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            r.cells()
-                .iter()
+            r.iter()
                 .map(|c| crate::display::line(c).into_owned())
                 .collect()
         })
         .collect();
-    let mut widths: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &cells {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
@@ -192,7 +301,7 @@ fn print_table(rows: &[Row]) {
         }
         out
     };
-    let headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
+    let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
     println!("{}", line(&headers));
     for row in &cells {
         println!("{}", line(row));
