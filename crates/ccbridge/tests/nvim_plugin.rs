@@ -205,9 +205,9 @@ async fn checkhealth_reports_the_binary_protocol_lock_file_and_sessions() {
     for needle in [
         env!("CARGO_BIN_EXE_ccbridge"),
         "version: ccbridge ",
-        "editor protocol 2",
+        "editor protocol 3",
         &format!("lock file: {lock_path}"),
-        "Claude session 1: claude-code",
+        "Claude Code session 1: claude-code",
     ] {
         assert!(report.contains(needle), "no {needle:?} in\n{report}");
     }

@@ -36,6 +36,7 @@ local text_diff = (vim.text and vim.text.diff) or vim.diff
 ---@field dirty_buf integer? the user's buffer of the file, unsaved when the review opened
 ---@field decided string? the verdict sent
 ---@field closed boolean?
+---@field agent string who proposes it: "Claude", "Gemini CLI", "Qwen Code"
 
 ---@type table<integer, ccbridge.Review>
 local reviews = {}
@@ -159,7 +160,7 @@ local function refresh(r)
 end
 
 local function winbar(r)
-  local bar = " Claude's proposal: :w accept · :CCBridgeReject · do/dp per hunk"
+  local bar = (" %s's proposal: :w accept · :CCBridgeReject · do/dp per hunk"):format(r.agent)
   if r.dirty_buf then
     bar = "%#WarningMsg# " .. vim.fn.fnamemodify(r.path, ":t") .. " has unsaved changes: :w! to accept anyway%*"
   end
@@ -358,6 +359,8 @@ function M.show(p)
     prev_win = api.nvim_get_current_win(),
     prev_mode = api.nvim_get_mode().mode,
     wins = {},
+    -- Which agent proposes it (protocol 3: Gemini CLI and Qwen Code too).
+    agent = type(p.agent) == "table" and type(p.agent.name) == "string" and p.agent.name or "Claude",
   }
   r.base = scratch(("ccbridge://%d/original/%s"):format(p.id, tail), (split(original)), path, false)
   r.prop = scratch(("ccbridge://%d/proposed/%s"):format(p.id, tail), prop_lines, path, true)
@@ -365,7 +368,8 @@ function M.show(p)
   if own and vim.bo[own].modified then
     r.dirty_buf = own
     vim.notify(
-      ("ccbridge: Claude proposes a change to %s, which has unsaved changes here."):format(
+      ("ccbridge: %s proposes a change to %s, which has unsaved changes here."):format(
+        r.agent,
         vim.fn.fnamemodify(path, ":~:.")
       ),
       vim.log.levels.WARN

@@ -93,7 +93,13 @@ function M.check()
   end
   for _, c in ipairs(clients) do
     health.ok(
-      ("Claude session %d: %s %s, pid %s"):format(c.id, c.name or "?", c.version or "?", tostring(c.pid or "?"))
+      ("%s session %d: %s %s, pid %s"):format(
+        type(c.agent) == "table" and c.agent.name or "Claude Code",
+        c.id,
+        c.name or "?",
+        c.version or "?",
+        tostring(c.pid or "?")
+      )
     )
   end
   local tail = S.conn:stderr_tail()

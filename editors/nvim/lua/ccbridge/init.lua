@@ -11,7 +11,7 @@ local rpc = require("ccbridge.rpc")
 local M = {}
 
 --- The editor protocol version this plugin speaks.
-M.protocol_version = 2
+M.protocol_version = 3
 
 ---@class ccbridge.State
 ---@field conn ccbridge.rpc.Conn?
