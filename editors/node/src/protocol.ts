@@ -1,0 +1,348 @@
+/**
+ * The editor protocol of `ccbridge serve --stdio`, typed
+ * (docs/editor-protocol.md in the ccbridge repository is the contract;
+ * the Rust side is `crates/sidecar/src/messages.rs`).
+ *
+ * Names and field spellings are the wire's, so a message seen in
+ * `--log-traffic` output can be found here by name. Positions are 0-based
+ * and `character` counts UTF-16 code units, which is what JavaScript string
+ * indices count too: an editor can pass its offsets through unchanged.
+ */
+
+/** The editor-protocol version this package speaks (and requires). */
+export const PROTOCOL_VERSION = 3;
+
+/** Method names on the wire. */
+export const Method = {
+  // editor → ccbridge, requests
+  initialize: "initialize",
+  status: "status",
+  shutdown: "shutdown",
+  // editor → ccbridge, notifications
+  selectionChanged: "selectionChanged",
+  openEditorsChanged: "openEditorsChanged",
+  diagnosticsChanged: "diagnosticsChanged",
+  diagnosticsCleared: "diagnosticsCleared",
+  documentDirtyChanged: "documentDirtyChanged",
+  atMentioned: "atMentioned",
+  workspaceChanged: "workspaceChanged",
+  diffResolved: "diffResolved",
+  // ccbridge → editor, requests
+  showDiff: "showDiff",
+  closeDiff: "closeDiff",
+  openFile: "openFile",
+  openFiles: "openFiles",
+  closeTab: "closeTab",
+  saveDocument: "saveDocument",
+  reformatFile: "reformatFile",
+  confirmExecute: "confirmExecute",
+  executeCode: "executeCode",
+  approve: "approve",
+  // ccbridge → editor, notifications
+  clientConnected: "clientConnected",
+  clientDisconnected: "clientDisconnected",
+  invalidNotification: "invalidNotification",
+  commandEvent: "commandEvent",
+} as const;
+
+/** JSON-RPC error codes the protocol uses. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  /** Reported to Claude as "the editor does not support <method>". */
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+} as const;
+
+// ------------------------------------------------------------ shared types
+
+/** 0-based line; `character` in UTF-16 code units (JS string indices). */
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+// ------------------------------------------------------------ initialize
+
+/**
+ * Which requests the editor answers. In an `initialize` every omitted
+ * capability is `false`.
+ */
+export interface Capabilities {
+  /** `showDiff` (Claude's `openDiff`). */
+  diff?: boolean;
+  /** `openFile`, `openFiles`. */
+  openFile?: boolean;
+  /** `closeTab` for tabs that are not ccbridge's diffs. */
+  closeTab?: boolean;
+  saveDocument?: boolean;
+  /** `reformatFile`. */
+  reformat?: boolean;
+  /** `confirmExecute` + `executeCode` (Jupyter); the tool is only offered with it. */
+  executeCode?: boolean;
+  /** `approve` requests and `commandEvent` notifications (the workspace tools). */
+  approve?: boolean;
+}
+
+/** When the workspace tools ask the user (see the protocol's `initialize`). */
+export type ApprovalMode = "write-only" | "always" | "never";
+
+export interface InitializeParams {
+  protocolVersion?: number;
+  ideName?: string;
+  workspaceFolders?: string[];
+  pid?: number;
+  capabilities?: Capabilities;
+  approvalMode?: ApprovalMode;
+}
+
+/** The workspace tools' MCP server, when ccbridge serves it. */
+export interface ToolsEndpoint {
+  /** `http://127.0.0.1:<port>/mcp` */
+  url: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** The mode now in force: show it to the user. */
+  approvalMode: ApprovalMode;
+}
+
+export interface InitializeResult {
+  protocolVersion: number;
+  serverInfo: { name: string; version: string };
+  /** The WebSocket port Claude Code connects to. */
+  port: number;
+  /** `null` only when ccbridge runs without a lock file. */
+  lockFile: string | null;
+  /**
+   * Variables for the terminal that runs `claude`
+   * (`CLAUDE_CODE_SSE_PORT`, `ENABLE_IDE_INTEGRATION`): with them Claude
+   * connects to this editor at once.
+   */
+  env: Record<string, string>;
+  /** Absent when ccbridge runs with `--no-tools`. */
+  tools?: ToolsEndpoint;
+  /** Every agent offered (`--agents`), with its terminal environment (protocol 3). */
+  agents?: AgentEnv[];
+}
+
+/** A Claude Code session connected to the sidecar. */
+/** A coding agent (protocol 3): `id` is also its command. */
+export interface Agent {
+  id: "claude" | "gemini" | "qwen";
+  /** For people: "Claude Code", "Gemini CLI", "Qwen Code". */
+  name: string;
+}
+
+/** An agent that can find this editor, and the environment of a terminal that starts it connected here. */
+export interface AgentEnv extends Agent {
+  env: Record<string, string>;
+}
+
+/** A connected agent session (Claude Code, Gemini CLI or Qwen Code). */
+export interface ClaudeClient {
+  id: number;
+  name: string;
+  version: string;
+  /** `null` until (or unless) the CLI reported it; always for Gemini CLI and Qwen Code. */
+  pid: number | null;
+  /** Which agent (protocol 3). */
+  agent?: Agent;
+}
+
+export interface StatusResult {
+  port: number;
+  lockFile: string | null;
+  clients: ClaudeClient[];
+}
+
+// ------------------------------------------------------------ editor → ccbridge notifications
+
+/** `selectionChanged`: a selection, or a bare cursor (`text` empty or omitted). */
+export interface SelectionReport {
+  filePath: string;
+  /** The selected text; `""` or omitted for a bare cursor. */
+  text?: string;
+  /** A selection whose end comes before its start is turned around by ccbridge. */
+  selection: Range;
+}
+
+/** One tab of `openEditorsChanged`. */
+export interface EditorTab {
+  /** Absolute unless `isUntitled`. */
+  path: string;
+  isActive: boolean;
+  isDirty: boolean;
+  languageId?: string;
+  label?: string;
+  isUntitled?: boolean;
+}
+
+/** Any case of the names, or LSP's numbers (1 = Error … 4 = Hint). */
+export type DiagnosticSeverity =
+  | "Error"
+  | "Warning"
+  | "Information"
+  | "Hint"
+  | "error"
+  | "warning"
+  | "information"
+  | "hint"
+  | 1
+  | 2
+  | 3
+  | 4;
+
+export interface Diagnostic {
+  message: string;
+  severity: DiagnosticSeverity;
+  range: Range;
+  source?: string;
+  code?: string | number;
+}
+
+/** `atMentioned`: a file, or a 0-based line range of it. */
+export interface AtMention {
+  filePath: string;
+  lineStart?: number;
+  lineEnd?: number;
+}
+
+/** `workspaceChanged`: omitted fields keep their value. */
+export interface WorkspaceChange {
+  workspaceFolders?: string[];
+  ideName?: string;
+  pid?: number;
+}
+
+/** The user's verdict on a diff, as a `showDiff` handler returns it. */
+export type DiffVerdict =
+  /** `contents`: the final text with the user's edits; omitted = the proposal as shown. */
+  | { decision: "accepted"; contents?: string }
+  /** Claude is told "rejected" and ends its turn. */
+  | { decision: "rejected" }
+  /** The view was closed without a decision: Claude's own terminal prompt decides. */
+  | { decision: "dismissed" };
+
+/** `diffResolved` params: the verdict for the diff `id`. */
+export type DiffResolvedParams = DiffVerdict & { id: number };
+
+// ------------------------------------------------------------ ccbridge → editor requests
+
+/** `showDiff` params: a proposal to review. */
+export interface ShowDiffParams {
+  /** The diff's id (not the JSON-RPC request id). */
+  id: number;
+  /** The agent session that asked; `null` for the workspace tools' reviews. */
+  clientId: number | null;
+  /** Which agent proposes it (protocol 3; absent for the workspace tools): show "<name> proposes …". */
+  agent?: Agent;
+  tabName: string;
+  oldFilePath: string;
+  newFilePath: string;
+  /** The file on disk; `null` for a new file, a file over 16 MiB, or one that is not UTF-8. */
+  originalContents: string | null;
+  /** Tells a new file from an unreadable one when `originalContents` is `null`. */
+  isNewFile: boolean;
+  proposedContents: string;
+}
+
+/** Why ccbridge closes a diff. */
+export type CloseReason = "decided" | "claudeClosed" | "newPrompt" | "replaced" | "disconnected" | "shutdown";
+
+export interface CloseDiffParams {
+  id: number;
+  reason: CloseReason;
+}
+
+/** `openFile`: Claude's `openFile` tool arguments (`startLine`/`endLine` are 1-based). */
+export interface OpenFileParams {
+  filePath: string;
+  preview: boolean;
+  startText?: string;
+  endText?: string;
+  selectToEndOfLine: boolean;
+  makeFrontmost: boolean;
+  startLine?: number;
+  endLine?: number;
+}
+
+export interface OpenFileResult {
+  filePath: string;
+  languageId?: string;
+  lineCount?: number;
+}
+
+export interface OpenFilesParams {
+  paths: string[];
+}
+
+export interface OpenFilesResult {
+  opened: string[];
+}
+
+export interface CloseTabParams {
+  tabName: string;
+}
+
+export interface CloseTabResult {
+  closed: boolean;
+}
+
+/** `saveDocument` and `reformatFile`. */
+export interface DocumentParams {
+  path: string;
+}
+
+/** `confirmExecute` and `executeCode`. */
+export interface CodeParams {
+  code: string;
+}
+
+export type ExecuteCodeContent = { type: "text"; text: string } | { type: "image"; data: string; mimeType: string };
+
+export interface ExecuteCodeResult {
+  content: ExecuteCodeContent[];
+}
+
+/** `approve`: a workspace tool call that needs the user's yes. */
+export interface ApproveParams {
+  /** Also the `id` of the `commandEvent`s of an approved command. */
+  id: number;
+  /** `execute_command`, `read_file`, ... */
+  tool: string;
+  /** One line for a person, e.g. "Run `make` in /ws". */
+  summary: string;
+  /** For `execute_command`: exactly what will run. */
+  command?: string;
+  /** For `execute_command`: where (absolute). */
+  cwd?: string;
+}
+
+// ------------------------------------------------------------ ccbridge → editor notifications
+
+/** `commandEvent`: an approved command is running. */
+export type CommandEvent =
+  | { event: "started"; id: number; command: string; cwd: string }
+  /** stdout and stderr as they come, terminal escapes included. */
+  | { event: "output"; id: number; data: string }
+  /** `exitCode` is `null` when a signal ended the command. */
+  | { event: "exited"; id: number; exitCode: number | null; timedOut: boolean; cancelled: boolean };
+
+/** `invalidNotification`: one of our notifications ccbridge could not (fully) use. */
+export interface InvalidNotificationParams {
+  method: string;
+  message: string;
+  /** `true` when the usable rest was applied. */
+  partial: boolean;
+}
+
+/** `clientDisconnected` params. */
+export interface ClientDisconnectedParams {
+  id: number;
+}

@@ -1,0 +1,159 @@
+/**
+ * The package's own public types: handlers, options, events. The wire's
+ * types are in protocol.ts; these are what an editor writes against.
+ */
+import type { SidecarExitedError } from "./errors.js";
+import type { ExitStatus } from "./process.js";
+import type {
+  ApproveParams,
+  Capabilities,
+  ClaudeClient,
+  ClientDisconnectedParams,
+  CloseDiffParams,
+  CloseTabParams,
+  CloseTabResult,
+  CodeParams,
+  CommandEvent,
+  DiffVerdict,
+  DocumentParams,
+  ExecuteCodeResult,
+  InvalidNotificationParams,
+  OpenFileParams,
+  OpenFileResult,
+  OpenFilesParams,
+  OpenFilesResult,
+  ShowDiffParams,
+  ApprovalMode,
+} from "./protocol.js";
+
+export type Awaitable<T> = T | Promise<T>;
+
+/** What `on*` methods return: `dispose()` removes the handler. */
+export interface Disposable {
+  dispose(): void;
+}
+
+/** The second argument of a `showDiff` handler. */
+export interface DiffContext {
+  /**
+   * Aborted when ccbridge closes the diff before the handler resolved;
+   * `signal.reason` is the {@link CloseReason} (`claudeClosed`: the user
+   * answered in Claude's terminal; `replaced`, `newPrompt`, `disconnected`,
+   * `shutdown`). Close the view then; a verdict after it is dropped.
+   */
+  signal: AbortSignal;
+}
+
+/** Resolves with the user's verdict, whenever the user decides. */
+export type ShowDiffHandler = (diff: ShowDiffParams, context: DiffContext) => Awaitable<DiffVerdict>;
+/** ccbridge closes a diff (also after a verdict: Claude closes every diff tab it opened). */
+export type CloseDiffHandler = (params: CloseDiffParams) => Awaitable<void>;
+/** `true` (or `{approved: true}`) lets the workspace tool call go ahead. */
+export type ApproveHandler = (request: ApproveParams) => Awaitable<boolean | { approved: boolean }>;
+
+/** Handlers for the requests ccbridge sends the editor. */
+export interface RequestHandlers {
+  showDiff?: ShowDiffHandler;
+  closeDiff?: CloseDiffHandler;
+  /** Resolve with the file's info, or `null`. */
+  openFile?: (params: OpenFileParams) => Awaitable<OpenFileResult | null | void>;
+  /** Optional with `openFile`: without it each path goes to `openFile`. */
+  openFiles?: (params: OpenFilesParams) => Awaitable<OpenFilesResult>;
+  closeTab?: (params: CloseTabParams) => Awaitable<CloseTabResult>;
+  saveDocument?: (params: DocumentParams) => Awaitable<void>;
+  reformatFile?: (params: DocumentParams) => Awaitable<void>;
+  /** Asked before every `executeCode`; `true` runs it. */
+  confirmExecute?: (params: CodeParams) => Awaitable<boolean>;
+  executeCode?: (params: CodeParams) => Awaitable<ExecuteCodeResult>;
+  approve?: ApproveHandler;
+}
+
+/** Options of {@link start}. */
+export interface StartOptions {
+  /** Absolute paths; Claude connects to the editor whose folder holds its cwd. */
+  workspaceFolders: string[];
+  /** The name Claude Code shows for this editor (`/ide`, `/status`). */
+  ideName: string;
+  /**
+   * Declares exactly these capabilities. Omitted (recommended): they follow
+   * the registered handlers (see {@link RequestHandlers}).
+   */
+  capabilities?: Capabilities;
+  /** When the workspace tools ask the user; ccbridge's default is `write-only`. */
+  approvalMode?: ApprovalMode;
+  /** Handlers in place before ccbridge can send anything. */
+  handlers?: RequestHandlers;
+  /** The ccbridge binary; default `$CCBRIDGE_BIN`, else `ccbridge` on `PATH`. */
+  bin?: string;
+  /** More arguments for `ccbridge serve --stdio` (`--multi-client`, `--lock-dir DIR`, ...). */
+  args?: string[];
+  /** Variables added to the child's environment (e.g. `CCBRIDGE_LOG: "debug"`). */
+  env?: Record<string, string | undefined>;
+  /** ccbridge logs here instead of its stderr (`--log-file`). */
+  logFile?: string;
+  /** The child's working directory. */
+  cwd?: string;
+  /**
+   * The editor's pid for the lock file (`--pid`); default: this process,
+   * the sidecar's parent. Claude accepts a lock only if this process is an
+   * ancestor of the terminal `claude` runs in: start the bridge from the
+   * Electron main process, or pass the main process's pid here.
+   */
+  pid?: number;
+  /** Bound on spawning plus `initialize`; default 15000 ms. */
+  initializeTimeoutMs?: number;
+}
+
+/** How the sidecar ended (the `exit` event). */
+export interface ExitInfo extends ExitStatus {
+  /** Set when nobody asked it to stop. */
+  error?: SidecarExitedError;
+}
+
+/** Something that went wrong without stopping the bridge (the `warning` event). */
+export interface BridgeWarning {
+  kind: "handlerError" | "invalidNotification" | "capabilities" | "exited";
+  message: string;
+  /** The protocol method concerned. */
+  method?: string;
+  error?: unknown;
+}
+
+/** The bridge's events and their arguments. */
+export interface BridgeEvents {
+  /** A Claude Code session connected; selections and @-mentions now reach it. */
+  clientConnected: [client: ClaudeClient];
+  clientDisconnected: [client: ClaudeClient | ClientDisconnectedParams];
+  /** An approved workspace command started, wrote output, or exited. */
+  commandEvent: [event: CommandEvent];
+  /** ccbridge could not (fully) use a report; show it once. */
+  invalidNotification: [params: InvalidNotificationParams];
+  /**
+   * Problems that do not stop the bridge. Without a listener they go to
+   * `process.emitWarning`, once each.
+   */
+  warning: [warning: BridgeWarning];
+  /** The sidecar ended; `info.error` is set when it was not asked to. */
+  exit: [info: ExitInfo];
+  /** A line ccbridge wrote on stderr (its log, unless `logFile` is set). */
+  stderr: [line: string];
+}
+
+/** A listener of event `E`. */
+export type BridgeListener<E extends keyof BridgeEvents> = (...args: BridgeEvents[E]) => void;
+
+export type BridgeState = "starting" | "running" | "stopping" | "stopped";
+
+/** The capabilities the handlers provide. */
+export function capabilitiesOf(h: RequestHandlers): Capabilities {
+  return {
+    diff: h.showDiff !== undefined,
+    openFile: h.openFile !== undefined,
+    closeTab: h.closeTab !== undefined,
+    saveDocument: h.saveDocument !== undefined,
+    reformat: h.reformatFile !== undefined,
+    // ccbridge asks confirmExecute before every executeCode.
+    executeCode: h.executeCode !== undefined && h.confirmExecute !== undefined,
+    approve: h.approve !== undefined,
+  };
+}
