@@ -39,9 +39,20 @@ impl Sandbox {
         c.args(args)
             .current_dir(&self.ws)
             .env("HOME", self.home.path())
+            .env("TMPDIR", self.home.path())
             .env("CLAUDE_CONFIG_DIR", self.home.path().join("cfg"))
             .env_remove("CCBRIDGE_LOG");
         c
+    }
+
+    /// Gemini CLI's discovery files (`$TMPDIR/gemini/ide`).
+    fn gemini_files(&self) -> Vec<PathBuf> {
+        files_in(&self.home.path().join("gemini/ide"))
+    }
+
+    /// Qwen Code's (`~/.qwen/ide`).
+    fn qwen_files(&self) -> Vec<PathBuf> {
+        files_in(&self.home.path().join(".qwen/ide"))
     }
 
     /// A stand-in for Claude Code: a script that records its environment
@@ -71,6 +82,12 @@ impl Sandbox {
     fn seen(&self) -> String {
         std::fs::read_to_string(self.home.path().join("seen")).unwrap_or_default()
     }
+}
+
+fn files_in(dir: &std::path::Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
 }
 
 fn signal(child: &Child, sig: rustix::process::Signal) {
@@ -325,4 +342,100 @@ fn claude_missing_is_a_clear_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(127));
+}
+
+#[test]
+fn serve_offers_the_agents_asked_for_and_removes_their_files() {
+    let sb = Sandbox::new();
+    // All three by default: the banner says how to start each.
+    let mut child = sb
+        .command(&["serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let files = poll_until(Duration::from_secs(10), POLL, || {
+        let (g, q) = (sb.gemini_files(), sb.qwen_files());
+        (g.len() == 1 && q.len() == 1 && !lock_files(&sb.ide()).is_empty()).then_some((g, q))
+    })
+    .expect("a lock file and one discovery file per agent");
+    let gemini: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&files.0[0]).unwrap()).unwrap();
+    assert_eq!(gemini["workspacePath"], sb.ws.to_str().unwrap(), "{gemini}");
+    assert_eq!(gemini["ideInfo"]["displayName"], "ccbridge", "{gemini}");
+    let qwen: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&files.1[0]).unwrap()).unwrap();
+    assert_eq!(qwen["ppid"], child.id(), "{qwen}");
+    assert_ne!(gemini["port"], qwen["port"], "a server per agent");
+    assert_ne!(gemini["authToken"], qwen["authToken"], "a token per agent");
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(exits(&mut child).success());
+    assert!(
+        sb.gemini_files().is_empty() && sb.qwen_files().is_empty(),
+        "files left"
+    );
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(out.contains("Claude Code finds it"), "{out}");
+    assert!(
+        out.contains("Gemini CLI and Qwen Code find it too: start `gemini` or `qwen`"),
+        "{out}"
+    );
+
+    // Gemini CLI alone: no lock file for Claude Code, no Qwen file.
+    let mut child = sb
+        .command(&["serve", "--agents", "gemini"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll_until(Duration::from_secs(10), POLL, || {
+        (sb.gemini_files().len() == 1).then_some(())
+    })
+    .expect("the Gemini file");
+    assert!(
+        lock_files(&sb.ide()).is_empty(),
+        "no lock file without claude"
+    );
+    assert!(sb.qwen_files().is_empty());
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(exits(&mut child).success());
+    assert!(sb.gemini_files().is_empty());
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(!out.contains("Claude Code finds it"), "{out}");
+    assert!(out.contains("Gemini CLI find it too"), "{out}");
+
+    // `ccbridge claude` runs Claude Code: leaving it out is a usage error.
+    let out = sb
+        .command(&["claude", "--agents", "qwen"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("add claude to --agents"),
+        "{out:?}"
+    );
+    let out = sb
+        .command(&["serve", "--agents", "claude,vscode"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("known: claude, gemini, qwen"),
+        "{out:?}"
+    );
 }

@@ -83,6 +83,11 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !args.server.claude() {
+        anyhow::bail!(
+            "--agents leaves out claude, but `ccbridge claude` runs Claude Code; add claude to --agents (or use `ccbridge serve`)"
+        );
+    }
     let claude = match &args.claude {
         Some(p) if Path::new(p).is_file() => p.clone(),
         Some(p) => {
