@@ -14,14 +14,12 @@
 //! which keeps the harness free of an async runtime; any other path gets
 //! `200 {}`.
 
-use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Request};
+use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Listener, Request};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{self, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// A tool call the scripted model makes.
@@ -110,14 +108,13 @@ struct Inner {
 struct Shared {
     inner: Mutex<Inner>,
     changed: Condvar,
-    stop: AtomicBool,
 }
 
 /// The running mock. Dropping it stops accepting connections.
 pub struct MockAnthropic {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    accept_thread: Option<JoinHandle<()>>,
+    _listener: Listener,
 }
 
 /// A condition on the recorded requests did not hold in time.
@@ -159,34 +156,18 @@ impl std::error::Error for RequestTimeout {}
 impl MockAnthropic {
     /// Binds 127.0.0.1:0 and starts serving with an empty script.
     pub fn start() -> io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner::default()),
             changed: Condvar::new(),
-            stop: AtomicBool::new(false),
         });
-        let accept_shared = shared.clone();
-        let accept_thread = std::thread::Builder::new()
-            .name("mock-anthropic".into())
-            .spawn(move || {
-                for stream in listener.incoming() {
-                    if accept_shared.stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let conn_shared = accept_shared.clone();
-                    let _ = std::thread::Builder::new()
-                        .name("mock-anthropic-conn".into())
-                        .spawn(move || {
-                            let _ = serve_connection(stream, &conn_shared);
-                        });
-                }
-            })?;
+        let conn_shared = shared.clone();
+        let listener = Listener::start("mock-anthropic", move |stream| {
+            let _ = serve_connection(stream, &conn_shared);
+        })?;
         Ok(MockAnthropic {
-            addr,
+            addr: listener.addr(),
             shared,
-            accept_thread: Some(accept_thread),
+            _listener: listener,
         })
     }
 
@@ -290,17 +271,6 @@ impl MockAnthropic {
             .map(|(_, t)| t)
             .collect::<Vec<_>>()
             .join("\n"))
-    }
-}
-
-impl Drop for MockAnthropic {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept() so the thread sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.accept_thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

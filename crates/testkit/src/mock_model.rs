@@ -32,15 +32,13 @@
 //! [`crate::mock_anthropic`], so the harness needs no async runtime. Streamed
 //! answers are server-sent events ending with the connection.
 
-use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Request};
+use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Listener, Request};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{self, BufReader};
 use std::marker::PhantomData;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The text of an agent turn nothing was scripted for.
@@ -222,7 +220,6 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
-    stop: AtomicBool,
 }
 
 impl Shared {
@@ -236,7 +233,7 @@ impl Shared {
 pub struct MockModel<A: Api> {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    accept_thread: Option<JoinHandle<()>>,
+    _listener: Listener,
     _api: PhantomData<A>,
 }
 
@@ -279,34 +276,18 @@ impl std::error::Error for RequestTimeout {}
 impl<A: Api> MockModel<A> {
     /// Binds 127.0.0.1:0 and starts serving with an empty script.
     pub fn start() -> io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            stop: AtomicBool::new(false),
         });
-        let accept_shared = shared.clone();
-        let accept_thread = std::thread::Builder::new()
-            .name(format!("mock-{}", A::NAME))
-            .spawn(move || {
-                for stream in listener.incoming() {
-                    if accept_shared.stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let conn_shared = accept_shared.clone();
-                    let _ = std::thread::Builder::new()
-                        .name(format!("mock-{}-conn", A::NAME))
-                        .spawn(move || {
-                            let _ = serve_connection::<A>(stream, &conn_shared);
-                        });
-                }
-            })?;
+        let conn_shared = shared.clone();
+        let listener = Listener::start(&format!("mock-{}", A::NAME), move |stream| {
+            let _ = serve_connection::<A>(stream, &conn_shared);
+        })?;
         Ok(MockModel {
-            addr,
+            addr: listener.addr(),
             shared,
-            accept_thread: Some(accept_thread),
+            _listener: listener,
             _api: PhantomData,
         })
     }
@@ -412,17 +393,6 @@ impl<A: Api> MockModel<A> {
             what: format!("{n} agent turn(s)"),
             requests: s.requests.clone(),
         })
-    }
-}
-
-impl<A: Api> Drop for MockModel<A> {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept() so the thread sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.accept_thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

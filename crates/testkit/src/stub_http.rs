@@ -9,6 +9,67 @@
 
 use serde_json::Value;
 use std::io::{self, BufRead, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A loopback listener serving each connection on a thread of its own with
+/// `serve`, until dropped.
+pub struct Listener {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accept_thread: Option<JoinHandle<()>>,
+}
+
+impl Listener {
+    /// Binds an OS-assigned port; `name` names the threads.
+    pub fn start(
+        name: &str,
+        serve: impl Fn(TcpStream) + Send + Sync + 'static,
+    ) -> io::Result<Listener> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let serve = Arc::new(serve);
+        let (accept_stop, conn_name) = (stop.clone(), format!("{name}-conn"));
+        let accept_thread = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if accept_stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let serve = serve.clone();
+                    let _ = std::thread::Builder::new()
+                        .name(conn_name.clone())
+                        .spawn(move || serve(stream));
+                }
+            })?;
+        Ok(Listener {
+            addr,
+            stop,
+            accept_thread: Some(accept_thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept() so the thread sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(t) = self.accept_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
 
 /// One request as read off the connection.
 pub struct Request {
