@@ -393,7 +393,8 @@ impl ServerHandler for Companion {
 }
 
 /// The MCP endpoint as a tower service, set up as the tools server's is
-/// (`ccbridge_mcp::service::http_service`).
+/// (`ccbridge_mcp::service::http_service`: no priming events, which broke
+/// Gemini CLI's IDE connection).
 pub(crate) fn endpoint(
     shared: Arc<Shared>,
 ) -> StreamableHttpService<Companion, LocalSessionManager> {

@@ -30,6 +30,7 @@ impl Client {
             "clientInfo":{"name":"streamable-http-client","version":"0.61.0"}}});
         let a = mcp_post(port, TOKEN, None, &init.to_string(), WAIT);
         assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+        a.assert_every_event_is_json();
         let session = a.header("mcp-session-id").expect("a session");
         let a = mcp_post(
             port,
@@ -66,14 +67,15 @@ impl Client {
 
     fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
-        mcp_post(
+        let a = mcp_post(
             self.port,
             TOKEN,
             Some(&self.session),
             &body.to_string(),
             WAIT,
-        )
-        .message()
+        );
+        a.assert_every_event_is_json();
+        a.message()
     }
 
     fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
@@ -89,10 +91,12 @@ impl Client {
             if self.events.read_line(&mut line).unwrap_or(0) == 0 {
                 panic!("the event stream ended while waiting for {method}");
             }
+            // regression: a priming event (`retry:` and an empty `data:`)
+            // broke Gemini CLI's connection after its first openDiff.
+            assert!(!line.starts_with("retry:"), "a priming event: {line:?}");
             if let Some(data) = line.trim_end().strip_prefix("data:") {
-                let Ok(v) = serde_json::from_str::<Value>(data.trim()) else {
-                    continue;
-                };
+                let v = serde_json::from_str::<Value>(data.trim())
+                    .unwrap_or_else(|e| panic!("an event that is not JSON ({e}): {line:?}"));
                 if v["method"] == method {
                     return v["params"].clone();
                 }

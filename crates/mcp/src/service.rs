@@ -245,6 +245,15 @@ pub fn endpoint(
 /// front checks it first), `Origin` left to the guard (loopback pages pass,
 /// on any port, which rmcp's exact-match list cannot say), bodies up to
 /// `max_body`; cancelling `stop` ends every session.
+///
+/// No event stream starts with a priming event (SEP-1699: an event id, a
+/// `retry`, an empty `data:`), in answers nor on the GET stream: the MCP
+/// SDK in Gemini CLI 0.61.0 (and Qwen Code's MCP client) parses every
+/// event's data as JSON, and its IDE client took the parse error for a
+/// lost connection, so after the first `openDiff` no diff opened again
+/// (found by `real_agents.rs`); the `retry` also made it re-open every
+/// finished stream. Nothing here needs resuming a stream: client and
+/// server are on one host.
 pub fn http_service<S: ServerHandler + Send + 'static>(
     factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
     max_body: usize,
@@ -252,10 +261,14 @@ pub fn http_service<S: ServerHandler + Send + 'static>(
 ) -> StreamableHttpService<S, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    // A POST's answer stream.
+    sessions.session_config.sse_retry = None;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
         .disable_allowed_origins()
         .with_max_request_body_bytes(max_body)
-        .with_cancellation_token(stop);
+        .with_cancellation_token(stop)
+        // `initialize`'s answer and the GET stream.
+        .with_sse_retry(None);
     StreamableHttpService::new(factory, Arc::new(sessions), config)
 }

@@ -77,6 +77,8 @@ async fn a_session_lists_and_calls_the_tools() {
     let rig = start().await;
     let init = rig.post("/mcp", &[], INIT).await;
     assert_eq!(init.status, 200, "{}\n{}", init.head, init.body);
+    // regression: an SSE priming event (empty data) broke Gemini CLI's MCP client.
+    init.assert_every_event_is_json();
     let session = init.header("mcp-session-id").expect("a session id");
     let result = &init.message()["result"];
     assert_eq!(result["protocolVersion"], "2025-11-25");
@@ -100,8 +102,9 @@ async fn a_session_lists_and_calls_the_tools() {
             &s,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
         )
-        .await
-        .message();
+        .await;
+    list.assert_every_event_is_json();
+    let list = list.message();
     let tools = list["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     for want in ["read_file", "list_files", "search_files", "get_diagnostics"] {

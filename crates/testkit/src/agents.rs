@@ -52,6 +52,14 @@ pub const QWEN_CODE_VERSION: &str = "0.24.4";
 /// ready and empty.
 pub const PROMPT_READY: &str = "Type your message";
 
+/// How long after the last typed character [`AgentCli::submit`] presses
+/// Enter, at least. Gemini CLI takes an Enter that comes within 30 ms of
+/// a typed character (its `FAST_RETURN_TIMEOUT`, there so that a pasted
+/// line break is not a submission) for Shift+Enter: a new line in the
+/// input box, nothing submitted. Counted from when the screen showed the
+/// text, so from after the CLI read it.
+pub const ENTER_GAP: Duration = Duration::from_millis(100);
+
 /// A made-up API key; the mocks accept anything.
 pub const API_KEY: &str = "test-key";
 
@@ -537,26 +545,40 @@ impl AgentCli {
             .map(drop)
     }
 
-    /// Types `text` literally and waits until the visible screen shows it
-    /// (keep it shorter than a line of the input box, which wraps).
+    /// The input box's first line: the last line of the visible screen
+    /// that starts with `>` (both CLIs draw their prompt so; the echoes of
+    /// earlier prompts in the history are above it). Empty when there is
+    /// none (a confirmation dialog instead).
+    pub fn input_line(&self) -> String {
+        input_line(&self.screen()).to_string()
+    }
+
+    /// Types `text` literally and waits until the input box shows it (keep
+    /// it shorter than a line of the input box, which wraps). The input box
+    /// itself is looked at: the same text typed before is still on screen,
+    /// in the history.
     pub fn type_text(&self, text: &str, timeout: Duration) -> Result<(), Timeout> {
         self.tmux
             .send_text(text)
             .map_err(|e| self.key_error(text, e))?;
         self.tmux
             .wait_for(&format!("{text:?} in the input box"), timeout, |_| {
-                self.tmux.capture().contains(text)
+                self.input_line().contains(text)
             })
             .map(drop)
     }
 
     /// Waits for the prompt, types `text`, waits until it is shown, then
-    /// presses Enter. (A line typed with `send-keys -l` reaches the CLI
-    /// intact; a `?` sent as a key name at the end of a Gemini prompt was
-    /// seen to get lost.)
+    /// presses Enter, at least [`ENTER_GAP`] after the screen showed the
+    /// text. (A line typed with `send-keys -l` reaches the CLI intact; a
+    /// `?` sent as a key name at the end of a Gemini prompt was seen to get
+    /// lost.)
     pub fn submit(&self, text: &str, timeout: Duration) -> Result<(), Timeout> {
         self.wait_prompt(timeout)?;
         self.type_text(text, timeout)?;
+        // Not a wait for something to happen: the CLI needs this gap (see
+        // ENTER_GAP), and it has read the text, which it shows.
+        std::thread::sleep(ENTER_GAP);
         self.press(&["Enter"])
     }
 
@@ -619,6 +641,15 @@ impl Drop for AgentCli {
     }
 }
 
+/// See [`AgentCli::input_line`].
+fn input_line(screen: &str) -> &str {
+    screen
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('>'))
+        .map_or("", str::trim)
+}
+
 /// The live (not zombie) processes of session `sid`: the pane's process
 /// is a session leader, and all the CLI starts stays in its session.
 fn session_members(sid: u32) -> Vec<u32> {
@@ -660,5 +691,22 @@ fn end_session(sid: u32) {
         if gone.is_some() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::input_line;
+
+    #[test]
+    fn the_input_box_is_the_last_line_starting_with_a_prompt_sign() {
+        // Qwen Code's layout: echoes in a scroll box, then the input box.
+        let qwen = "  > /ide status (check 1)\n  ●︎ ✓ Connected to X\n\
+                    ───\n>   /ide status (check 2)\n───\n  ➜ work · mock-model\n";
+        assert_eq!(input_line(qwen), ">   /ide status (check 2)");
+        // Gemini CLI's, with a completion menu under the input box.
+        let gemini = " > /ide status\nℹ 🟢 Connected to X\n ───\n > /ide sta\n status   Check\n";
+        assert_eq!(input_line(gemini), "> /ide sta");
+        assert_eq!(input_line("│ ● 1. Allow once\n"), "");
     }
 }

@@ -26,6 +26,28 @@ impl Answer {
         })
     }
 
+    /// Panics unless every `data:` of an event-stream body is a JSON
+    /// object: an empty one (an SSE priming event) is what Gemini CLI's
+    /// MCP SDK cannot parse, and takes for a lost connection.
+    pub fn assert_every_event_is_json(&self) {
+        for line in self.body.lines() {
+            if let Some(data) = line.strip_prefix("data:") {
+                let parsed: Result<Value, _> = serde_json::from_str(data.trim());
+                assert!(
+                    parsed.as_ref().is_ok_and(Value::is_object),
+                    "an event whose data is not a JSON object: {line:?}\n{}\n{}",
+                    self.head,
+                    self.body
+                );
+            }
+        }
+        assert!(
+            !self.body.lines().any(|l| l.starts_with("retry:")),
+            "a retry field makes the client re-open the stream: {}",
+            self.body
+        );
+    }
+
     /// The JSON-RPC message in the body: plain JSON, or the first `data:`
     /// line of an event stream. Panics with the answer if there is none.
     pub fn message(&self) -> Value {
