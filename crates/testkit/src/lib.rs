@@ -38,6 +38,7 @@ pub mod nvim;
 pub mod sandbox;
 pub mod stub_http;
 pub mod tmux;
+pub mod vim;
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

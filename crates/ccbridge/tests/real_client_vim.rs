@@ -1,0 +1,299 @@
+//! The real-client suite with **Vim as the editor**: a real Vim 9 in tmux
+//! running the plugin (`editors/vim`), which spawns `ccbridge serve
+//! --stdio`; the **real** Claude Code CLI (pinned, in another tmux)
+//! connected to it; a scripted Messages API mock playing the model. Keys go
+//! into Vim's terminal as a user types them, and what Claude does is read
+//! from its screen, from what it tells the model, and from the files on
+//! disk.
+//!
+//! Needs the CLI, Vim 9 and tmux; without them every test fails with the
+//! instruction, none is skipped.
+
+use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
+use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::vim::{Vim, VimOptions};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const IDE_NAME: &str = "VimUnderTest";
+/// Bound for each single step (two CLIs may start at once on two cores).
+const STEP: Duration = Duration::from_secs(30);
+
+const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
+
+/// Field order is drop order: the CLI first, then Vim (which stops its
+/// sidecar), the sandbox last.
+struct Rig {
+    claude: Claude,
+    vim: Vim,
+    mock: MockAnthropic,
+    hello: PathBuf,
+    log: PathBuf,
+    sandbox: Sandbox,
+}
+
+/// How the CLI finds Vim.
+#[derive(Clone, Copy, PartialEq)]
+enum Finds {
+    /// `CLAUDE_CODE_SSE_PORT`, as `:CCBridgeClaude` starts it.
+    ByPort,
+    /// Started elsewhere (a tmux pane, another terminal) with `--ide`: it
+    /// scans the lock files for the one whose workspace holds its folder.
+    ByLockFile,
+}
+
+fn vim_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Vim with the plugin editing `hello.py` in a fresh sandbox, and the CLI
+/// started with the port the plugin got, showing the IDE connected.
+fn rig() -> Rig {
+    rig_where(Finds::ByPort)
+}
+
+fn rig_where(finds: Finds) -> Rig {
+    let claude_bin = claude_bin();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
+    let mock = MockAnthropic::start().expect("mock API");
+    let log = sandbox.root().join("ccbridge.log");
+    let mut opts = VimOptions::new(sandbox.workspace());
+    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
+    opts.env
+        .push(("HOME".into(), sandbox.home().display().to_string()));
+    let mut vim = Vim::start(&opts).expect("start vim");
+    let options = json!({
+        "bin": env!("CARGO_BIN_EXE_ccbridge"),
+        "ide_name": IDE_NAME,
+        "log_file": log,
+        "args": ["--lock-dir", sandbox.lock_dir(), "--selection-debounce-ms", "0"],
+        "selection": {"debounce_ms": 0},
+    });
+    vim.ex(&format!(
+        "let g:ccbridge = json_decode({})",
+        vim_str(&options.to_string())
+    ));
+    vim.ex("CCBridgeStart");
+    let port = vim
+        .wait(
+            "the sidecar's port",
+            "ccbridge#Status() ==# 'running' ? ccbridge#Init().port : 0",
+            STEP,
+        )
+        .as_u64()
+        .unwrap() as u16;
+    vim.ex(&format!("edit {}", hello.display()));
+    let mut opts = ClaudeOptions::new(claude_bin, mock.url());
+    if finds == Finds::ByPort {
+        opts = opts.ide_port(port);
+    } else {
+        opts.extra_args.push("--ide".into());
+    }
+    let claude = Claude::start(&sandbox, &opts).expect("start claude");
+    let mut rig = Rig {
+        claude,
+        vim,
+        mock,
+        hello,
+        log,
+        sandbox,
+    };
+    rig.vim.wait(
+        "CCBridgeConnected",
+        "len(TestEvents('CCBridgeConnected')) > 0",
+        STEP,
+    );
+    rig.claude.wait_prompt(STEP).unwrap();
+    rig.wait_status_connected();
+    rig
+}
+
+impl Rig {
+    /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
+    /// for the next turn.
+    fn wait_status_connected(&self) {
+        self.claude
+            .wait_ide_connected(IDE_NAME, STEP)
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "{}\n── Vim ──\n{}",
+            self.claude
+                .context(&std::fs::read_to_string(&self.log).unwrap_or_default()),
+            self.vim.screen()
+        )
+    }
+
+    fn hello_path(&self) -> String {
+        self.hello.display().to_string()
+    }
+
+    fn on_disk(&self) -> String {
+        std::fs::read_to_string(&self.hello).unwrap()
+    }
+
+    /// The model proposes `old` → `new` in hello.py, then ends its turn
+    /// with "Edit finished."; returns once Vim shows the review (the cursor
+    /// in the proposal).
+    fn propose(&mut self, old: &str, new: &str) {
+        self.mock
+            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
+        self.mock.push(Turn::text("Edit finished."));
+        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .tmux
+            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        self.vim.wait(
+            "the review in Vim",
+            "get(b:, 'ccbridge_review', 0) && &buftype ==# 'acwrite'",
+            STEP,
+        );
+    }
+
+    /// The tool_result the CLI sent the model for the Edit of turn `n`
+    /// (the n-th request to the model holds it).
+    fn edit_result(&self, n: usize) -> String {
+        self.mock
+            .tool_results_of(n, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()))
+    }
+
+    /// Vim's buffer of hello.py shows `expected` (it reloaded).
+    fn assert_buffer_shows(&mut self, expected: &str) {
+        let want = expected.strip_suffix('\n').unwrap_or(expected);
+        let expr = format!(
+            "TestBufferText({}) ==# {}",
+            vim_str(&self.hello_path()),
+            vim_str(want)
+        );
+        self.vim.wait("the buffer to show the file", &expr, STEP);
+    }
+
+    /// The review's tab is gone and the cursor is back in hello.py.
+    fn assert_review_closed(&mut self, closed: usize) {
+        self.vim.wait(
+            "the review to close",
+            &format!("len(TestEvents('CCBridgeDiffClosed')) == {closed} && tabpagenr('$') == 1"),
+            STEP,
+        );
+        assert_eq!(self.vim.eval("expand('%:p')"), self.hello_path().as_str());
+    }
+}
+
+const OLD: &str = "    print(message)";
+const NEW: &str = "    print(message.upper())";
+
+/// The scenario: an Edit the user changes in the proposal and
+/// accepts with `:w` is written as edited; a second Edit, rejected with
+/// `:CCBridgeReject`, leaves the file as it was.
+#[test]
+fn an_edited_proposal_written_with_w_lands_as_edited_and_a_rejected_one_changes_nothing() {
+    let mut rig = rig();
+    rig.propose(OLD, NEW);
+    // In the proposal: on the changed line, append a comment, then :w.
+    rig.vim.keys("/upper<CR>A  # shout<Esc>:w<CR>");
+    let result = rig.edit_result(2);
+    assert!(
+        result.contains("The user modified your proposed changes"),
+        "tool_result: {result}\n{}",
+        rig.context()
+    );
+    rig.claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let edited = HELLO_PY.replace(OLD, "    print(message.upper())  # shout");
+    assert_eq!(rig.on_disk(), edited);
+    rig.assert_buffer_shows(&edited);
+    rig.assert_review_closed(1);
+    rig.claude.wait_prompt(STEP).unwrap();
+
+    // The second Edit: rejected from the proposal.
+    rig.propose("    return message", "    return None");
+    rig.vim.keys(":CCBridgeReject<CR>");
+    rig.claude
+        .tmux
+        .wait_for_text("Rejected update to hello.py", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.claude.wait_prompt(STEP).unwrap();
+    assert_eq!(rig.on_disk(), edited);
+    rig.assert_review_closed(2);
+    // A rejection ends Claude's turn: the model was not asked again.
+    assert_eq!(rig.mock.message_requests().len(), 3, "{}", rig.context());
+}
+
+#[test]
+fn closing_the_proposal_window_rejects_and_the_file_stays() {
+    let mut rig = rig();
+    rig.propose(OLD, NEW);
+    rig.vim.keys(":q<CR>");
+    rig.claude
+        .tmux
+        .wait_for_text("Rejected update to hello.py", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.claude.wait_prompt(STEP).unwrap();
+    assert_eq!(rig.on_disk(), HELLO_PY);
+    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    rig.assert_review_closed(1);
+}
+
+#[test]
+fn do_on_the_second_of_two_hunks_writes_only_the_first() {
+    let mut rig = rig();
+    // One Edit, two separate changes: line 1 and line 3.
+    let old = "def greet(name):\n    message = \"hello \" + name\n    print(message)";
+    let new =
+        "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
+    rig.propose(old, new);
+    // `]c` twice from the top: the second hunk; `do` takes the original back.
+    rig.vim.keys("gg]c]cdo:w<CR>");
+    let result = rig.edit_result(2);
+    assert!(
+        result.contains("The user modified your proposed changes"),
+        "tool_result: {result}\n{}",
+        rig.context()
+    );
+    rig.claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let expected = HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):");
+    assert_eq!(rig.on_disk(), expected);
+    rig.assert_buffer_shows(&expected);
+    rig.assert_review_closed(1);
+}
+
+#[test]
+fn claude_started_elsewhere_finds_vim_by_its_lock_file_and_sees_selection_and_send() {
+    let rig = rig_where(Finds::ByLockFile);
+    // A linewise Visual selection, made with real keys.
+    rig.vim.keys("2GVj");
+    rig.claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.vim.keys(":CCBridgeSend<CR>");
+    let line = rig
+        .claude
+        .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
+            l.contains("@hello.py#L2-3")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert_eq!(line.matches("@hello.py").count(), 1, "{line:?}");
+    // Quitting Vim stops the sidecar, which removes its lock file.
+    let lock_dir = rig.sandbox.lock_dir();
+    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
+    assert!(rig.vim.quit().is_some(), "Vim did not exit");
+    let gone = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
+        ccbridge_testkit::lock_files(&lock_dir)
+            .is_empty()
+            .then_some(())
+    });
+    assert!(gone.is_some(), "the lock file outlived Vim");
+}
