@@ -7,9 +7,14 @@
 //! Needs Vim 9.0+ (`vim` on PATH or `CCBRIDGE_VIM_BIN`) and tmux; without
 //! them every test fails with the instruction (see `ccbridge_testkit::vim`).
 
+mod claude_side;
+
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::vim::{Vim, VimOptions};
+use claude_side::{
+    assert_saved, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -173,53 +178,6 @@ impl Rig {
     }
 }
 
-/// The next `method` notification Claude receives (others are skipped).
-async fn next_note(c: &mut IdeClient, method: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next_notification(left).await.unwrap() {
-            Some(n) if n.method == method => {
-                return n.params.map(|p| p.to_value()).unwrap_or(Value::Null)
-            }
-            Some(_) => continue,
-            None => panic!("no {method} within {STEP:?}"),
-        }
-    }
-}
-
-/// The `selection_changed` Claude receives next whose text is `text`.
-async fn selection_with(c: &mut IdeClient, text: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + STEP;
-    let mut seen = vec![];
-    while tokio::time::Instant::now() < deadline {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next_notification(left).await.unwrap() {
-            Some(n) if n.method == "selection_changed" => {
-                let p = n.params.map(|p| p.to_value()).unwrap_or(Value::Null);
-                if p["text"] == text {
-                    return p;
-                }
-                seen.push(p);
-            }
-            Some(_) => {}
-            None => break,
-        }
-    }
-    panic!("no selection_changed with text {text:?}; seen: {seen:#?}");
-}
-
-fn range(v: &Value) -> [u64; 4] {
-    let s = &v["selection"]["start"];
-    let e = &v["selection"]["end"];
-    [
-        s["line"].as_u64().unwrap(),
-        s["character"].as_u64().unwrap(),
-        e["line"].as_u64().unwrap(),
-        e["character"].as_u64().unwrap(),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn visual_selections_reach_claude_with_utf16_positions() {
     let mut rig = rig(json!({}));
@@ -272,27 +230,6 @@ impl Rig {
     }
 }
 
-/// Calls `tool` until its JSON result satisfies `ok`.
-async fn poll_tool(
-    c: &mut IdeClient,
-    tool: &str,
-    args: Value,
-    ok: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + STEP;
-    let mut last = Value::Null;
-    while tokio::time::Instant::now() < deadline {
-        let r = c.call_tool(tool, args.clone(), Some(STEP)).await.unwrap();
-        let text = r.content[0].as_text().unwrap_or_default().to_owned();
-        last = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        if ok(&last) {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{tool} never gave the expected result; last: {last}");
-}
-
 /// The diagnostics Claude's getDiagnostics gives for `path` once `ok`
 /// holds for them.
 async fn diagnostics_of(
@@ -329,26 +266,7 @@ async fn open_diff(
     proposed: &str,
 ) -> tokio::task::JoinHandle<(IdeClient, String)> {
     let path = rig.path("hello.py");
-    let proposed = proposed.to_owned();
-    let task = tokio::spawn(async move {
-        let mut c = c;
-        let r = c
-            .call_tool(
-                "openDiff",
-                json!({"old_file_path": path, "new_file_path": path,
-                       "new_file_contents": proposed, "tab_name": "✻ [Claude Code] hello.py (1) ⧉"}),
-                None,
-            )
-            .await
-            .unwrap();
-        let text = r
-            .content
-            .iter()
-            .filter_map(|c| c.as_text())
-            .collect::<Vec<_>>()
-            .join("\n");
-        (c, text)
-    });
+    let task = start_open_diff(c, path, proposed);
     rig.vim.wait(
         "the review to open",
         "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
@@ -368,19 +286,6 @@ async fn review(
     let c = rig.claude().await;
     let task = open_diff(&mut rig, c, proposed).await;
     (rig, task)
-}
-
-/// The review was accepted: `FILE_SAVED` with `expected` as the text.
-fn assert_saved(text: &str, expected: &str) {
-    assert!(text.starts_with("FILE_SAVED"), "{text}");
-    assert!(text.ends_with(expected), "{text}");
-}
-
-async fn verdict(task: tokio::task::JoinHandle<(IdeClient, String)>) -> (IdeClient, String) {
-    tokio::time::timeout(STEP, task)
-        .await
-        .expect("openDiff answered")
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,129 @@
+//! Claude's end of the editor-plugin tests (`nvim_plugin.rs`,
+//! `vim_plugin.rs`, `emacs_package.rs`): each plays Claude Code over a real
+//! WebSocket with an `IdeClient` and checks what Claude sees. What they
+//! share is here; the editor each drives is theirs.
+
+// Each test file uses part of it.
+#![allow(dead_code)]
+
+use ccbridge_client::ws_client::IdeClient;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Bound for one wait on Claude's side.
+pub const STEP: Duration = Duration::from_secs(15);
+
+/// The next `method` notification Claude receives (others are skipped).
+pub async fn next_note(c: &mut IdeClient, method: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_notification(left).await.unwrap() {
+            Some(n) if n.method == method => {
+                return n.params.map(|p| p.to_value()).unwrap_or(Value::Null)
+            }
+            Some(_) => continue,
+            None => panic!("no {method} within {STEP:?}"),
+        }
+    }
+}
+
+/// The `selection_changed` Claude receives next whose text is `text`.
+pub async fn selection_with(c: &mut IdeClient, text: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    let mut seen = vec![];
+    while tokio::time::Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_notification(left).await.unwrap() {
+            Some(n) if n.method == "selection_changed" => {
+                let p = n.params.map(|p| p.to_value()).unwrap_or(Value::Null);
+                if p["text"] == text {
+                    return p;
+                }
+                seen.push(p);
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    panic!("no selection_changed with text {text:?}; seen: {seen:#?}");
+}
+
+/// A selection's `[start line, start character, end line, end character]`.
+pub fn range(v: &Value) -> [u64; 4] {
+    let s = &v["selection"]["start"];
+    let e = &v["selection"]["end"];
+    [
+        s["line"].as_u64().unwrap(),
+        s["character"].as_u64().unwrap(),
+        e["line"].as_u64().unwrap(),
+        e["character"].as_u64().unwrap(),
+    ]
+}
+
+/// Calls `tool` until its JSON result satisfies `ok`.
+pub async fn poll_tool(
+    c: &mut IdeClient,
+    tool: &str,
+    args: Value,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    let mut last = Value::Null;
+    while tokio::time::Instant::now() < deadline {
+        let r = c.call_tool(tool, args.clone(), Some(STEP)).await.unwrap();
+        let text = r.content[0].as_text().unwrap_or_default().to_owned();
+        last = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if ok(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{tool} never gave the expected result; last: {last}");
+}
+
+/// Starts Claude's `openDiff` of `path` → `proposed` (as the CLI calls
+/// it, with no time limit); the task returns the client and the tool's
+/// text once the user decided.
+pub fn start_open_diff(
+    c: IdeClient,
+    path: String,
+    proposed: &str,
+) -> tokio::task::JoinHandle<(IdeClient, String)> {
+    let proposed = proposed.to_owned();
+    tokio::spawn(async move {
+        let mut c = c;
+        let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+        let r = c
+            .call_tool(
+                "openDiff",
+                json!({"old_file_path": path, "new_file_path": path,
+                       "new_file_contents": proposed,
+                       "tab_name": format!("✻ [Claude Code] {name} (1) ⧉")}),
+                None,
+            )
+            .await
+            .unwrap();
+        let text = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (c, text)
+    })
+}
+
+/// The review was accepted: `FILE_SAVED` with `expected` as the text.
+pub fn assert_saved(text: &str, expected: &str) {
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    assert!(text.ends_with(expected), "{text}");
+}
+
+/// The `openDiff` answer, once the user decided.
+pub async fn verdict(task: tokio::task::JoinHandle<(IdeClient, String)>) -> (IdeClient, String) {
+    tokio::time::timeout(STEP, task)
+        .await
+        .expect("openDiff answered")
+        .unwrap()
+}
