@@ -15,6 +15,8 @@
 //! - [`claude`]: a sandboxed `HOME`/`CLAUDE_CONFIG_DIR` so no first-run screen appears;
 //! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge;
 //! - [`nvim`]: a real headless Neovim, driven through its msgpack-RPC API;
+//!   [`vim`] and [`emacs`]: a real Vim and Emacs in tmux, typed into, their
+//!   state read over a channel (Vim) or `emacsclient` (Emacs);
 //! - [`agents`], [`mock_gemini`], [`mock_openai`]: the same for Gemini CLI
 //!   and Qwen Code (their sandboxes, and their model APIs on the shared
 //!   [`mock_model`] script), for the IDE companion server;
@@ -29,6 +31,7 @@ pub mod agents;
 pub mod browser;
 pub mod claude;
 pub mod editor;
+pub mod emacs;
 pub mod http;
 pub mod mock_anthropic;
 pub mod mock_gemini;

@@ -1,0 +1,266 @@
+//! The real-client suite with **Emacs as the editor**: a real terminal Emacs
+//! (`emacs -nw -Q` in tmux) running the package (`editors/emacs`), which
+//! spawns `ccbridge serve --stdio`; the **real** Claude Code CLI (pinned, in
+//! its own tmux) connected to it; a scripted Messages API mock playing the
+//! model. Keys go into Emacs as a user types them (`tmux send-keys`), and
+//! what Claude does is read from its screen, from what it tells the model,
+//! and from the files on disk.
+//!
+//! Needs the CLI and Emacs 28+; `scripts/test` installs both. Without them
+//! every test fails with the instruction; none is skipped.
+
+use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
+use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
+use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const IDE_NAME: &str = "EmacsUnderTest";
+/// Bound for each single step (two CLIs may start at once on two cores).
+const STEP: Duration = Duration::from_secs(30);
+
+const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
+
+fn lisp_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Field order is drop order: the CLI first, then Emacs (which stops its
+/// sidecar), the sandbox last.
+struct Rig {
+    claude: Claude,
+    emacs: Emacs,
+    mock: MockAnthropic,
+    hello: PathBuf,
+    log: PathBuf,
+    sandbox: Sandbox,
+}
+
+/// How the CLI finds Emacs.
+#[derive(Clone, Copy, PartialEq)]
+enum Finds {
+    /// `CLAUDE_CODE_SSE_PORT`, as `ccbridge-claude` starts it.
+    ByPort,
+    /// Started elsewhere with `--ide`: it scans the lock files for the one
+    /// whose workspace holds its folder.
+    ByLockFile,
+}
+
+/// Emacs with the package visiting `hello.py` of a fresh sandbox (a git
+/// repository, so project.el finds it), and the CLI connected to it.
+fn rig(finds: Finds) -> Rig {
+    let claude_bin = claude_bin();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(sandbox.workspace())
+        .status()
+        .expect("git");
+    assert!(git.success());
+    let mock = MockAnthropic::start().expect("mock API");
+    let log = sandbox.root().join("ccbridge.log");
+    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
+    let mut opts = EmacsOptions::new(init, sandbox.workspace());
+    opts.env
+        .push(("HOME".into(), sandbox.home().display().to_string()));
+    let emacs = Emacs::start(&opts).expect("start Emacs");
+    emacs.eval(&format!(
+        "(setq ccbridge-program {} ccbridge-ide-name {} ccbridge-log-file {} \
+           ccbridge-program-args (list \"--lock-dir\" {} \"--selection-debounce-ms\" \"0\") \
+           ccbridge-selection-debounce 0) \
+         (find-file {}) (ccbridge-mode 1)",
+        lisp_str(env!("CARGO_BIN_EXE_ccbridge")),
+        lisp_str(IDE_NAME),
+        lisp_str(&log.display().to_string()),
+        lisp_str(&sandbox.lock_dir().display().to_string()),
+        lisp_str(&hello.display().to_string()),
+    ));
+    let port = emacs
+        .wait(
+            "the sidecar's port",
+            "(let ((s (car (ccbridge-info)))) \
+               (and (equal (plist-get s :status) \"running\") (plist-get s :port)))",
+            STEP,
+        )
+        .as_u64()
+        .unwrap() as u16;
+    let mut opts = ClaudeOptions::new(claude_bin, mock.url());
+    if finds == Finds::ByPort {
+        opts = opts.ide_port(port);
+    } else {
+        opts.extra_args.push("--ide".into());
+    }
+    let claude = Claude::start(&sandbox, &opts).expect("start claude");
+    let rig = Rig {
+        claude,
+        emacs,
+        mock,
+        hello,
+        log,
+        sandbox,
+    };
+    rig.emacs.wait(
+        "Emacs to see Claude connected",
+        "(> (plist-get (car (ccbridge-info)) :clients) 0)",
+        STEP,
+    );
+    rig.claude.wait_prompt(STEP).unwrap();
+    rig.claude
+        .wait_ide_connected(IDE_NAME, STEP)
+        .unwrap_or_else(|e| panic!("{e}\n{}", rig.context()));
+    rig
+}
+
+impl Rig {
+    fn context(&self) -> String {
+        format!(
+            "{}\n── Emacs screen ──\n{}",
+            self.claude
+                .context(&std::fs::read_to_string(&self.log).unwrap_or_default()),
+            self.emacs.screen()
+        )
+    }
+
+    fn hello_path(&self) -> String {
+        self.hello.display().to_string()
+    }
+
+    fn on_disk(&self) -> String {
+        std::fs::read_to_string(&self.hello).unwrap()
+    }
+
+    /// The model proposes `old` → `new` in hello.py, then ends its turn
+    /// with "Edit finished."; returns once Emacs shows the review (the
+    /// proposal's window selected).
+    fn propose(&self, old: &str, new: &str) {
+        self.mock
+            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
+        self.mock.push(Turn::text("Edit finished."));
+        // (A first key the CLI drops after `/status` is retyped by
+        // type_text.)
+        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .tmux
+            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        self.emacs.wait(
+            "the review in Emacs",
+            "(and (ccbridge-test-review-buffer) (bound-and-true-p smerge-mode))",
+            STEP,
+        );
+    }
+
+    /// Emacs's buffer of hello.py shows `expected` (reverted after Claude
+    /// wrote the file).
+    fn assert_buffer_shows(&self, expected: &str) {
+        self.emacs.wait(
+            "the buffer to show the file",
+            &format!(
+                "(equal (ccbridge-test-file-text {}) {})",
+                lisp_str(&self.hello_path()),
+                lisp_str(expected)
+            ),
+            STEP,
+        );
+    }
+
+    /// The review's buffer is gone and the selected window shows hello.py.
+    fn assert_review_closed(&self) {
+        self.emacs.wait(
+            "the review to close",
+            "(and (null (plist-get (car (ccbridge-info)) :reviews)) \
+                  (equal (buffer-name (window-buffer)) \"hello.py\"))",
+            STEP,
+        );
+    }
+}
+
+const OLD: &str = "    print(message)";
+const NEW: &str = "    print(message.upper())";
+
+#[test]
+fn an_edited_proposal_accepted_with_c_c_c_c_is_written_as_edited_and_a_second_rejected_with_c_c_c_k_is_not(
+) {
+    let rig = rig(Finds::ByPort);
+    rig.propose(OLD, NEW);
+    // In the proposal: to the changed line, append a comment, accept.
+    rig.emacs.keys("C-s");
+    rig.emacs.type_text("upper");
+    rig.emacs.keys("RET C-e");
+    rig.emacs.type_text("  # shout");
+    rig.emacs.wait(
+        "the edit in the proposal",
+        "(save-excursion (goto-char (point-min)) (search-forward \"upper())  # shout\" nil t))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-c");
+    let result = rig
+        .mock
+        .tool_results_of(2, STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert!(
+        result.contains("The user modified your proposed changes"),
+        "tool_result: {result}\n{}",
+        rig.context()
+    );
+    rig.claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let accepted = HELLO_PY.replace(OLD, "    print(message.upper())  # shout");
+    assert_eq!(rig.on_disk(), accepted);
+    rig.assert_buffer_shows(&accepted);
+    rig.assert_review_closed();
+    rig.claude.wait_prompt(STEP).unwrap();
+
+    // A second edit, rejected: the file stays as it is.
+    rig.propose("    return message", "    return message + \"!\"");
+    rig.emacs.keys("C-c C-k");
+    rig.claude
+        .tmux
+        .wait_for_text("Rejected update to hello.py", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.claude.wait_prompt(STEP).unwrap();
+    assert_eq!(rig.on_disk(), accepted);
+    rig.assert_review_closed();
+    rig.assert_buffer_shows(&accepted);
+}
+
+#[test]
+fn claude_started_elsewhere_finds_emacs_by_its_lock_file_and_sees_the_region_and_send() {
+    let rig = rig(Finds::ByLockFile);
+    // Lines 2 and 3: from the start of line 2 to the start of line 4.
+    rig.emacs.keys("M-< C-n C-SPC C-n C-n");
+    rig.claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.emacs.keys("M-x");
+    rig.emacs.type_text("ccbridge-send");
+    rig.emacs.keys("RET");
+    let line = rig
+        .claude
+        .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
+            l.contains("@hello.py#L2-3")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert_eq!(line.matches("@hello.py").count(), 1, "{line:?}");
+    // Quitting Emacs stops the sidecar, which removes its lock file.
+    let lock_dir = rig.sandbox.lock_dir();
+    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
+    let Rig {
+        emacs,
+        sandbox: _sandbox,
+        claude: _claude,
+        ..
+    } = rig;
+    assert!(emacs.quit(), "Emacs did not exit");
+    let gone = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
+        ccbridge_testkit::lock_files(&lock_dir)
+            .is_empty()
+            .then_some(())
+    });
+    assert!(gone.is_some(), "the lock file outlived Emacs");
+}

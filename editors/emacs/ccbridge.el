@@ -1,0 +1,2212 @@
+;;; ccbridge.el --- Claude Code's IDE integration through ccbridge  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The ccbridge authors
+
+;; Author: The ccbridge authors
+;; Maintainer: The ccbridge authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1"))
+;; Keywords: tools, convenience, processes
+;; URL: https://example.invalid/ccbridge
+;; SPDX-License-Identifier: MIT OR Apache-2.0
+
+;; This file is not part of GNU Emacs.
+
+;;; Commentary:
+
+;; Claude Code's IDE integration for Emacs.  `ccbridge-mode' starts one
+;; `ccbridge serve --stdio' sidecar per project (project.el) and speaks
+;; the ccbridge editor protocol with it over the child's pipes
+;; (JSON-RPC with Content-Length framing, through the built-in
+;; `jsonrpc.el').  The sidecar does everything Claude-specific (the
+;; WebSocket server, MCP, the lock file and its token); this package
+;; reports what Emacs knows and shows what Claude proposes:
+;;
+;; - the region, or point, of the selected file buffer (0-based lines,
+;;   UTF-16 columns), debounced on a timer;
+;; - the open file buffers of the project, the active one, their
+;;   modified flags, and their Flymake (and Flycheck) diagnostics;
+;; - Claude's proposed edits, reviewed in a buffer with `smerge-mode'
+;;   conflicts (or in `ediff'): edit freely, then \\`C-c C-c' accepts
+;;   the buffer's text and \\`C-c C-k' rejects, or decide hunk by hunk;
+;; - buffers follow their files when Claude writes them (a buffer with
+;;   unsaved changes is never reverted: you get a message instead);
+;; - `ccbridge-send' puts the region, the file, or Dired's marked
+;;   files into Claude's prompt as @-mentions;
+;; - `ccbridge-claude' runs Claude Code (or another agent the sidecar
+;;   offers) in vterm, eat or term, already connected to this Emacs.
+;;
+;; Nothing happens before `ccbridge-mode' is turned on: no hook, no
+;; timer, no process.  See the README in this directory.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'jsonrpc)
+(require 'project)
+(require 'subr-x)
+
+(declare-function ansi-color-apply "ansi-color" (string))
+(declare-function dired-get-marked-files "dired"
+                  (&optional localp arg filter distinguish-one-marked error))
+(declare-function ediff-buffers "ediff"
+                  (buffer-a buffer-b &optional startup-hooks job-name))
+(declare-function ediff-really-quit "ediff-util" (reverse-default-keep-variants))
+(declare-function ediff-setup-windows-plain "ediff-wind"
+                  (buffer-a buffer-b buffer-c control-buffer))
+(declare-function eat-make "ext:eat" (name program &optional startfile &rest switches))
+(declare-function file-notify-add-watch "filenotify" (file flags callback))
+(declare-function file-notify-rm-watch "filenotify" (descriptor))
+(declare-function flycheck-error-checker "ext:flycheck" (err))
+(declare-function flycheck-error-column "ext:flycheck" (err))
+(declare-function flycheck-error-end-column "ext:flycheck" (err))
+(declare-function flycheck-error-end-line "ext:flycheck" (err))
+(declare-function flycheck-error-id "ext:flycheck" (err))
+(declare-function flycheck-error-level "ext:flycheck" (err))
+(declare-function flycheck-error-line "ext:flycheck" (err))
+(declare-function flycheck-error-message "ext:flycheck" (err))
+(declare-function flymake-diagnostic-backend "flymake" (diag))
+(declare-function flymake-diagnostic-beg "flymake" (diag))
+(declare-function flymake-diagnostic-end "flymake" (diag))
+(declare-function flymake-diagnostic-text "flymake" (diag))
+(declare-function flymake-diagnostic-type "flymake" (diag))
+(declare-function flymake-diagnostics "flymake" (&optional beg end))
+(declare-function make-term "term" (name program &optional startfile &rest switches))
+(declare-function smerge-keep-lower "smerge-mode" ())
+(declare-function smerge-keep-upper "smerge-mode" ())
+(declare-function smerge-match-conflict "smerge-mode" ())
+(declare-function smerge-mode "smerge-mode" (&optional arg))
+(declare-function smerge-next "smerge-mode" (&optional count))
+(declare-function smerge-prev "smerge-mode" (&optional count))
+(declare-function term-char-mode "term" ())
+(declare-function term-mode "term" ())
+(declare-function vterm-mode "ext:vterm" ())
+
+(defvar ansi-color-context)
+(defvar ediff-mode-map)
+(defvar ediff-window-setup-function)
+(defvar ediff-buffer-B)
+(defvar flycheck-current-errors)
+(defvar flycheck-mode)
+(defvar flymake-mode)
+(defvar vterm-shell)
+
+
+;;;; Customization
+
+(defgroup ccbridge nil
+  "Claude Code's IDE integration through the ccbridge sidecar."
+  :group 'tools
+  :prefix "ccbridge-"
+  :link '(url-link :tag "Editor protocol"
+                   "https://example.invalid/ccbridge/docs/editor-protocol.md"))
+
+(defcustom ccbridge-program "ccbridge"
+  "The ccbridge binary: a name looked up on variable `exec-path', or a file."
+  :type 'string)
+
+(defcustom ccbridge-program-args nil
+  "Extra arguments for `ccbridge serve --stdio'.
+For example (\"--multi-client\"), or (\"--log-traffic\" \"/tmp/t.jsonl\").
+Do not put --stdio, --workspace, --ide-name or --log-file here: they
+come from the project and the other options."
+  :type '(repeat string))
+
+(defcustom ccbridge-log-file nil
+  "File the sidecar logs to (`--log-file'), or nil for its stderr.
+Without a log file, the sidecar's stderr goes to a hidden buffer
+whose last lines `ccbridge-status' shows."
+  :type '(choice (const :tag "stderr" nil) file))
+
+(defcustom ccbridge-ide-name nil
+  "The name Claude Code shows for this Emacs (\"Connected to ...\").
+nil means \"Emacs (PROJECT)\", numbered \"[2]\", \"[3]\"... when another
+Emacs already uses that name for the same project."
+  :type '(choice (const :tag "Emacs (project)" nil) string))
+
+(defcustom ccbridge-auto-start t
+  "Start a sidecar when you select a file buffer of a project.
+If nil, `ccbridge-start' (or `ccbridge-send', `ccbridge-claude')
+starts it."
+  :type 'boolean)
+
+(defcustom ccbridge-project-function #'ccbridge-project-root
+  "Function of one argument, a directory, returning its project root.
+It returns nil for a directory outside any project.  The root is
+the sidecar's workspace folder; one sidecar runs per root."
+  :type 'function)
+
+(defcustom ccbridge-selection-debounce 0.05
+  "Seconds of quiet after a command before the region is reported.
+The sidecar adds its own debounce (`--selection-debounce-ms')."
+  :type 'number)
+
+(defcustom ccbridge-selection-hold 0.3
+  "Seconds a region stays Claude's selection after it is deactivated.
+So a region copied with \\[kill-ring-save] is still the selection
+when you switch to Claude's terminal right after."
+  :type 'number)
+
+(defcustom ccbridge-diagnostics t
+  "Report Flymake and Flycheck diagnostics to Claude."
+  :type 'boolean)
+
+(defcustom ccbridge-diff-view 'smerge
+  "How Claude's proposed edits are reviewed.
+`smerge': one buffer holding the proposal, each change a
+`smerge-mode' conflict (the original above, the proposal below).
+`ediff': the original and the proposal side by side in `ediff'."
+  :type '(choice (const :tag "smerge-mode conflicts" smerge)
+                 (const :tag "ediff" ediff)))
+
+(defcustom ccbridge-review-on-close 'reject
+  "What killing a review buffer without deciding means.
+`reject': the proposal is rejected.  `dismiss': Emacs gives no
+verdict; Claude's own permission prompt in its terminal decides."
+  :type '(choice (const reject) (const dismiss)))
+
+(defcustom ccbridge-review-focus t
+  "Select the proposal's window when a review opens."
+  :type 'boolean)
+
+(defcustom ccbridge-review-display-action
+  '((display-buffer-reuse-window
+     ccbridge-display-buffer-in-file-window
+     display-buffer-use-some-window
+     display-buffer-pop-up-window)
+    (inhibit-same-window . t))
+  "The `display-buffer' action for a review buffer (smerge view).
+The default shows it in the selected window if that shows a file,
+else in another window (never over Claude's terminal), else in a
+new one."
+  :type 'sexp)
+
+(defcustom ccbridge-reload t
+  "Revert buffers whose files change on disk while Claude is connected.
+A buffer with unsaved changes is never reverted; a message says so."
+  :type 'boolean)
+
+(defcustom ccbridge-approve t
+  "Ask before the workspace tools run a command.
+If nil, Emacs does not offer the `approve' capability and the
+tools cannot run commands."
+  :type 'boolean)
+
+(defcustom ccbridge-terminal-backend 'auto
+  "The terminal `ccbridge-claude' runs the agent in.
+`auto' uses vterm if installed, else eat, else the built-in term."
+  :type '(choice (const auto) (const vterm) (const eat) (const term)))
+
+(defcustom ccbridge-agent-commands
+  '(("claude" "claude") ("gemini" "gemini") ("qwen" "qwen"))
+  "Command line of each agent `ccbridge-claude' can run, by agent id."
+  :type '(alist :key-type string :value-type (repeat string)))
+
+(defcustom ccbridge-terminal-environment nil
+  "Extra environment for the agent's terminal, as \"NAME=VALUE\" strings.
+They override what the sidecar gives."
+  :type '(repeat string))
+
+(defcustom ccbridge-terminal-display-action
+  '((display-buffer-reuse-window display-buffer-in-direction)
+    (direction . right)
+    (window-width . 0.4))
+  "The `display-buffer' action for the agent's terminal."
+  :type 'sexp)
+
+(defcustom ccbridge-events-buffer-size 0
+  "Size of the JSON-RPC events buffer of each sidecar connection.
+0 logs nothing; nil keeps everything (for debugging)."
+  :type '(choice (const :tag "Unlimited" nil) integer))
+
+
+;;;; State
+
+(defvar ccbridge-protocol-version 3
+  "The editor protocol version this package asks the sidecar for.
+Version 3 adds the other agents (Gemini CLI, Qwen Code) to the
+`initialize' answer, which `ccbridge-claude' can then run.")
+
+(cl-defstruct (ccbridge--session (:constructor ccbridge--session-create)
+                                 (:copier nil))
+  "One project's sidecar."
+  root folders conn proc (status 'stopped) init clients waiting ide-name
+  stopping restart held last-selection last-tabs
+  (dirty (make-hash-table :test #'equal))
+  reviews terminals stderr exit)
+
+(cl-defstruct (ccbridge--review (:constructor ccbridge--review-create)
+                                (:copier nil))
+  "A proposal under review."
+  id session path tab-name original new-file eol crlf agent client-id
+  buffer orig-buffer control window-config window prev-window view
+  decided closed)
+
+(cl-defstruct (ccbridge--later (:constructor ccbridge--later-create (start))
+                               (:copier nil))
+  "A request answered once a person decided: START gets a reply function."
+  start)
+
+(defvar ccbridge--sessions (make-hash-table :test #'equal)
+  "Sessions by project root.")
+
+(defvar ccbridge--told (make-hash-table :test #'equal)
+  "Keys of the messages already shown once.")
+
+(defvar ccbridge--timer nil "The debounce timer of selection and buffers.")
+(defvar ccbridge--diag-timer nil "The timer sending marked diagnostics.")
+(defvar ccbridge--diag-marked nil "Buffers whose diagnostics changed.")
+(defvar ccbridge--reload-timer nil "The timer checking changed files.")
+(defvar ccbridge--reload-changed nil "Files seen changing on disk.")
+(defvar ccbridge--watches (make-hash-table :test #'equal)
+  "File-notify descriptors by directory.")
+(defvar ccbridge--reload-told (make-hash-table :test #'equal)
+  "The file stamp last told about, by file.")
+(defvar ccbridge--reload-expected (make-hash-table :test #'equal)
+  "Files whose review was accepted and which are not written yet.
+Their directories are watched even with no Claude connected: the
+workspace tools write a file after its review has closed.")
+(defvar ccbridge--hold-until 0 "Time before which no bare cursor is sent.")
+(defvar ccbridge--command-views nil "Output buffers of running commands.")
+
+(defvar ccbridge-mode)
+
+(defvar-local ccbridge--root 'unknown
+  "This buffer's project root (cached), nil if none.")
+
+(defvar-local ccbridge--current-review nil
+  "The review this buffer belongs to.")
+
+(defvar-local ccbridge--terminal nil
+  "Non-nil in an agent terminal started by `ccbridge-claude'.")
+
+
+;;;; Messages
+
+(defun ccbridge--once (key level format-string &rest args)
+  "Show FORMAT-STRING with ARGS once per KEY at LEVEL.
+LEVEL is :error (a warning buffer) or :warning (the echo area)."
+  (unless (gethash key ccbridge--told)
+    (puthash key t ccbridge--told)
+    (let ((text (apply #'format-message format-string args)))
+      (if (eq level :error)
+          (display-warning 'ccbridge text :error)
+        (message "ccbridge: %s" text)))))
+
+(defun ccbridge--message (format-string &rest args)
+  "Show FORMAT-STRING with ARGS in the echo area, prefixed with ccbridge."
+  (message "ccbridge: %s" (apply #'format-message format-string args)))
+
+
+;;;; Positions (pure)
+
+(defun ccbridge--utf16-length (string)
+  "The number of UTF-16 code units of STRING.
+Characters outside the Basic Multilingual Plane count two; raw
+bytes count one each."
+  (let ((n (length string)))
+    (if (not (string-match-p "[\U00010000-\U0010FFFF]" string))
+        n
+      (+ n (cl-count-if (lambda (c) (and (>= c #x10000) (<= c #x10FFFF)))
+                        string)))))
+
+(defun ccbridge--position (pos)
+  "The protocol position of POS in the current buffer.
+A plist (:line L :character C): 0-based line, UTF-16 column."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char pos)
+      (list :line (1- (line-number-at-pos pos t))
+            :character (ccbridge--utf16-length
+                        (buffer-substring-no-properties
+                         (line-beginning-position) pos))))))
+
+(defconst ccbridge--max-selection (* 1024 1024)
+  "Selections are cut to this many characters (the sidecar cuts too).")
+
+(defun ccbridge--selection-params (&optional beg end)
+  "The `selectionChanged' params of the current buffer.
+With BEG and END apart, the text between them; else point alone."
+  (if (and beg end (/= beg end))
+      (let ((b (min beg end)) (e (max beg end)))
+        (list :filePath buffer-file-name
+              :text (buffer-substring-no-properties
+                     b (min e (+ b ccbridge--max-selection)))
+              :selection (list :start (ccbridge--position b)
+                               :end (ccbridge--position e))))
+    (let ((p (ccbridge--position (point))))
+      (list :filePath buffer-file-name :text ""
+            :selection (list :start p :end p)))))
+
+(defun ccbridge--mention-params (file &optional beg end)
+  "The `atMentioned' params of FILE, with lines if BEG and END are given.
+The lines are those of BEG and END in the current buffer, 0-based; a
+region ending at the start of a line leaves that line out."
+  (if (and beg end (/= beg end))
+      (let* ((b (min beg end)) (e (max beg end))
+             (first (1- (line-number-at-pos b t)))
+             (last (1- (line-number-at-pos e t))))
+        (when (and (> last first)
+                   (save-excursion (goto-char e) (bolp)))
+          (setq last (1- last)))
+        (list :filePath file :lineStart first :lineEnd last))
+    (list :filePath file)))
+
+(defconst ccbridge--language-ids
+  '(("c++" . "cpp") ("sh" . "shellscript") ("bash" . "shellscript")
+    ("js" . "javascript") ("js2" . "javascript") ("js-jsx" . "javascriptreact")
+    ("typescript-tsx" . "typescriptreact") ("tsx" . "typescriptreact")
+    ("emacs-lisp" . "elisp") ("lisp-interaction" . "elisp")
+    ("text" . "plaintext") ("fundamental" . nil))
+  "Language ids that differ from the major mode's name.")
+
+(defun ccbridge--language-id (mode)
+  "The protocol's language id for major MODE, or nil."
+  (let* ((name (string-remove-suffix "-mode" (symbol-name mode)))
+         (name (string-remove-suffix "-ts" name))
+         (known (assoc name ccbridge--language-ids)))
+    (if known (cdr known) name)))
+
+(defun ccbridge--severity (kind)
+  "The protocol severity of a Flymake or Flycheck diagnostic KIND."
+  (let ((category (or (and (symbolp kind) (get kind 'flymake-category)) kind)))
+    (pcase category
+      ((or :error 'flymake-error 'error) "Error")
+      ((or :warning 'flymake-warning 'warning) "Warning")
+      (_ "Information"))))
+
+(defun ccbridge--plist-compact (plist)
+  "PLIST without its nil values."
+  (cl-loop for (k v) on plist by #'cddr
+           when v collect k and collect v))
+
+
+;;;; Line diff and conflicts (pure)
+
+(defun ccbridge--split-lines (text)
+  "TEXT as (LINES . EOL): its lines, and whether it ends in a newline."
+  (let ((eol (string-suffix-p "\n" text)))
+    (cons (if (string-empty-p text)
+              nil
+            (split-string (if eol (substring text 0 -1) text) "\n"))
+          eol)))
+
+(defconst ccbridge--diff-max-cost 1000
+  "Past this many line edits the changed middle is one hunk.")
+
+(defun ccbridge--diff-lines (a b)
+  "Hunks turning line list A into line list B.
+Each hunk is (A-START A-COUNT B-START B-COUNT), 0-based, in order."
+  (let* ((va (vconcat a)) (vb (vconcat b))
+         (n (length va)) (m (length vb))
+         (pre 0) (suf 0))
+    (while (and (< pre n) (< pre m) (equal (aref va pre) (aref vb pre)))
+      (cl-incf pre))
+    (while (and (< suf (- n pre)) (< suf (- m pre))
+                (equal (aref va (- n suf 1)) (aref vb (- m suf 1))))
+      (cl-incf suf))
+    (let ((x (cl-subseq va pre (- n suf)))
+          (y (cl-subseq vb pre (- m suf))))
+      (mapcar (lambda (h)
+                (list (+ pre (nth 0 h)) (nth 1 h) (+ pre (nth 2 h)) (nth 3 h)))
+              (ccbridge--myers x y)))))
+
+(defun ccbridge--myers (x y)
+  "Hunks between vectors X and Y, by Myers' greedy algorithm.
+The V array of each step is kept (its [-D-1, D+1] slice) to walk
+back; past `ccbridge--diff-max-cost' steps, X and Y are one hunk."
+  (let* ((n (length x)) (m (length y)) (max (+ n m))
+         (off (1+ max)) (v (make-vector (+ 3 (* 2 max)) 0))
+         (trace nil) (found nil) (d 0))
+    (cond
+     ((and (= n 0) (= m 0)) nil)
+     ((or (= n 0) (= m 0)) (list (list 0 n 0 m)))
+     (t
+      (while (and (not found) (<= d (min max ccbridge--diff-max-cost)))
+        (push (cl-subseq v (- off d 1) (+ off d 2)) trace)
+        (let ((k (- d)))
+          (while (and (not found) (<= k d))
+            (let* ((xx (if (or (= k (- d))
+                               (and (/= k d)
+                                    (< (aref v (+ off k -1)) (aref v (+ off k 1)))))
+                           (aref v (+ off k 1))
+                         (1+ (aref v (+ off k -1)))))
+                   (yy (- xx k)))
+              (while (and (< xx n) (< yy m) (equal (aref x xx) (aref y yy)))
+                (cl-incf xx) (cl-incf yy))
+              (aset v (+ off k) xx)
+              (when (and (>= xx n) (>= yy m)) (setq found t)))
+            (cl-incf k 2)))
+        (unless found (cl-incf d)))
+      (if (not found)
+          (list (list 0 n 0 m))
+        (ccbridge--myers-hunks (vconcat (nreverse trace)) n m d))))))
+
+(defun ccbridge--myers-hunks (trace n m d)
+  "Walk TRACE (the V slice of each step) back from (N, M) over D edits.
+Returns the hunks, as `ccbridge--diff-lines' does."
+  (let ((xx n) (yy m) (ops nil))
+    (while (> d 0)
+      (let* ((slice (aref trace d))
+             (vk (lambda (k) (aref slice (+ k d 1))))
+             (k (- xx yy))
+             (prev-k (if (or (= k (- d))
+                             (and (/= k d)
+                                  (< (funcall vk (1- k)) (funcall vk (1+ k)))))
+                         (1+ k) (1- k)))
+             (prev-x (funcall vk prev-k))
+             (prev-y (- prev-x prev-k)))
+        (while (and (> xx prev-x) (> yy prev-y))
+          (cl-decf xx) (cl-decf yy))
+        (push (list (if (= xx prev-x) 'ins 'del) prev-x prev-y) ops)
+        (setq xx prev-x yy prev-y)
+        (cl-decf d)))
+    ;; Consecutive edits make one hunk.
+    (let ((hunks nil) (cur nil))
+      (dolist (op ops)
+        (let ((ax (nth 1 op)) (by (nth 2 op)))
+          (if (and cur
+                   (= ax (+ (nth 0 cur) (nth 1 cur)))
+                   (= by (+ (nth 2 cur) (nth 3 cur))))
+              (if (eq (car op) 'del)
+                  (setf (nth 1 cur) (1+ (nth 1 cur)))
+                (setf (nth 3 cur) (1+ (nth 3 cur))))
+            (when cur (push cur hunks))
+            (setq cur (if (eq (car op) 'del)
+                          (list ax 1 by 0)
+                        (list ax 0 by 1))))))
+      (when cur (push cur hunks))
+      (nreverse hunks))))
+
+(defun ccbridge--conflict-text (original proposed &optional agent)
+  "The review text of PROPOSED against ORIGINAL, both strings.
+Every hunk is a conflict: ORIGINAL's lines above, PROPOSED's below,
+labelled with AGENT's name.  Lines end in newlines."
+  (let* ((a (car (ccbridge--split-lines original)))
+         (b (car (ccbridge--split-lines proposed)))
+         (va (vconcat a)) (vb (vconcat b))
+         (bi 0) (out nil))
+    (dolist (h (ccbridge--diff-lines a b))
+      (pcase-let ((`(,as ,ac ,bs ,bc) h))
+        (while (< bi bs) (push (aref vb bi) out) (cl-incf bi))
+        (push "<<<<<<< original" out)
+        (dotimes (i ac) (push (aref va (+ as i)) out))
+        (push "=======" out)
+        (dotimes (i bc) (push (aref vb (+ bs i)) out))
+        (push (format ">>>>>>> %s" (or agent "Claude")) out)
+        (setq bi (+ bs bc))))
+    (while (< bi (length vb)) (push (aref vb bi) out) (cl-incf bi))
+    (mapconcat (lambda (l) (concat l "\n")) (nreverse out) "")))
+
+(defun ccbridge--resolve-conflicts (text side)
+  "TEXT with every conflict replaced by its SIDE, `upper' or `lower'."
+  (let ((state 'out) (out nil))
+    (dolist (line (split-string text "\n"))
+      (cond
+       ((and (eq state 'out) (string-prefix-p "<<<<<<< " line)) (setq state 'upper))
+       ((and (eq state 'upper) (string-prefix-p "||||||| " line)) (setq state 'base))
+       ((and (memq state '(upper base)) (string= "=======" line)) (setq state 'lower))
+       ((and (eq state 'lower) (string-prefix-p ">>>>>>> " line)) (setq state 'out))
+       ((or (eq state 'out) (eq state side)) (push line out))))
+    (mapconcat #'identity (nreverse out) "\n")))
+
+(defun ccbridge--final-text (text eol crlf)
+  "TEXT as the file should hold it: a final newline if EOL, CRLF if CRLF."
+  (let ((body (string-remove-suffix "\n" text)))
+    (when eol (setq body (concat body "\n")))
+    (if crlf (string-replace "\n" "\r\n" body) body)))
+
+
+;;;; The connection
+
+(defclass ccbridge--connection (jsonrpc-process-connection)
+  ()
+  :documentation "The sidecar's connection: requests may be answered later.")
+
+(cl-defmethod jsonrpc-connection-send ((conn ccbridge--connection)
+                                       &rest args &key id result
+                                       &allow-other-keys)
+  "Send a message on CONN, or start a `ccbridge--later' RESULT for ID.
+A request handler returns a later object when a person must answer;
+its reply is sent when they have.  ARGS are the message's fields."
+  (if (ccbridge--later-p result)
+      (let ((answered nil))
+        (run-at-time
+         0 nil (ccbridge--later-start result)
+         (lambda (value)
+           (unless answered
+             (setq answered t)
+             (when (jsonrpc-running-p conn)
+               (ignore-errors
+                 (jsonrpc-connection-send conn :id id :result value)))))))
+    (cl-call-next-method)))
+
+
+;;;; Sessions
+
+(defun ccbridge-project-root (dir)
+  "The root of DIR's project (`project-current'), or nil."
+  (when-let ((project (ignore-errors (project-current nil dir))))
+    (project-root project)))
+
+(defun ccbridge--normal-root (dir)
+  "DIR absolute, without a trailing slash."
+  (directory-file-name (expand-file-name dir)))
+
+(defun ccbridge--buffer-root (&optional buffer)
+  "The project root of BUFFER (a file or Dired buffer), cached; or nil."
+  (with-current-buffer (or buffer (current-buffer))
+    (if (not (eq ccbridge--root 'unknown))
+        ccbridge--root
+      (setq ccbridge--root
+            (let ((dir (cond (buffer-file-name
+                              (file-name-directory buffer-file-name))
+                             ((derived-mode-p 'dired-mode) default-directory))))
+              (when (and dir (not (file-remote-p dir)))
+                (when-let ((root (funcall ccbridge-project-function dir)))
+                  (ccbridge--normal-root root))))))))
+
+(defun ccbridge--command-root ()
+  "The root for a command here: the project's, else `default-directory'."
+  (or (ccbridge--buffer-root)
+      (and (not (file-remote-p default-directory))
+           (let ((root (funcall ccbridge-project-function default-directory)))
+             (ccbridge--normal-root (or root default-directory))))
+      (user-error "ccbridge: remote directories are not supported")))
+
+(defun ccbridge--session (root &optional create)
+  "The session of ROOT; with CREATE, a new one if there is none."
+  (or (gethash root ccbridge--sessions)
+      (and create
+           (puthash root (ccbridge--session-create
+                          :root root :folders (ccbridge--folders root))
+                    ccbridge--sessions))))
+
+(defun ccbridge--folders (root)
+  "ROOT's workspace folders: ROOT, and its true name if different.
+Claude compares them with its own (real) working directory."
+  (let ((true (ccbridge--normal-root (file-truename root))))
+    (if (string= true root) (list root) (list root true))))
+
+(defun ccbridge--running-p (session)
+  "Return non-nil if SESSION's sidecar is running or starting."
+  (and session (memq (ccbridge--session-status session) '(starting running))))
+
+(defun ccbridge--notify (session method params)
+  "Send notification METHOD with PARAMS to SESSION's sidecar, if running."
+  (let ((conn (and session (ccbridge--session-conn session))))
+    (when (and conn (ccbridge--running-p session) (jsonrpc-running-p conn))
+      (condition-case err
+          ;; A symbol: jsonrpc 1.0.14 (Emacs 28) sends no string methods.
+          (jsonrpc-notify conn (intern method) params)
+        (error (ccbridge--once 'send :warning "could not write to the sidecar: %s"
+                               (error-message-string err)))))))
+
+(defun ccbridge--default-ide-name (root)
+  "The default name of the IDE for ROOT."
+  (format "Emacs (%s)" (file-name-nondirectory root)))
+
+(defun ccbridge--ide-name (session)
+  "Return the ide name of SESSION."
+  (or ccbridge-ide-name (ccbridge--session-ide-name session)
+      (ccbridge--default-ide-name (ccbridge--session-root session))))
+
+(defun ccbridge--program ()
+  "The sidecar binary's file name, or nil if it cannot be found."
+  (let ((p (expand-file-name ccbridge-program)))
+    (if (file-name-absolute-p ccbridge-program)
+        (and (file-executable-p p) (not (file-directory-p p)) p)
+      (executable-find ccbridge-program))))
+
+(defun ccbridge--command (session program)
+  "The command line starting SESSION's sidecar with PROGRAM."
+  (append (list program "serve" "--stdio" "--ide-name" (ccbridge--ide-name session))
+          (cl-loop for dir in (ccbridge--session-folders session)
+                   append (list "--workspace" dir))
+          (and ccbridge-log-file
+               (list "--log-file" (expand-file-name ccbridge-log-file)))
+          ccbridge-program-args))
+
+(defun ccbridge--settle (session init err)
+  "Run SESSION's waiting callbacks with INIT, or with ERR."
+  (let ((waiting (nreverse (ccbridge--session-waiting session))))
+    (setf (ccbridge--session-waiting session) nil)
+    (dolist (fn waiting)
+      (condition-case e
+          (funcall fn init err)
+        (error (message "%s" (error-message-string e)))))))
+
+(defun ccbridge--on-ready (session fn)
+  "Call FN with SESSION's `initialize' result (or nil and an error).
+Starts the sidecar if it is stopped; FN runs at once if it runs."
+  (if (eq (ccbridge--session-status session) 'running)
+      (funcall fn (ccbridge--session-init session) nil)
+    (push fn (ccbridge--session-waiting session))
+    (when (eq (ccbridge--session-status session) 'stopped)
+      (ccbridge--start session))))
+
+(defun ccbridge--start (session)
+  "Start SESSION's sidecar unless it is running or starting."
+  (cond
+   ((ccbridge--session-stopping session)
+    (setf (ccbridge--session-restart session) t))
+   ((ccbridge--running-p session))
+   (t
+    (let ((program (ccbridge--program)))
+      (if (not program)
+          (let ((msg (format-message
+                      "`%s' not found: install ccbridge (cargo install --path \
+crates/ccbridge in its repository) or set `ccbridge-program'"
+                      ccbridge-program)))
+            (setf (ccbridge--session-held session) t)
+            (ccbridge--once 'no-binary :error "%s" msg)
+            (ccbridge--settle session nil msg))
+        (ccbridge--spawn session program))))))
+
+(defun ccbridge--make-connection (session program)
+  "A connection to a new sidecar for SESSION running PROGRAM."
+  (let* ((root (ccbridge--session-root session))
+         (name (format "ccbridge %s" root))
+         (cmd (ccbridge--command session program))
+         (default-directory (file-name-as-directory root))
+         (log (if (slot-exists-p 'jsonrpc-connection '-events-buffer-config)
+                  (list :events-buffer-config
+                        (list :size ccbridge-events-buffer-size :format 'full))
+                (list :events-buffer-scrollback-size ccbridge-events-buffer-size))))
+    (apply #'make-instance 'ccbridge--connection
+           :name name
+           :process (lambda ()
+                      (setf (ccbridge--session-proc session)
+                            (make-process
+                             :name name :command cmd :connection-type 'pipe
+                             :coding 'utf-8-emacs-unix :noquery t
+                             :stderr (get-buffer-create (format "*%s stderr*" name))
+                             :file-handler nil)))
+           :request-dispatcher (lambda (_conn method params)
+                                 (ccbridge--handle-request session method params))
+           :notification-dispatcher (lambda (_conn method params)
+                                      (ccbridge--handle-notification
+                                       session method params))
+           :on-shutdown (lambda (conn) (ccbridge--exited session conn))
+           log)))
+
+(defun ccbridge--spawn (session program)
+  "Spawn SESSION's sidecar PROGRAM and send `initialize'."
+  (let ((conn (condition-case err
+                  (ccbridge--make-connection session program)
+                (error
+                 (setf (ccbridge--session-held session) t)
+                 (ccbridge--once 'spawn :error "could not start %s: %s"
+                                 program (error-message-string err))
+                 (ccbridge--settle session nil (error-message-string err))
+                 nil))))
+    (when conn
+      (let ((proc (ccbridge--session-proc session)))
+        ;; jsonrpc says "Server exited" in the echo area; a deliberate
+        ;; stop needs no news.
+        (add-function :around (process-sentinel proc)
+                      (lambda (orig p change)
+                        (let ((inhibit-message (ccbridge--session-stopping session)))
+                          (funcall orig p change))))
+        (setf (ccbridge--session-stderr session) (jsonrpc-stderr-buffer conn)))
+      (setf (ccbridge--session-conn session) conn
+            (ccbridge--session-status session) 'starting
+            (ccbridge--session-exit session) nil
+            (ccbridge--session-last-selection session) nil
+            (ccbridge--session-last-tabs session) nil)
+      (clrhash (ccbridge--session-dirty session))
+      (jsonrpc-async-request
+       conn :initialize (ccbridge--initialize-params session)
+       :timeout 30
+       :success-fn (lambda (result) (ccbridge--initialized session conn result))
+       :error-fn (lambda (err) (ccbridge--initialize-failed session conn err))
+       :timeout-fn (lambda ()
+                     (ccbridge--initialize-failed
+                      session conn '(:message "no answer to initialize in 30 s"))))
+      ;; The state goes out at once: the sidecar takes it before
+      ;; `initialize' is answered and replays it to each session.
+      (ccbridge--report-state session)
+      (force-mode-line-update t))))
+
+(defun ccbridge--initialize-params (session)
+  "The `initialize' params for SESSION."
+  (list :protocolVersion ccbridge-protocol-version
+        :ideName (ccbridge--ide-name session)
+        :workspaceFolders (vconcat (ccbridge--session-folders session))
+        :pid (emacs-pid)
+        :capabilities (list :diff t :openFile t :saveDocument t
+                            :closeTab :json-false :reformat :json-false
+                            :executeCode :json-false
+                            :approve (if ccbridge-approve t :json-false))))
+
+(defun ccbridge--initialized (session conn result)
+  "SESSION's sidecar on CONN answered `initialize' with RESULT."
+  (when (eq conn (ccbridge--session-conn session))
+    (let ((version (plist-get result :protocolVersion)))
+      (if (and version (not (equal version ccbridge-protocol-version)))
+          (ccbridge--initialize-failed
+           session conn
+           (list :message (format "it answered editor protocol %s" version)))
+        (setf (ccbridge--session-init session) result
+              (ccbridge--session-status session) 'running)
+        (ccbridge--distinct-name session result)
+        (force-mode-line-update t)
+        (ccbridge--settle session result nil)))))
+
+(defun ccbridge--initialize-failed (session conn err)
+  "SESSION's sidecar on CONN refused `initialize' with ERR (a plist)."
+  (when (eq conn (ccbridge--session-conn session))
+    (let* ((data (plist-get err :data))
+           (supported (and (listp data) (plist-get data :supported)))
+           (why (or (plist-get err :message) "unknown error")))
+      (setf (ccbridge--session-held session) t)
+      (if supported
+          (ccbridge--once 'protocol :error
+                          "`%s' does not speak editor protocol %d (it speaks %s): \
+install the ccbridge that goes with this package (cargo install --path \
+crates/ccbridge), or set `ccbridge-program'"
+                          ccbridge-program ccbridge-protocol-version
+                          (mapconcat #'number-to-string supported ", "))
+        (ccbridge--once 'protocol :error
+                        "the sidecar refused initialize: %s (is `%s' a ccbridge of \
+another version?  Install the one that goes with this package.)"
+                        why ccbridge-program))
+      (ccbridge--settle session nil why)
+      (ccbridge--stop session))))
+
+(defun ccbridge--lock-names (lock-file)
+  "The `ideName's of the lock files beside LOCK-FILE."
+  (let ((dir (file-name-directory lock-file)) (names nil))
+    (dolist (file (ignore-errors (directory-files dir t "\\.lock\\'")))
+      (unless (string= file lock-file)
+        (let ((lock (ignore-errors
+                      (with-temp-buffer
+                        (insert-file-contents file)
+                        (json-parse-buffer :object-type 'plist)))))
+          (when (stringp (plist-get lock :ideName))
+            (push (plist-get lock :ideName) names)))))
+    names))
+
+(defun ccbridge--distinct-name (session init)
+  "Number SESSION's default name if another lock file (of INIT's) has it."
+  (let ((lock (plist-get init :lockFile)))
+    (when (and (not ccbridge-ide-name) (stringp lock))
+      (let* ((base (ccbridge--default-ide-name (ccbridge--session-root session)))
+             (taken (ccbridge--lock-names lock)))
+        (when (member base taken)
+          (let ((n 2))
+            (while (member (format "%s [%d]" base n) taken) (cl-incf n))
+            (setf (ccbridge--session-ide-name session) (format "%s [%d]" base n))
+            (ccbridge--notify session "workspaceChanged"
+                              (list :ideName (ccbridge--ide-name session)))))))))
+
+(defun ccbridge--stderr-tail (session &optional n)
+  "The last N (default 10) lines SESSION's sidecar wrote on stderr."
+  (let ((buf (ccbridge--session-stderr session)))
+    (if (not (buffer-live-p buf))
+        ""
+      (with-current-buffer buf
+        (save-excursion
+          (goto-char (point-max))
+          (forward-line (- (or n 10)))
+          (string-trim (buffer-substring-no-properties (point) (point-max))))))))
+
+(defun ccbridge--exited (session conn)
+  "SESSION's sidecar on CONN exited."
+  (when (eq conn (ccbridge--session-conn session))
+    (let* ((proc (ccbridge--session-proc session))
+           (status (and proc (process-exit-status proc)))
+           (was (ccbridge--session-status session))
+           (deliberate (ccbridge--session-stopping session)))
+      (setf (ccbridge--session-status session) 'stopped
+            (ccbridge--session-conn session) nil
+            (ccbridge--session-init session) nil
+            (ccbridge--session-clients session) nil
+            (ccbridge--session-stopping session) nil
+            (ccbridge--session-ide-name session) nil
+            (ccbridge--session-exit session) status)
+      (dolist (r (ccbridge--session-reviews session))
+        (ccbridge--review-forget r "shutdown"))
+      (ccbridge--settle session nil "ccbridge exited")
+      (unless (or deliberate (eq was 'stopped) (ccbridge--session-held session))
+        (setf (ccbridge--session-held session) t)
+        (let ((tail (ccbridge--stderr-tail session)))
+          (display-warning
+           'ccbridge
+           (format-message
+            "the sidecar for %s exited (status %s).%s\nSee M-x ccbridge-status, \
+then M-x ccbridge-start."
+            (ccbridge--session-root session) status
+            (if (string-empty-p tail) "" (concat "\n" tail)))
+           :error)))
+      (ccbridge--sync-watches)
+      (force-mode-line-update t)
+      (cond
+       ((ccbridge--session-restart session)
+        (setf (ccbridge--session-restart session) nil)
+        (ccbridge--start session))
+       ((not ccbridge-mode)
+        ;; The mode is off: no buffer of the connection stays behind.
+        (dolist (buf (list (ccbridge--session-stderr session)
+                           (and proc (process-buffer proc))
+                           (get-buffer (format "*%s events*" (jsonrpc-name conn)))))
+          (when (buffer-live-p buf) (kill-buffer buf)))
+        (remhash (ccbridge--session-root session) ccbridge--sessions))))))
+
+(defun ccbridge--stop (session)
+  "Stop SESSION's sidecar: `shutdown', then end of input, then SIGTERM."
+  (setf (ccbridge--session-restart session) nil)
+  (let ((conn (ccbridge--session-conn session)))
+    (when (and conn (jsonrpc-running-p conn))
+      (setf (ccbridge--session-stopping session) t
+            (ccbridge--session-status session) 'stopping)
+      (let ((proc (ccbridge--session-proc session)))
+        (ignore-errors (jsonrpc-async-request conn :shutdown nil :timeout 1))
+        (ignore-errors (process-send-eof proc))
+        (run-at-time 1 nil (lambda ()
+                             (when (process-live-p proc)
+                               (signal-process proc 'SIGTERM)))))
+      (force-mode-line-update t))))
+
+(defun ccbridge--kill-emacs ()
+  "Emacs exits: end every sidecar's input.
+Each sidecar then removes its lock file and exits by itself (it also
+would when its pipe closes with Emacs).  Nothing waits here: a wait
+that reads input spins when Emacs exits because its terminal is gone."
+  (maphash (lambda (_root session)
+             (let ((proc (ccbridge--session-proc session)))
+               (when (process-live-p proc)
+                 (setf (ccbridge--session-stopping session) t)
+                 (ignore-errors (process-send-eof proc)))))
+           ccbridge--sessions))
+
+
+;;;; From the sidecar
+
+(defun ccbridge--handle-notification (session method params)
+  "Handle SESSION's notification METHOD with PARAMS."
+  (pcase method
+    ('clientConnected
+     (let ((id (plist-get params :id)))
+       (setf (ccbridge--session-clients session)
+             (cons (cons id params)
+                   (assoc-delete-all id (ccbridge--session-clients session))))
+       (ccbridge--message "%s connected to %s"
+                          (or (plist-get (plist-get params :agent) :name)
+                              "Claude Code")
+                          (file-name-nondirectory (ccbridge--session-root session)))
+       (ccbridge--sync-watches)
+       (force-mode-line-update t)))
+    ('clientDisconnected
+     (setf (ccbridge--session-clients session)
+           (assoc-delete-all (plist-get params :id)
+                             (ccbridge--session-clients session)))
+     (ccbridge--sync-watches)
+     (force-mode-line-update t))
+    ('invalidNotification
+     (ccbridge--once (list 'invalid (plist-get params :method)) :warning
+                     "the sidecar could not use `%s': %s (are this package and \
+the ccbridge binary from the same version?)"
+                     (plist-get params :method) (plist-get params :message)))
+    ('commandEvent (ccbridge--command-event params))
+    (_ nil)))
+
+(defun ccbridge--handle-request (session method params)
+  "Answer SESSION's request METHOD with PARAMS."
+  (pcase method
+    ('showDiff (ccbridge--show-diff session params))
+    ('closeDiff
+     (when-let ((r (ccbridge--find-review session (plist-get params :id))))
+       (ccbridge--review-forget r (or (plist-get params :reason) "closed")))
+     nil)
+    ('openFile (ccbridge--open-file params))
+    ('openFiles (ccbridge--open-files params))
+    ('saveDocument (ccbridge--save-document params))
+    ('approve (ccbridge--later-create
+               (lambda (reply) (ccbridge--approve session params reply))))
+    (_ (jsonrpc-error :code -32601
+                      :message (format "Emacs does not handle %s" method)))))
+
+
+;;;; What Emacs reports
+
+(defun ccbridge--tracked-file (buffer)
+  "BUFFER's file if it is a file buffer ccbridge reports, else nil."
+  (and (buffer-live-p buffer)
+       (not (string-prefix-p " " (buffer-name buffer)))
+       (buffer-file-name buffer)))
+
+(defun ccbridge--arm ()
+  "Restart the debounce timer (all a command costs)."
+  (when ccbridge--timer (cancel-timer ccbridge--timer))
+  (setq ccbridge--timer
+        (run-with-timer (max 0 ccbridge-selection-debounce) nil #'ccbridge--flush)))
+
+(defun ccbridge--flush ()
+  "Report the selection and the open buffers (the timer's function)."
+  (setq ccbridge--timer nil)
+  (when ccbridge-mode
+    (condition-case err
+        (progn
+          (ccbridge--report-selection)
+          (ccbridge--report-editors))
+      (error (ccbridge--once 'flush :warning "%s" (error-message-string err))))))
+
+(defun ccbridge--auto-session (root)
+  "Return ROOT's session, starting it if `ccbridge-auto-start' is set."
+  (let ((session (ccbridge--session root)))
+    (if session
+        session
+      (when ccbridge-auto-start
+        (let ((s (ccbridge--session root t)))
+          (ccbridge--start s)
+          s)))))
+
+(defun ccbridge--send-selection (session params)
+  "Send selection PARAMS to SESSION unless it is what it has."
+  (let* ((sel (plist-get params :selection))
+         (key (list (plist-get params :filePath)
+                    (plist-get sel :start) (plist-get sel :end)
+                    (length (plist-get params :text)))))
+    (unless (equal key (ccbridge--session-last-selection session))
+      (setf (ccbridge--session-last-selection session) key)
+      (ccbridge--notify session "selectionChanged" params))))
+
+(defun ccbridge--report-selection ()
+  "Report the selected window's region or point."
+  (let ((buffer (window-buffer (selected-window))))
+    (when (and (ccbridge--tracked-file buffer)
+               (not (buffer-local-value 'ccbridge--current-review buffer)))
+      (with-current-buffer buffer
+        (when-let* ((root (ccbridge--buffer-root))
+                    (session (ccbridge--auto-session root)))
+                   (when (ccbridge--running-p session)
+                     (cond
+                      ((region-active-p)
+                       (ccbridge--send-selection
+                        session (ccbridge--selection-params (region-beginning) (region-end))))
+                      ((> ccbridge--hold-until (float-time))
+                       (run-with-timer (- ccbridge--hold-until (float-time)) nil #'ccbridge--arm))
+                      (t (ccbridge--send-selection session (ccbridge--selection-params))))))))))
+
+(defun ccbridge--deactivate-mark ()
+  "The region is deactivated: report it at once and hold it a moment."
+  (when (and ccbridge-mode
+             (eq (current-buffer) (window-buffer (selected-window)))
+             (ccbridge--tracked-file (current-buffer))
+             (not ccbridge--current-review)
+             (mark t))
+    (when-let* ((root (ccbridge--buffer-root))
+                (session (ccbridge--session root)))
+               (when (and (ccbridge--running-p session) (/= (mark t) (point)))
+                 (ccbridge--send-selection
+                  session (ccbridge--selection-params (mark t) (point)))
+                 (setq ccbridge--hold-until (+ (float-time) ccbridge-selection-hold))))))
+
+(defun ccbridge--tab (buffer active)
+  "The `openEditorsChanged' tab of BUFFER; ACTIVE if it is the active one."
+  (let ((file (buffer-file-name buffer)))
+    (ccbridge--plist-compact
+     (list :path file
+           :isActive (if active t :json-false)
+           :isDirty (if (buffer-modified-p buffer) t :json-false)
+           :languageId (ccbridge--language-id
+                        (buffer-local-value 'major-mode buffer))
+           :label (file-name-nondirectory file)))))
+
+(defun ccbridge--session-buffers ()
+  "File buffers by running session: a hash of root to buffers, MRU first."
+  (let ((table (make-hash-table :test #'equal)))
+    (dolist (buf (buffer-list))
+      (when (ccbridge--tracked-file buf)
+        (when-let* ((root (ccbridge--buffer-root buf))
+                    (session (ccbridge--session root)))
+                   (when (ccbridge--running-p session)
+                     (push buf (gethash root table))))))
+    (maphash (lambda (root bufs) (puthash root (nreverse bufs) table)) table)
+    table))
+
+(defun ccbridge--report-editors (&optional only)
+  "Report open buffers and modified flags (of session ONLY, else all)."
+  (let ((table (ccbridge--session-buffers)))
+    (maphash
+     (lambda (root session)
+       (when (and (ccbridge--running-p session) (or (null only) (eq only session)))
+         (let* ((bufs (gethash root table))
+                (active (car (cl-remove-if
+                              (lambda (b) (buffer-local-value 'ccbridge--current-review b))
+                              bufs)))
+                (dirty (ccbridge--session-dirty session))
+                (seen (make-hash-table :test #'equal)))
+           (dolist (buf bufs)
+             (let ((file (buffer-file-name buf)) (now (buffer-modified-p buf)))
+               (puthash file t seen)
+               (unless (eq (gethash file dirty 'unknown) (and now t))
+                 (puthash file (and now t) dirty)
+                 (ccbridge--notify session "documentDirtyChanged"
+                                   (list :path file :isDirty (if now t :json-false))))))
+           ;; A killed buffer's changes are gone: not dirty any more.
+           (let ((gone nil))
+             (maphash (lambda (file flag)
+                        (unless (gethash file seen)
+                          (push (cons file flag) gone)))
+                      dirty)
+             (dolist (g gone)
+               (remhash (car g) dirty)
+               (when (cdr g)
+                 (ccbridge--notify session "documentDirtyChanged"
+                                   (list :path (car g) :isDirty :json-false)))))
+           (let* ((sorted (sort (copy-sequence bufs)
+                                (lambda (a b) (string< (buffer-file-name a)
+                                                       (buffer-file-name b)))))
+                  (tabs (mapcar (lambda (b) (ccbridge--tab b (eq b active))) sorted)))
+             (unless (equal tabs (ccbridge--session-last-tabs session))
+               (setf (ccbridge--session-last-tabs session) tabs)
+               (ccbridge--notify session "openEditorsChanged"
+                                 (list :tabs (vconcat tabs))))))))
+     ccbridge--sessions)
+    (ccbridge--sync-watches table)))
+
+(defun ccbridge--report-state (session)
+  "Send SESSION everything Emacs knows (its sidecar just started)."
+  (when (eq (current-buffer) (window-buffer (selected-window)))
+    (ignore-errors (ccbridge--report-selection)))
+  (ccbridge--report-editors session)
+  (dolist (buf (buffer-list))
+    (when (and (ccbridge--tracked-file buf)
+               (equal (ccbridge--buffer-root buf) (ccbridge--session-root session)))
+      (ccbridge--report-diagnostics buf t))))
+
+
+;;;; Diagnostics
+
+(defun ccbridge--flymake-diagnostics ()
+  "The current buffer's Flymake diagnostics in the protocol's shape."
+  (when (and (bound-and-true-p flymake-mode) (fboundp 'flymake-diagnostics))
+    (mapcar
+     (lambda (d)
+       (let ((backend (flymake-diagnostic-backend d)))
+         (ccbridge--plist-compact
+          (list :message (flymake-diagnostic-text d)
+                :severity (ccbridge--severity (flymake-diagnostic-type d))
+                :range (list :start (ccbridge--position (flymake-diagnostic-beg d))
+                             :end (ccbridge--position (flymake-diagnostic-end d)))
+                :source (and backend (symbolp backend)
+                             (string-remove-suffix "-flymake"
+                                                   (symbol-name backend)))))))
+     (flymake-diagnostics))))
+
+(defun ccbridge--line-column-position (line column)
+  "The position of 1-based LINE and 1-based character COLUMN (nil: bol)."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char (point-min))
+      (forward-line (1- (max line 1)))
+      (when column
+        (goto-char (min (+ (point) (max 0 (1- column))) (line-end-position))))
+      (point))))
+
+(defun ccbridge--flycheck-diagnostics ()
+  "The current buffer's Flycheck errors in the protocol's shape."
+  (when (bound-and-true-p flycheck-mode)
+    (mapcar
+     (lambda (e)
+       (let* ((line (flycheck-error-line e))
+              (col (flycheck-error-column e))
+              (end-line (or (flycheck-error-end-line e) line))
+              (end-col (flycheck-error-end-column e))
+              (beg (ccbridge--line-column-position line col))
+              (end (cond (end-col (ccbridge--line-column-position end-line end-col))
+                         (col beg)
+                         (t (save-excursion (goto-char beg) (line-end-position)))))
+              (id (flycheck-error-id e))
+              (checker (flycheck-error-checker e)))
+         (ccbridge--plist-compact
+          (list :message (flycheck-error-message e)
+                :severity (ccbridge--severity (flycheck-error-level e))
+                :range (list :start (ccbridge--position beg)
+                             :end (ccbridge--position (max beg end)))
+                :source (and checker (symbol-name checker))
+                :code (and (or (stringp id) (numberp id)) id)))))
+     flycheck-current-errors)))
+
+(defun ccbridge--report-diagnostics (buffer &optional only-if-any)
+  "Send BUFFER's diagnostics; with ONLY-IF-ANY, not an empty list."
+  (when (and ccbridge-diagnostics (ccbridge--tracked-file buffer))
+    (with-current-buffer buffer
+      (when-let* ((root (ccbridge--buffer-root))
+                  (session (ccbridge--session root)))
+                 (when (ccbridge--running-p session)
+                   (let ((diags (append (ccbridge--flymake-diagnostics)
+                                        (ccbridge--flycheck-diagnostics))))
+                     (when (or diags (not only-if-any))
+                       (ccbridge--notify session "diagnosticsChanged"
+                                         (list :path buffer-file-name
+                                               :diagnostics (vconcat diags))))))))))
+
+(defun ccbridge--mark-diagnostics (&rest _)
+  "Mark the current buffer's diagnostics as changed; send them soon."
+  (when (and ccbridge-mode ccbridge-diagnostics (ccbridge--tracked-file (current-buffer)))
+    (cl-pushnew (current-buffer) ccbridge--diag-marked)
+    (unless ccbridge--diag-timer
+      (setq ccbridge--diag-timer
+            (run-with-timer 0.05 nil #'ccbridge--flush-diagnostics)))))
+
+(defun ccbridge--flush-diagnostics ()
+  "Send the marked buffers' diagnostics."
+  (setq ccbridge--diag-timer nil)
+  (let ((bufs ccbridge--diag-marked))
+    (setq ccbridge--diag-marked nil)
+    (dolist (buf bufs)
+      (when (buffer-live-p buf)
+        (condition-case err
+            (ccbridge--report-diagnostics buf)
+          (error (ccbridge--once 'diagnostics :warning "diagnostics: %s"
+                                 (error-message-string err))))))))
+
+
+;;;; Reload after Claude writes
+
+(defun ccbridge--sync-watches (&optional table)
+  "Watch the directories of file buffers of sessions Claude is connected to.
+TABLE is `ccbridge--session-buffers' if already computed."
+  (let ((dirs (make-hash-table :test #'equal)))
+    (when (and ccbridge-mode ccbridge-reload (require 'filenotify nil t))
+      (let ((table (or table (ccbridge--session-buffers))))
+        (maphash (lambda (root bufs)
+                   (let ((session (ccbridge--session root)))
+                     (when (and session (ccbridge--session-clients session))
+                       (dolist (buf bufs)
+                         (puthash (file-name-directory (buffer-file-name buf)) t dirs)))))
+                 table))
+      (maphash (lambda (file _) (puthash (file-name-directory file) t dirs))
+               ccbridge--reload-expected))
+    (let ((drop nil))
+      (maphash (lambda (dir desc)
+                 (unless (gethash dir dirs)
+                   (ignore-errors (file-notify-rm-watch desc))
+                   (push dir drop)))
+               ccbridge--watches)
+      (dolist (dir drop) (remhash dir ccbridge--watches)))
+    (maphash (lambda (dir _)
+               (unless (gethash dir ccbridge--watches)
+                 (let ((desc (ignore-errors
+                               (file-notify-add-watch dir '(change)
+                                                      #'ccbridge--file-event))))
+                   (when desc (puthash dir desc ccbridge--watches)))))
+             dirs)))
+
+(defun ccbridge--file-event (event)
+  "A file-notify EVENT in a watched directory."
+  (pcase-let ((`(,_desc ,action ,file . ,rest) event))
+    (when (memq action '(created changed renamed attribute-changed))
+      (push file ccbridge--reload-changed)
+      (when (and (eq action 'renamed) (stringp (car rest)))
+        (push (car rest) ccbridge--reload-changed))
+      (ccbridge--arm-reload))))
+
+(defun ccbridge--arm-reload ()
+  "Check the changed files soon."
+  (unless ccbridge--reload-timer
+    (setq ccbridge--reload-timer (run-with-timer 0.03 nil #'ccbridge--reload-flush))))
+
+(defun ccbridge--file-stamp (file)
+  "FILE's modification time and size, or nil."
+  (when-let ((attrs (file-attributes file)))
+    (list (file-attribute-modification-time attrs) (file-attribute-size attrs))))
+
+(defun ccbridge--reload-file (file)
+  "Revert FILE's buffer if it changed on disk, or say why not."
+  (let ((buf (and (stringp file) (find-buffer-visiting file))))
+    (unless buf (remhash file ccbridge--reload-expected))
+    (when buf
+      (with-current-buffer buf
+        (when (and (file-exists-p buffer-file-name)
+                   (not (verify-visited-file-modtime buf)))
+          (remhash file ccbridge--reload-expected)
+          (remhash buffer-file-name ccbridge--reload-expected)
+          (if (not (buffer-modified-p))
+              (condition-case err
+                  (revert-buffer t t t)
+                (error (ccbridge--message "could not revert %s: %s"
+                                          (buffer-name) (error-message-string err))))
+            (let ((stamp (ccbridge--file-stamp buffer-file-name)))
+              (unless (equal stamp (gethash buffer-file-name ccbridge--reload-told))
+                (puthash buffer-file-name stamp ccbridge--reload-told)
+                (ccbridge--message
+                 "%s changed on disk but has unsaved changes here, so it was not \
+reverted: M-x revert-buffer takes the file's text, C-x C-s keeps yours"
+                 (file-name-nondirectory buffer-file-name))))))))))
+
+(defun ccbridge--reload-flush ()
+  "Revert the buffers of the changed files."
+  (setq ccbridge--reload-timer nil)
+  (let ((files (delete-dups ccbridge--reload-changed)))
+    (setq ccbridge--reload-changed nil)
+    (when ccbridge-reload
+      (dolist (file files)
+        (ccbridge--reload-file file)))))
+
+
+;;;; Reviews
+
+(defun ccbridge--find-review (session id)
+  "SESSION's review with ID."
+  (cl-find id (ccbridge--session-reviews session) :key #'ccbridge--review-id))
+
+(defun ccbridge--agent-name (params)
+  "The agent that proposes, from showDiff PARAMS."
+  (or (plist-get (plist-get params :agent) :name) "Claude"))
+
+(defun ccbridge--show-diff (session params)
+  "Open a review for SESSION's `showDiff' PARAMS; answer at once."
+  (let ((id (plist-get params :id))
+        (path (plist-get params :newFilePath))
+        (proposed (plist-get params :proposedContents))
+        (original (plist-get params :originalContents)))
+    (unless (and (integerp id) (stringp path) (stringp proposed))
+      (jsonrpc-error :code -32602
+                     :message "showDiff needs id, newFilePath and proposedContents"))
+    (when-let ((old (ccbridge--find-review session id)))
+      (ccbridge--review-forget old "replaced"))
+    (let* ((crlf (and (string-search "\r\n" proposed) t))
+           (r (ccbridge--review-create
+               :id id :session session :path path
+               :tab-name (plist-get params :tabName)
+               :original (if (stringp original) original "")
+               :new-file (eq (plist-get params :isNewFile) t)
+               :eol (string-suffix-p "\n" proposed)
+               :crlf crlf
+               :agent (ccbridge--agent-name params)
+               :client-id (plist-get params :clientId)
+               :view ccbridge-diff-view
+               :prev-window (selected-window))))
+      (push r (ccbridge--session-reviews session))
+      (run-at-time 0 nil #'ccbridge--review-open r
+                   (if crlf (string-replace "\r\n" "\n" proposed) proposed))
+      (force-mode-line-update t)
+      nil)))
+
+(defun ccbridge--review-set-mode (path)
+  "Set the current buffer's major mode from PATH, without mode hooks.
+Mode hooks start language servers and such, which have no business
+in a scratch buffer."
+  (let ((buffer-file-name path))
+    (delay-mode-hooks (set-auto-mode t)))
+  (when (and (bound-and-true-p global-font-lock-mode) (not font-lock-mode))
+    (font-lock-mode 1)))
+
+(defun ccbridge--review-header (r)
+  "The header line of review R's proposal."
+  (let ((own (get-file-buffer (ccbridge--review-path r)))
+        (name (file-name-nondirectory (ccbridge--review-path r))))
+    (string-replace
+     "%" "%%"
+     (concat
+      (format (if (ccbridge--review-new-file r)
+                  "%s proposes a new file, %s"
+                "%s proposes a change to %s")
+              (ccbridge--review-agent r) name)
+      (if (and own (buffer-modified-p own))
+          (substitute-command-keys
+           (format " (%s has unsaved changes: \\[universal-argument] \
+\\<ccbridge-review-mode-map>\\[ccbridge-review-accept] accepts anyway)" name))
+        "")
+      (substitute-command-keys
+       (concat
+        "  \\<ccbridge-review-mode-map>\\[ccbridge-review-accept] accept  "
+        "\\[ccbridge-review-reject] reject"
+        (if (eq (ccbridge--review-view r) 'smerge)
+            "  \\[ccbridge-review-accept-hunk]/\\[ccbridge-review-reject-hunk] \
+hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
+          "  (control panel: a takes a hunk back)")))))))
+
+(defun ccbridge--make-review-buffer (r kind text)
+  "A new buffer of review R: KIND \"proposal\" or \"original\", with TEXT."
+  (let ((buf (generate-new-buffer
+              (format "*%s %s: %s*" (ccbridge--review-agent r) kind
+                      (file-name-nondirectory (ccbridge--review-path r))))))
+    (with-current-buffer buf
+      (insert text)
+      (ccbridge--review-set-mode (ccbridge--review-path r))
+      (goto-char (point-min))
+      (setq buffer-undo-list nil)
+      (set-buffer-modified-p nil)
+      (setq-local ccbridge--current-review r))
+    buf))
+
+(defun ccbridge--review-open (r proposed)
+  "Show review R of the text PROPOSED."
+  (unless (ccbridge--review-closed r)
+    (condition-case err
+        (progn
+          (let ((own (find-buffer-visiting (ccbridge--review-path r))))
+            (when (and own (buffer-modified-p own))
+              (ccbridge--message
+               "%s proposes a change to %s, which has unsaved changes here"
+               (ccbridge--review-agent r)
+               (file-name-nondirectory (ccbridge--review-path r)))))
+          (if (eq (ccbridge--review-view r) 'ediff)
+              (ccbridge--review-open-ediff r proposed)
+            (ccbridge--review-open-smerge r proposed)))
+      (error
+       (ccbridge--message "could not open the review: %s" (error-message-string err))
+       (ccbridge--review-decide r "dismissed")))))
+
+(defun ccbridge--review-open-smerge (r proposed)
+  "Show review R in one buffer of smerge conflicts of PROPOSED."
+  (require 'smerge-mode)
+  (let ((buf (ccbridge--make-review-buffer
+              r "proposal"
+              (ccbridge--conflict-text (ccbridge--review-original r) proposed
+                                       (ccbridge--review-agent r)))))
+    (setf (ccbridge--review-buffer r) buf)
+    (with-current-buffer buf
+      (smerge-mode 1)
+      (ccbridge-review-mode 1)
+      (setq header-line-format '(:eval (ccbridge--review-header ccbridge--current-review)))
+      (ignore-errors (smerge-next)))
+    (let ((win (display-buffer buf ccbridge-review-display-action)))
+      (setf (ccbridge--review-window r) win)
+      (when (and win ccbridge-review-focus) (select-window win)))))
+
+(defun ccbridge--review-open-ediff (r proposed)
+  "Show review R in ediff: the original against PROPOSED."
+  (require 'ediff)
+  (let ((orig (ccbridge--make-review-buffer r "original" (ccbridge--review-original r)))
+        (prop (ccbridge--make-review-buffer r "proposal" proposed))
+        (ediff-window-setup-function #'ediff-setup-windows-plain))
+    (setf (ccbridge--review-orig-buffer r) orig
+          (ccbridge--review-buffer r) prop
+          (ccbridge--review-window-config r) (current-window-configuration))
+    (with-current-buffer orig (setq buffer-read-only t))
+    (with-current-buffer prop
+      (ccbridge-review-mode 1)
+      (setq header-line-format '(:eval (ccbridge--review-header ccbridge--current-review))))
+    (ediff-buffers orig prop
+                   (list (lambda () (ccbridge--ediff-setup r))))))
+
+(defun ccbridge--ediff-setup (r)
+  "In review R's ediff control buffer: its keys and quit hook."
+  (setf (ccbridge--review-control r) (current-buffer))
+  (setq-local ccbridge--current-review r)
+  (define-key ediff-mode-map (kbd "C-c C-c") #'ccbridge-review-accept)
+  (define-key ediff-mode-map (kbd "C-c C-k") #'ccbridge-review-reject)
+  (add-hook 'ediff-quit-hook #'ccbridge--ediff-quit nil t))
+
+(defun ccbridge--ediff-quit ()
+  "The user quit a review's ediff session: as closing the review."
+  (let ((r ccbridge--current-review))
+    (when (and r (not (ccbridge--review-closed r)))
+      (setf (ccbridge--review-control r) nil)
+      (unless (ccbridge--review-decided r)
+        (ccbridge--review-decide r (if (eq ccbridge-review-on-close 'dismiss)
+                                       "dismissed" "rejected"))))))
+
+(defun ccbridge--review-text (r)
+  "Return the text of review R's proposal as the file should have it."
+  (with-current-buffer (ccbridge--review-buffer r)
+    (let ((text (save-restriction (widen) (buffer-substring-no-properties
+                                           (point-min) (point-max)))))
+      (ccbridge--final-text
+       (if (eq (ccbridge--review-view r) 'smerge)
+           (ccbridge--resolve-conflicts text 'lower)
+         text)
+       (ccbridge--review-eol r) (ccbridge--review-crlf r)))))
+
+(defun ccbridge--review-decide (r decision &optional text)
+  "Send review R's DECISION (with TEXT when accepted) and close it."
+  (unless (or (ccbridge--review-decided r) (ccbridge--review-closed r))
+    (setf (ccbridge--review-decided r) decision)
+    (ccbridge--notify (ccbridge--review-session r) "diffResolved"
+                      (if (and text (equal decision "accepted"))
+                          (list :id (ccbridge--review-id r) :decision decision
+                                :contents text)
+                        (list :id (ccbridge--review-id r) :decision decision)))
+    (when (and ccbridge-reload (equal decision "accepted"))
+      (puthash (ccbridge--review-path r) t ccbridge--reload-expected)
+      (ccbridge--sync-watches))
+    (force-mode-line-update t)
+    (run-at-time 0 nil #'ccbridge--review-close r)))
+
+(defun ccbridge--review-close (r)
+  "Close review R's buffers and windows (the verdict is given or moot)."
+  (unless (ccbridge--review-closed r)
+    (setf (ccbridge--review-closed r) t)
+    (let ((buf (ccbridge--review-buffer r))
+          (was-here (ccbridge--review-p
+                     (buffer-local-value 'ccbridge--current-review
+                                         (window-buffer (selected-window))))))
+      (if (eq (ccbridge--review-view r) 'ediff)
+          (progn
+            (let ((control (ccbridge--review-control r)))
+              (when (buffer-live-p control)
+                (with-current-buffer control
+                  (ignore-errors (ediff-really-quit nil)))))
+            (dolist (b (list buf (ccbridge--review-orig-buffer r)))
+              (when (buffer-live-p b) (kill-buffer b)))
+            (when (ccbridge--review-window-config r)
+              (ignore-errors
+                (set-window-configuration (ccbridge--review-window-config r)))))
+        (when (buffer-live-p buf)
+          (dolist (win (get-buffer-window-list buf nil t))
+            (if (window-parameter win 'quit-restore)
+                (ignore-errors (quit-restore-window win 'bury))
+              (ignore-errors (switch-to-prev-buffer win 'bury))))
+          (kill-buffer buf))
+        (when (and was-here (window-live-p (ccbridge--review-prev-window r)))
+          (select-window (ccbridge--review-prev-window r))))
+      (force-mode-line-update t))))
+
+(defun ccbridge--review-forget (r reason)
+  "The sidecar is done with review R (`closeDiff' for REASON).
+Closes its view if still open; once Claude (or ccbridge) has written
+the file, its buffer is reverted."
+  (ccbridge--review-close r)
+  (let ((session (ccbridge--review-session r)))
+    (setf (ccbridge--session-reviews session)
+          (delq r (ccbridge--session-reviews session))))
+  (when (member reason '("decided" "claudeClosed"))
+    (ccbridge--reload-file (ccbridge--review-path r))))
+
+(defun ccbridge--review-pending-p (r)
+  "Whether review R waits for the user's verdict."
+  (not (or (ccbridge--review-decided r) (ccbridge--review-closed r))))
+
+(defun ccbridge--review-killed ()
+  "A review buffer is being killed: as closing the review."
+  (let ((r ccbridge--current-review))
+    (when (and r (not (ccbridge--review-closed r)) (not (ccbridge--review-decided r)))
+      (ccbridge--review-decide r (if (eq ccbridge-review-on-close 'dismiss)
+                                     "dismissed" "rejected")))))
+
+(defun ccbridge--this-review ()
+  "The review of the current buffer, or a user error."
+  (or (and (ccbridge--review-p ccbridge--current-review)
+           (not (ccbridge--review-closed ccbridge--current-review))
+           ccbridge--current-review)
+      (user-error "ccbridge: no proposal under review here")))
+
+(defun ccbridge-review-accept (&optional force)
+  "Accept the proposal under review as it stands, your edits included.
+Undecided hunks are accepted.  If your own buffer of the file has
+unsaved changes, this is refused unless FORCE (a prefix argument)."
+  (interactive "P")
+  (let* ((r (ccbridge--this-review))
+         (own (find-buffer-visiting (ccbridge--review-path r))))
+    (if (and own (buffer-modified-p own) (not force))
+        (ccbridge--message
+         "%s has unsaved changes in Emacs.  Save or revert them, or accept \
+anyway with %s (your buffer keeps its text and is not reverted)"
+         (file-name-nondirectory (ccbridge--review-path r))
+         (substitute-command-keys
+          "\\[universal-argument] \\<ccbridge-review-mode-map>\\[ccbridge-review-accept]"))
+      (let ((text (ccbridge--review-text r)))
+        (ccbridge--review-decide
+         r (if (equal text (ccbridge--review-original r)) "rejected" "accepted")
+         text)))))
+
+(defun ccbridge-review-reject ()
+  "Reject the proposal under review."
+  (interactive)
+  (ccbridge--review-decide (ccbridge--this-review) "rejected"))
+
+(defun ccbridge--hunk-here ()
+  "Put point in the conflict at point or the next one; nil if none."
+  (let ((r (ccbridge--this-review)))
+    (unless (eq (ccbridge--review-view r) 'smerge)
+      (user-error "ccbridge: hunk commands work in the smerge view; in \
+ediff, `a' in the control panel takes the original's hunk back"))
+    (or (ignore-errors (smerge-match-conflict) t)
+        (ignore-errors (smerge-next) t)
+        (ignore-errors (smerge-prev) t))))
+
+(defun ccbridge--hunk-done ()
+  "Say what is left after a hunk was decided."
+  (unless (save-excursion (goto-char (point-min))
+                          (re-search-forward "^<<<<<<< " nil t))
+    (ccbridge--message "no hunk left: %s finishes the review"
+                       (substitute-command-keys
+                        "\\<ccbridge-review-mode-map>\\[ccbridge-review-accept]"))))
+
+(defun ccbridge-review-accept-hunk ()
+  "Accept the proposal's hunk at point (or the next one)."
+  (interactive)
+  (if (not (ccbridge--hunk-here))
+      (ccbridge--message "no hunk left")
+    (smerge-keep-lower)
+    (ccbridge--hunk-done)))
+
+(defun ccbridge-review-reject-hunk ()
+  "Reject the proposal's hunk at point (or the next one): keep the original."
+  (interactive)
+  (if (not (ccbridge--hunk-here))
+      (ccbridge--message "no hunk left")
+    (smerge-keep-upper)
+    (ccbridge--hunk-done)))
+
+(defun ccbridge-review-next-hunk ()
+  "Move to the next undecided hunk."
+  (interactive)
+  (ccbridge--this-review)
+  (smerge-next))
+
+(defun ccbridge-review-previous-hunk ()
+  "Move to the previous undecided hunk."
+  (interactive)
+  (ccbridge--this-review)
+  (smerge-prev))
+
+(defvar ccbridge-review-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'ccbridge-review-accept)
+    (define-key map (kbd "C-c C-k") #'ccbridge-review-reject)
+    ;; Saving the proposal accepts it, as :w does in Vim.
+    (define-key map [remap save-buffer] #'ccbridge-review-accept)
+    (define-key map (kbd "C-c C-a") #'ccbridge-review-accept-hunk)
+    (define-key map (kbd "C-c C-r") #'ccbridge-review-reject-hunk)
+    (define-key map (kbd "C-c C-n") #'ccbridge-review-next-hunk)
+    (define-key map (kbd "C-c C-p") #'ccbridge-review-previous-hunk)
+    map)
+  "Keys of a proposal under review.")
+
+(define-minor-mode ccbridge-review-mode
+  "Minor mode of a proposal Claude made, under review.
+\\<ccbridge-review-mode-map>Edit the buffer freely, then
+\\[ccbridge-review-accept] to accept its text (undecided hunks
+are accepted) or \\[ccbridge-review-reject] to reject it.  In the
+smerge view, \\[ccbridge-review-accept-hunk] and
+\\[ccbridge-review-reject-hunk] decide the hunk at point, and the
+`smerge-mode' commands work too.  Saving the buffer accepts, as
+\\[ccbridge-review-accept] does.  Killing the buffer
+rejects (see `ccbridge-review-on-close').
+
+\\{ccbridge-review-mode-map}"
+  :lighter " Review"
+  (if ccbridge-review-mode
+      (add-hook 'kill-buffer-hook #'ccbridge--review-killed nil t)
+    (remove-hook 'kill-buffer-hook #'ccbridge--review-killed t)))
+
+(defun ccbridge-display-buffer-in-file-window (buffer alist)
+  "Display BUFFER in the selected window if it is a file's window.
+ALIST is the `display-buffer' action alist."
+  (when (and (buffer-file-name (window-buffer (selected-window)))
+             (not (window-minibuffer-p)))
+    (display-buffer-same-window
+     buffer (cons '(inhibit-same-window . nil) alist))))
+
+
+;;;; Files
+
+(defun ccbridge--file-window ()
+  "A window to show a file in: never a terminal or the minibuffer."
+  (let ((usable (lambda (w)
+                  (and (buffer-file-name (window-buffer w))
+                       (not (window-dedicated-p w))
+                       (not (buffer-local-value 'ccbridge--current-review
+                                                (window-buffer w)))))))
+    (or (and (funcall usable (selected-window)) (selected-window))
+        (cl-find-if usable (window-list nil 'nomini))
+        (split-window (frame-root-window) nil 'left))))
+
+(defun ccbridge--open-file (params)
+  "Answer `openFile' PARAMS: visit the file in a file window."
+  (let ((path (plist-get params :filePath)))
+    (unless (and (stringp path) (not (string-empty-p path)))
+      (jsonrpc-error :code 1 :message "openFile needs a filePath"))
+    (let* ((buf (condition-case err
+                    (let ((large-file-warning-threshold nil))
+                      (find-file-noselect path t))
+                  (error (jsonrpc-error :code 1 :message (error-message-string err)))))
+           (win (ccbridge--file-window))
+           (start-line (plist-get params :startLine))
+           (start-text (plist-get params :startText)))
+      (set-window-buffer win buf)
+      (with-current-buffer buf
+        (save-restriction
+          (widen)
+          (cond ((integerp start-line)
+                 (goto-char (point-min))
+                 (forward-line (1- (max 1 start-line))))
+                ((and (stringp start-text) (not (string-empty-p start-text)))
+                 (goto-char (point-min))
+                 (when (search-forward start-text nil t)
+                   (goto-char (match-beginning 0))))))
+        (set-window-point win (point)))
+      (unless (eq (plist-get params :makeFrontmost) :json-false)
+        (select-window win))
+      (with-current-buffer buf
+        (ccbridge--plist-compact
+         (list :filePath buffer-file-name
+               :languageId (ccbridge--language-id major-mode)
+               :lineCount (count-lines (point-min) (point-max))))))))
+
+(defun ccbridge--open-files (params)
+  "Answer `openFiles' PARAMS: visit the files without showing them."
+  (let ((opened nil) (large-file-warning-threshold nil))
+    (mapc (lambda (path)
+            (when (and (stringp path) (ignore-errors (find-file-noselect path t)))
+              (push path opened)))
+          (plist-get params :paths))
+    (list :opened (vconcat (nreverse opened)))))
+
+(defun ccbridge--save-document (params)
+  "Answer `saveDocument' PARAMS: save the buffer visiting the file."
+  (let* ((path (plist-get params :path))
+         (buf (and (stringp path) (find-buffer-visiting path))))
+    (unless buf
+      (jsonrpc-error :code 1 :message (format "Document not open: %s" path)))
+    (condition-case err
+        (with-current-buffer buf
+          (let ((inhibit-message t)) (save-buffer)))
+      (error (jsonrpc-error :code 1 :message (error-message-string err))))
+    nil))
+
+
+;;;; Approvals and command output (the workspace tools)
+
+(defvar-local ccbridge--approval nil
+  "In an approval buffer: the function replying to the sidecar.")
+
+(defun ccbridge-approval-allow ()
+  "Allow the command or tool call this buffer asks about."
+  (interactive)
+  (ccbridge--approval-answer t))
+
+(defun ccbridge-approval-deny ()
+  "Deny the command or tool call this buffer asks about."
+  (interactive)
+  (ccbridge--approval-answer nil))
+
+(defun ccbridge--approval-answer (yes)
+  "Answer the current approval buffer: YES or not."
+  (let ((reply ccbridge--approval))
+    (setq ccbridge--approval nil)
+    (when reply (funcall reply (list :approved (if yes t :json-false))))
+    (ccbridge--message "%s" (if yes "allowed" "denied"))
+    (quit-window t)))
+
+(defun ccbridge--approval-killed ()
+  "An unanswered approval buffer is killed: deny."
+  (when ccbridge--approval
+    (let ((reply ccbridge--approval))
+      (setq ccbridge--approval nil)
+      (funcall reply (list :approved :json-false)))))
+
+(defvar ccbridge-approval-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "y" #'ccbridge-approval-allow)
+    (define-key map "n" #'ccbridge-approval-deny)
+    (define-key map "q" #'ccbridge-approval-deny)
+    map)
+  "Keys of an approval buffer.")
+
+(define-derived-mode ccbridge-approval-mode special-mode "ccbridge-approval"
+  "A workspace tool call waiting for your yes or no.
+\\<ccbridge-approval-mode-map>\\[ccbridge-approval-allow] allows it, \
+\\[ccbridge-approval-deny] denies it."
+  (add-hook 'kill-buffer-hook #'ccbridge--approval-killed nil t))
+
+(defun ccbridge--approve (_session params reply)
+  "Ask about the tool call of `approve' PARAMS; REPLY with the answer."
+  (let ((buf (generate-new-buffer
+              (format "*ccbridge approval %s*" (plist-get params :id)))))
+    (with-current-buffer buf
+      (ccbridge-approval-mode)
+      (setq ccbridge--approval reply)
+      (let ((inhibit-read-only t)
+            (command (plist-get params :command)))
+        (if (stringp command)
+            (insert (format "Claude wants to run\n\n    %s\n\nin %s\n"
+                            command (or (plist-get params :cwd) "?")))
+          (insert (format "Claude wants to: %s\n"
+                          (or (plist-get params :summary) (plist-get params :tool)))))
+        (insert (substitute-command-keys
+                 "\n\\<ccbridge-approval-mode-map>\\[ccbridge-approval-allow] \
+allow   \\[ccbridge-approval-deny] deny\n"))))
+    (pop-to-buffer buf '((display-buffer-at-bottom)
+                         (window-height . fit-window-to-buffer)))
+    (ccbridge--message "%s: y allows, n denies"
+                       (or (plist-get params :summary) "a tool call"))))
+
+(defun ccbridge--command-event (params)
+  "Show a running command's `commandEvent' PARAMS in its output buffer."
+  (require 'ansi-color)
+  (let* ((id (plist-get params :id))
+         (event (plist-get params :event))
+         (buf (alist-get id ccbridge--command-views)))
+    (when (equal event "started")
+      (setq buf (generate-new-buffer (format "*ccbridge command %s*" id)))
+      (with-current-buffer buf
+        (special-mode)
+        (setq-local ansi-color-context nil)
+        (let ((inhibit-read-only t))
+          (insert (format "$ %s\n(in %s)\n" (plist-get params :command)
+                          (plist-get params :cwd)))))
+      (setf (alist-get id ccbridge--command-views) buf)
+      (display-buffer buf '((display-buffer-reuse-window display-buffer-at-bottom)
+                            (window-height . 0.3))))
+    (when (buffer-live-p buf)
+      (with-current-buffer buf
+        (let ((inhibit-read-only t))
+          (goto-char (point-max))
+          (pcase event
+            ("output"
+             (insert (ansi-color-apply
+                      (string-replace "\r\n" "\n" (or (plist-get params :data) "")))))
+            ("exited"
+             (let ((code (plist-get params :exitCode)))
+               (insert (format "\n[%s]\n"
+                               (cond ((eq (plist-get params :timedOut) t)
+                                      "stopped: it ran too long")
+                                     ((eq (plist-get params :cancelled) t)
+                                      "stopped: Claude cancelled it")
+                                     ((integerp code) (format "exit %d" code))
+                                     (t "ended by a signal")))))
+             (setq ccbridge--command-views
+                   (assq-delete-all id ccbridge--command-views)))))
+        (dolist (win (get-buffer-window-list buf nil t))
+          (set-window-point win (point-max)))))))
+
+
+;;;; Commands
+
+(defun ccbridge--session-here ()
+  "The current project's session, created if needed."
+  (unless ccbridge-mode
+    (ccbridge-mode 1)
+    (ccbridge--message "ccbridge-mode turned on"))
+  (ccbridge--session (ccbridge--command-root) t))
+
+;;;###autoload
+(defun ccbridge-start ()
+  "Start the sidecar of the current project."
+  (interactive)
+  (let ((session (ccbridge--session-here)))
+    (setf (ccbridge--session-held session) nil)
+    (remhash 'no-binary ccbridge--told)
+    (remhash 'protocol ccbridge--told)
+    (ccbridge--on-ready
+     session
+     (lambda (init err)
+       (if init
+           (ccbridge--message "running for %s (port %s)"
+                              (ccbridge--session-root session)
+                              (plist-get init :port))
+         (ccbridge--message "not started: %s" err))))))
+
+;;;###autoload
+(defun ccbridge-stop (&optional all)
+  "Stop the sidecar of the current project; with ALL (prefix), every one.
+The sidecar removes its lock file; open reviews close."
+  (interactive "P")
+  (if all
+      (maphash (lambda (_ s) (setf (ccbridge--session-held s) t) (ccbridge--stop s))
+               ccbridge--sessions)
+    (let ((session (ccbridge--session (ccbridge--command-root))))
+      (if (not (ccbridge--running-p session))
+          (ccbridge--message "no sidecar runs for this project")
+        (setf (ccbridge--session-held session) t)
+        (ccbridge--stop session)))))
+
+;;;###autoload
+(defun ccbridge-send (&optional file)
+  "Put an @-mention into Claude's prompt.
+The region's lines, else Dired's marked files (or the file at
+point), else the current file.  With a prefix argument, ask for
+FILE."
+  (interactive
+   (list (and current-prefix-arg (read-file-name "Send to Claude: " nil nil t))))
+  (let ((targets
+         (cond
+          (file (list (list :filePath (directory-file-name (expand-file-name file)))))
+          ((derived-mode-p 'dired-mode)
+           (require 'dired)
+           (mapcar (lambda (f) (list :filePath (directory-file-name f)))
+                   (dired-get-marked-files)))
+          ((not buffer-file-name)
+           (user-error "ccbridge: this buffer is not a file: give a file \
+with \\[universal-argument] M-x ccbridge-send"))
+          ((use-region-p)
+           (list (ccbridge--mention-params buffer-file-name
+                                           (region-beginning) (region-end))))
+          (t (list (ccbridge--mention-params buffer-file-name))))))
+    (when (file-remote-p (plist-get (car targets) :filePath))
+      (user-error "ccbridge: remote files are not supported"))
+    (let ((session (ccbridge--session-here)))
+      (ccbridge--on-ready
+       session
+       (lambda (init err)
+         (if (not init)
+             (ccbridge--message "not sent, the sidecar is not running: %s" err)
+           (dolist (target targets)
+             (ccbridge--notify session "atMentioned" target))
+           (ccbridge--message
+            "@%s%s"
+            (mapconcat
+             (lambda (tg)
+               (let ((where (file-relative-name (plist-get tg :filePath)
+                                                (ccbridge--session-root session))))
+                 (if (plist-get tg :lineStart)
+                     (format "%s:%d-%d" where (1+ (plist-get tg :lineStart))
+                             (1+ (plist-get tg :lineEnd)))
+                   where)))
+             targets " @")
+            (if (ccbridge--session-clients session) ""
+              " (sent when Claude connects)"))))))))
+
+(defun ccbridge--offered-agents (init)
+  "Return the agents of INIT as (ID NAME ENV) lists."
+  (let ((agents (append (plist-get init :agents) nil)))
+    (if (null agents)
+        (list (list "claude" "Claude Code" (plist-get init :env)))
+      (mapcar (lambda (a)
+                (list (plist-get a :id) (or (plist-get a :name) (plist-get a :id))
+                      (if (and (equal (plist-get a :id) "claude")
+                               (null (plist-get a :env)))
+                          (plist-get init :env)
+                        (plist-get a :env))))
+              agents))))
+
+(defun ccbridge--no-proxy (current)
+  "CURRENT no_proxy value with the loopback names added."
+  (let ((add "localhost,127.0.0.1,::1"))
+    (if (or (null current) (string-empty-p current)) add (concat current "," add))))
+
+(defun ccbridge--terminal-environment (env base &optional extra)
+  "The environment of an agent terminal.
+ENV is the sidecar's plist, BASE the current environment (a list of
+\"NAME=VALUE\"), EXTRA more \"NAME=VALUE\" strings that override."
+  (let ((vars (cl-loop for (k v) on env by #'cddr
+                       collect (format "%s=%s" (substring (symbol-name k) 1) v)))
+        (get (lambda (name)
+               (let ((hit (cl-find-if (lambda (e) (string-prefix-p (concat name "=") e))
+                                      base)))
+                 (and hit (substring hit (1+ (length name))))))))
+    (append extra
+            vars
+            (list (concat "no_proxy=" (ccbridge--no-proxy (funcall get "no_proxy")))
+                  (concat "NO_PROXY=" (ccbridge--no-proxy (funcall get "NO_PROXY"))))
+            base)))
+
+(defun ccbridge--backend ()
+  "The terminal backend to use."
+  (pcase ccbridge-terminal-backend
+    ('auto (cond ((fboundp 'vterm-mode) 'vterm)
+                 ((fboundp 'eat-make) 'eat)
+                 (t 'term)))
+    (b b)))
+
+(defun ccbridge--run-terminal (name command dir env)
+  "Run COMMAND in a terminal buffer NAME in DIR with environment ENV."
+  (let ((default-directory (file-name-as-directory dir))
+        (process-environment env)
+        (backend (ccbridge--backend)))
+    (pcase backend
+      ('vterm
+       (require 'vterm)
+       (let ((buf (generate-new-buffer (format "*%s*" name)))
+             (vterm-shell (mapconcat #'shell-quote-argument command " ")))
+         (with-current-buffer buf (vterm-mode))
+         buf))
+      ('eat
+       (require 'eat)
+       (apply #'eat-make name (car command) nil (cdr command)))
+      (_
+       (require 'term)
+       (let ((buf (apply #'make-term name (car command) nil (cdr command))))
+         (with-current-buffer buf
+           (term-mode)
+           (term-char-mode))
+         buf)))))
+
+(defun ccbridge--read-agent (session)
+  "Ask which agent to run, among those of SESSION's sidecar."
+  (let* ((init (ccbridge--session-init session))
+         (ids (if init
+                  (mapcar #'car (ccbridge--offered-agents init))
+                (mapcar #'car ccbridge-agent-commands))))
+    (completing-read "Agent: " ids nil t nil nil (car ids))))
+
+;;;###autoload
+(defun ccbridge-claude (&optional agent)
+  "Run Claude Code in a terminal, connected to this Emacs.
+With a prefix argument, ask which AGENT to run among those the
+sidecar offers (\"claude\", \"gemini\", \"qwen\").  If the agent
+already runs in its terminal, show that terminal instead."
+  (interactive
+   (list (and current-prefix-arg
+              (ccbridge--read-agent (ccbridge--session-here)))))
+  (let* ((agent (or agent "claude"))
+         (session (ccbridge--session-here))
+         (existing (alist-get agent (ccbridge--session-terminals session)
+                              nil nil #'equal)))
+    (if (and (buffer-live-p existing) (get-buffer-process existing)
+             (process-live-p (get-buffer-process existing)))
+        (pop-to-buffer existing ccbridge-terminal-display-action)
+      (ccbridge--on-ready
+       session
+       (lambda (init err)
+         (condition-case e
+             (if (not init)
+                 (user-error "ccbridge: cannot start %s: the sidecar is not running: %s"
+                             agent err)
+               (ccbridge--start-agent session init agent))
+           (user-error (message "%s" (error-message-string e)))))))))
+
+(defun ccbridge--start-agent (session init agent)
+  "Start AGENT in a terminal of SESSION whose sidecar answered INIT."
+  (let* ((offered (ccbridge--offered-agents init))
+         (entry (assoc agent offered))
+         (command (cdr (assoc agent ccbridge-agent-commands))))
+    (unless entry
+      (user-error "ccbridge: this ccbridge does not offer %s (it offers %s): \
+update the ccbridge binary" agent (mapconcat #'car offered ", ")))
+    (unless command
+      (user-error "ccbridge: no command for %s in `ccbridge-agent-commands'" agent))
+    (unless (executable-find (car command))
+      (user-error "ccbridge: `%s' not found on `exec-path': install it or set \
+`ccbridge-agent-commands'" (car command)))
+    (let* ((root (ccbridge--session-root session))
+           (env (ccbridge--terminal-environment (nth 2 entry) process-environment
+                                                ccbridge-terminal-environment))
+           (buf (ccbridge--run-terminal
+                 (format "%s: %s" agent (file-name-nondirectory root))
+                 command root env)))
+      (with-current-buffer buf
+        (setq-local ccbridge--root root)
+        (setq-local ccbridge--terminal agent))
+      (setf (alist-get agent (ccbridge--session-terminals session) nil nil #'equal) buf)
+      (pop-to-buffer buf ccbridge-terminal-display-action)
+      buf)))
+
+
+;;;; Status and mode line
+
+(defun ccbridge--clients-label (session)
+  "The agent name to show for SESSION's connected clients."
+  (let ((agent (plist-get (cdar (ccbridge--session-clients session)) :agent)))
+    (if agent
+        (car (split-string (or (plist-get agent :name) "Claude")))
+      "Claude")))
+
+(defun ccbridge-mode-line-string (&optional buffer)
+  "The mode line text of BUFFER's project.
+Empty outside a project with a sidecar; \" Claude…\" while it starts,
+\" Claude○\" with no session connected, \" Claude●\" with one (a
+number with more), then \" ◆N\" with N reviews waiting."
+  (let* ((root (ignore-errors (ccbridge--buffer-root buffer)))
+         (session (and root (ccbridge--session root))))
+    (if (not (ccbridge--running-p session))
+        ""
+      (let* ((n (length (ccbridge--session-clients session)))
+             (pending (cl-count-if #'ccbridge--review-pending-p
+                                   (ccbridge--session-reviews session)))
+             (name (if (> n 0) (ccbridge--clients-label session) "Claude")))
+        (concat " " name
+                (cond ((eq (ccbridge--session-status session) 'starting) "…")
+                      ((= n 0) "○")
+                      ((= n 1) "●")
+                      (t (format "●%d" n)))
+                (if (> pending 0) (format " ◆%d" pending) ""))))))
+
+(defun ccbridge--approval-label (mode)
+  "What approval MODE asks about."
+  (pcase mode
+    ("write-only" "writes and commands")
+    ("always" "every call")
+    ("never" "nothing")
+    (_ (format "%s" mode))))
+
+(defun ccbridge-status-string ()
+  "The state of ccbridge in this Emacs, as text."
+  (let ((lines nil)
+        (program (ccbridge--program)))
+    (push (format "ccbridge-mode is %s; binary: %s" (if ccbridge-mode "on" "off")
+                  (or program (format-message "`%s' not found" ccbridge-program)))
+          lines)
+    (when (= (hash-table-count ccbridge--sessions) 0)
+      (push "no sidecar (visit a file of a project, or M-x ccbridge-start)" lines))
+    (maphash
+     (lambda (root session)
+       (let ((init (ccbridge--session-init session))
+             (conn (ccbridge--session-conn session)))
+         (push "" lines)
+         (push (format "%s: %s" root (ccbridge--session-status session)) lines)
+         (if (not (ccbridge--running-p session))
+             (progn
+               (push (format "  stopped%s (M-x ccbridge-start starts it)"
+                             (if (ccbridge--session-exit session)
+                                 (format ", last exit status %s"
+                                         (ccbridge--session-exit session))
+                               ""))
+                     lines)
+               (let ((tail (ccbridge--stderr-tail session 5)))
+                 (unless (string-empty-p tail)
+                   (push (concat "  last stderr lines:\n    "
+                                 (string-replace "\n" "\n    " tail))
+                         lines))))
+           (push (format "  ccbridge %s (pid %s), editor protocol %s, ide name %s"
+                         (or (plist-get (plist-get init :serverInfo) :version) "?")
+                         (if conn (process-id (ccbridge--session-proc session)) "?")
+                         (or (plist-get init :protocolVersion) "?")
+                         (ccbridge--ide-name session))
+                 lines)
+           (push (format "  port %s, lock file %s" (or (plist-get init :port) "?")
+                         (or (plist-get init :lockFile) "none"))
+                 lines)
+           (push (format "  workspace: %s"
+                         (string-join (ccbridge--session-folders session) ", "))
+                 lines)
+           (when-let ((tools (plist-get init :tools)))
+             (push (format "  workspace tools (MCP): %s, asking before %s"
+                           (plist-get tools :url)
+                           (ccbridge--approval-label (plist-get tools :approvalMode)))
+                   lines))
+           (let ((agents (plist-get init :agents)))
+             (when agents
+               (push (format "  agents offered: %s"
+                             (mapconcat (lambda (a) (plist-get a :id)) agents ", "))
+                     lines)))
+           (if (null (ccbridge--session-clients session))
+               (push (format "  no Claude session connected (M-x ccbridge-claude, or \
+run claude with CLAUDE_CODE_SSE_PORT=%s, or /ide in Claude)" (plist-get init :port))
+                     lines)
+             (dolist (c (reverse (ccbridge--session-clients session)))
+               (let ((p (cdr c)))
+                 (push (format "  %s session %s: %s %s, pid %s"
+                               (or (plist-get (plist-get p :agent) :name) "Claude")
+                               (car c) (or (plist-get p :name) "?")
+                               (or (plist-get p :version) "?")
+                               (or (plist-get p :pid) "?"))
+                       lines))))
+           (dolist (r (reverse (ccbridge--session-reviews session)))
+             (when (ccbridge--review-pending-p r)
+               (push (format "  review %s waiting: %s" (ccbridge--review-id r)
+                             (file-relative-name (ccbridge--review-path r) root))
+                     lines))))))
+     ccbridge--sessions)
+    (string-join (nreverse lines) "\n")))
+
+;;;###autoload
+(defun ccbridge-status ()
+  "Show the sidecars, their lock files, Claude sessions and reviews."
+  (interactive)
+  (let ((text (ccbridge-status-string)))
+    (with-help-window "*ccbridge status*"
+      (princ text)
+      (princ "\n"))
+    text))
+
+(defun ccbridge-info ()
+  "Return the sessions as a list of plists, for programs."
+  (let ((out nil))
+    (maphash
+     (lambda (root s)
+       (let ((init (ccbridge--session-init s)))
+         (push (list :root root
+                     :status (symbol-name (ccbridge--session-status s))
+                     :port (plist-get init :port)
+                     :lockFile (plist-get init :lockFile)
+                     :ideName (ccbridge--ide-name s)
+                     :clients (length (ccbridge--session-clients s))
+                     :reviews (mapcar #'ccbridge--review-id
+                                      (cl-remove-if #'ccbridge--review-closed
+                                                    (ccbridge--session-reviews s)))
+                     :pid (and (ccbridge--session-conn s)
+                               (process-id (ccbridge--session-proc s))))
+               out)))
+     ccbridge--sessions)
+    out))
+
+
+;;;; The mode
+
+(defvar ccbridge-command-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "c" #'ccbridge-claude)
+    (define-key map "s" #'ccbridge-send)
+    (define-key map "?" #'ccbridge-status)
+    (define-key map "S" #'ccbridge-start)
+    (define-key map "k" #'ccbridge-stop)
+    map)
+  "Keymap of ccbridge's commands; bind it to a prefix of your choice.")
+
+(defun ccbridge--post-command ()
+  "After every command: restart the debounce timer."
+  (ccbridge--arm))
+
+(defun ccbridge--buffer-changed (&rest _)
+  "A buffer came, went or changed state: report soon."
+  (ccbridge--arm))
+
+(defun ccbridge--forget-root ()
+  "The buffer's file name changed: find its project again."
+  (kill-local-variable 'ccbridge--root)
+  (ccbridge--arm))
+
+(defconst ccbridge--hooks
+  '((post-command-hook . ccbridge--post-command)
+    (deactivate-mark-hook . ccbridge--deactivate-mark)
+    (buffer-list-update-hook . ccbridge--buffer-changed)
+    (after-save-hook . ccbridge--buffer-changed)
+    (after-revert-hook . ccbridge--buffer-changed)
+    (first-change-hook . ccbridge--buffer-changed)
+    (kill-buffer-hook . ccbridge--buffer-changed)
+    (after-set-visited-file-name-hook . ccbridge--forget-root)
+    (flymake-mode-hook . ccbridge--mark-diagnostics)
+    (flycheck-mode-hook . ccbridge--mark-diagnostics)
+    (flycheck-after-syntax-check-hook . ccbridge--mark-diagnostics)
+    (kill-emacs-hook . ccbridge--kill-emacs))
+  "The global hooks `ccbridge-mode' adds.")
+
+(defun ccbridge--enable ()
+  "Turn the integration on."
+  (clrhash ccbridge--told)
+  (dolist (h ccbridge--hooks) (add-hook (car h) (cdr h)))
+  (when (fboundp 'flymake--handle-report)
+    ;; Flymake has no public hook for new diagnostics; its report
+    ;; handler is the one place every backend's report goes through.
+    (advice-add 'flymake--handle-report :after #'ccbridge--mark-diagnostics))
+  (ccbridge--arm))
+
+(defun ccbridge--disable ()
+  "Turn the integration off: stop every sidecar, remove every hook."
+  (dolist (h ccbridge--hooks) (remove-hook (car h) (cdr h)))
+  (advice-remove 'flymake--handle-report #'ccbridge--mark-diagnostics)
+  (dolist (timer (list ccbridge--timer ccbridge--diag-timer ccbridge--reload-timer))
+    (when timer (cancel-timer timer)))
+  (setq ccbridge--timer nil ccbridge--diag-timer nil ccbridge--reload-timer nil
+        ccbridge--diag-marked nil ccbridge--reload-changed nil)
+  (clrhash ccbridge--reload-expected)
+  (ccbridge--sync-watches)
+  (let ((stopped nil))
+    (maphash (lambda (root session)
+               (if (ccbridge--session-conn session)
+                   (ccbridge--stop session)
+                 (push root stopped)))
+             ccbridge--sessions)
+    (dolist (root stopped) (remhash root ccbridge--sessions))))
+
+;;;###autoload
+(define-minor-mode ccbridge-mode
+  "Claude Code's IDE integration through the ccbridge sidecar.
+When on, selecting a file buffer of a project starts a sidecar
+for that project (see `ccbridge-auto-start'), which Claude Code
+finds through its lock file, or which `ccbridge-claude' connects
+to directly.  Claude then sees the region or point, the project's
+open file buffers and their diagnostics, and its proposed edits
+open for review (see `ccbridge-review-mode').  Turning the mode
+off stops every sidecar.
+
+Commands: `ccbridge-claude', `ccbridge-send', `ccbridge-status',
+`ccbridge-start', `ccbridge-stop' (also on `ccbridge-command-map')."
+  :global t
+  :group 'ccbridge
+  :lighter (:eval (ccbridge-mode-line-string))
+  (if ccbridge-mode (ccbridge--enable) (ccbridge--disable)))
+
+(provide 'ccbridge)
+;;; ccbridge.el ends here
