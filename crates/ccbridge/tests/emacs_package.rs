@@ -17,7 +17,7 @@ mod claude_side;
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
-use claude_side::{assert_saved, next_note, poll_tool, range, start_open_diff, verdict};
+use claude_side::{assert_saved, connect, next_note, poll_tool, range, start_open_diff, verdict};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -164,13 +164,7 @@ impl Rig {
     async fn claude(&self) -> IdeClient {
         let port = self.info()["port"].as_u64().unwrap() as u16;
         let token = self.lock()["authToken"].as_str().unwrap().to_owned();
-        let mut c = IdeClient::connect_as(port, Some(&token), STEP, "claude-code")
-            .await
-            .unwrap();
-        c.list_tools().await.unwrap();
-        c.notify("ide_connected", Some(json!({"pid": std::process::id()})))
-            .await
-            .unwrap();
+        let c = connect(port, &token).await;
         self.emacs.wait(
             "Emacs to see Claude connected",
             "(> (plist-get (car (ccbridge-info)) :clients) 0)",

@@ -13,7 +13,7 @@ use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
 use claude_side::{
-    assert_saved, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
+    assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -107,13 +107,7 @@ impl Rig {
     async fn claude(&mut self) -> IdeClient {
         let port = self.init()["port"].as_u64().unwrap() as u16;
         let token = self.lock()["authToken"].as_str().unwrap().to_owned();
-        let mut c = IdeClient::connect_as(port, Some(&token), STEP, "claude-code")
-            .await
-            .unwrap();
-        c.list_tools().await.unwrap();
-        c.notify("ide_connected", Some(json!({"pid": std::process::id()})))
-            .await
-            .unwrap();
+        let c = connect(port, &token).await;
         self.nvim.wait(
             "CCBridgeConnected",
             "#test.events_named('CCBridgeConnected') > 0",

@@ -13,6 +13,20 @@ use std::time::Duration;
 /// Bound for one wait on Claude's side.
 pub const STEP: Duration = Duration::from_secs(15);
 
+/// Connects as Claude Code does to the IDE server on `port` whose lock
+/// file holds `token`: the handshake, `tools/list`, then `ide_connected`
+/// with this process's pid (after which the editor hears of the session).
+pub async fn connect(port: u16, token: &str) -> IdeClient {
+    let mut c = IdeClient::connect_as(port, Some(token), STEP, "claude-code")
+        .await
+        .unwrap();
+    c.list_tools().await.unwrap();
+    c.notify("ide_connected", Some(json!({"pid": std::process::id()})))
+        .await
+        .unwrap();
+    c
+}
+
 /// The next `method` notification Claude receives (others are skipped).
 pub async fn next_note(c: &mut IdeClient, method: &str) -> Value {
     let deadline = tokio::time::Instant::now() + STEP;
