@@ -17,6 +17,7 @@ mod claude_side;
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
+use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{assert_saved, connect, next_note, poll_tool, range, start_open_diff, verdict};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -25,7 +26,6 @@ use std::time::Duration;
 
 const STEP: Duration = Duration::from_secs(15);
 
-const HELLO: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
 
 fn package_dir() -> PathBuf {

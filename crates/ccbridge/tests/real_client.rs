@@ -21,6 +21,7 @@ use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::editor::{Editor, EditorOptions, LockFile};
 use ccbridge_testkit::mock_anthropic::{request_text, tool_results, MockAnthropic, Turn};
 use ccbridge_testkit::poll_until;
+use ccbridge_testkit::HELLO_PY;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -29,8 +30,6 @@ const IDE_NAME: &str = "TestEditor";
 /// Bound for each single step; generous because two CLIs may be starting on
 /// two cores at once.
 const STEP: Duration = Duration::from_secs(30);
-
-const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 
 /// Everything one scenario runs against. Field order is drop order: the CLI
 /// goes first, then ccbridge, then the mock, then the sandbox directory.

@@ -15,6 +15,7 @@
 use ccbridge_testkit::browser::Browser;
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,8 +26,6 @@ const STEP: Duration = Duration::from_secs(30);
 const PAGE: &str = "review";
 /// What the launcher prints, with ccbridge's exit status, when it ends.
 const EXITED: &str = "ccbridge exited with status";
-
-const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 
 /// Field order is drop order: the browser and the CLI (with ccbridge, its
 /// launcher) go first, the sandbox last.

@@ -11,15 +11,14 @@
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
-use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use ccbridge_testkit::HELLO_PY;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const IDE_NAME: &str = "EmacsUnderTest";
 /// Bound for each single step (two CLIs may start at once on two cores).
 const STEP: Duration = Duration::from_secs(30);
-
-const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 
 fn lisp_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
@@ -134,12 +133,9 @@ impl Rig {
     /// with "Edit finished."; returns once Emacs shows the review (the
     /// proposal's window selected).
     fn propose(&self, old: &str, new: &str) {
-        self.mock
-            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
-        self.mock.push(Turn::text("Edit finished."));
-        // (A first key the CLI drops after `/status` is retyped by
-        // type_text.)
-        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .request_edit(&self.mock, &self.hello_path(), old, new, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
         self.claude
             .tmux
             .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)

@@ -10,7 +10,8 @@
 //! Without them every test fails with the instruction; none is skipped.
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use ccbridge_testkit::HELLO_PY;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -21,8 +22,6 @@ use std::time::{Duration, Instant};
 const IDE_NAME: &str = "NodeUnderTest";
 /// Bound for each single step (two CLIs may start at once on two cores).
 const STEP: Duration = Duration::from_secs(30);
-
-const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 
 fn package_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/node")
@@ -185,10 +184,9 @@ impl Rig {
     /// "Edit finished."; returns the `showDiff` the Node handler got.
     fn propose(&mut self, old: &str, new: &str) -> Value {
         let path = self.hello.display().to_string();
-        self.mock
-            .push(Turn::edit(&path, old, new).with_text("Editing."));
-        self.mock.push(Turn::text("Edit finished."));
-        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .request_edit(&self.mock, &path, old, new, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
         let shown = self.editor.wait("showDiff");
         assert_eq!(shown["diff"]["newFilePath"], path.as_str(), "{shown}");
         assert_eq!(shown["diff"]["agent"]["name"], "Claude Code", "{shown}");

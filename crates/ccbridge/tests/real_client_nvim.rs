@@ -9,16 +9,15 @@
 //! Without them every test fails with the instruction; none is skipped.
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
+use ccbridge_testkit::HELLO_PY;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const IDE_NAME: &str = "NeovimUnderTest";
 /// Bound for each single step (two CLIs may start at once on two cores).
 const STEP: Duration = Duration::from_secs(30);
-
-const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 
 /// Field order is drop order: the CLI first, then Neovim (which stops its
 /// sidecar), the sandbox last.
@@ -134,10 +133,9 @@ impl Rig {
     /// with "Edit finished."; returns once Neovim shows the review (the
     /// cursor in the proposal).
     fn propose(&mut self, old: &str, new: &str) {
-        self.mock
-            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
-        self.mock.push(Turn::text("Edit finished."));
-        self.claude.type_and_submit("change it", STEP).unwrap();
+        self.claude
+            .request_edit(&self.mock, &self.hello_path(), old, new, STEP)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
         self.claude
             .tmux
             .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)

@@ -12,6 +12,7 @@ mod claude_side;
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::vim::{Vim, VimOptions};
+use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
     assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
 };
@@ -20,8 +21,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const STEP: Duration = Duration::from_secs(10);
-
-const HELLO: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
 
 /// Vim with the plugin started in a fresh workspace. Field order is drop
 /// order: Vim (and with it the sidecar) before the directory.

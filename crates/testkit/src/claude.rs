@@ -11,6 +11,7 @@
 //! found through `CCBRIDGE_CLAUDE_BIN` or in [`crate::e2e_dir`]; a missing
 //! binary is a hard failure that says how to install it, never a skip.
 
+use crate::mock_anthropic::{MockAnthropic, Turn};
 use crate::sandbox::{checked_once, write_under, SandboxDir};
 use crate::tmux::{StartOptions, Timeout, Tmux};
 use serde_json::json;
@@ -376,6 +377,22 @@ impl Claude {
             }
         }
         Err(last.expect("three attempts"))
+    }
+
+    /// Scripts the model to propose `old` → `new` in `path` with the Edit
+    /// tool, then to end its turn with "Edit finished.", and submits a
+    /// prompt that starts that turn.
+    pub fn request_edit(
+        &self,
+        mock: &MockAnthropic,
+        path: &str,
+        old: &str,
+        new: &str,
+        timeout: Duration,
+    ) -> Result<(), Timeout> {
+        mock.push(Turn::edit(path, old, new).with_text("Editing."));
+        mock.push(Turn::text("Edit finished."));
+        self.type_and_submit("change it", timeout)
     }
 
     /// Types `text`, waits until it is shown, then presses Enter.

@@ -43,6 +43,9 @@ pub mod stub_http;
 pub mod tmux;
 pub mod vim;
 
+/// The `hello.py` the end-to-end scenarios select in and edit.
+pub const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
+
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
