@@ -160,6 +160,15 @@ pub enum LockFileError {
     BrokenJson { line: usize, column: usize },
 }
 
+/// The environment that makes a `claude` started in it connect to the IDE
+/// server on `port` at once (instead of scanning the lock files).
+pub fn claude_env(port: u16) -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::from([
+        ("CLAUDE_CODE_SSE_PORT".to_owned(), port.to_string()),
+        ("ENABLE_IDE_INTEGRATION".to_owned(), "true".to_owned()),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,12 +144,7 @@ pub struct ToolsEndpoint {
 
 /// The variables that make a `claude` started in the editor's terminal
 /// connect to this server at once.
-pub fn claude_env(port: u16) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("CLAUDE_CODE_SSE_PORT".to_owned(), port.to_string()),
-        ("ENABLE_IDE_INTEGRATION".to_owned(), "true".to_owned()),
-    ])
-}
+pub use ccbridge_protocol::lockfile::claude_env;
 
 /// `status` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -233,11 +233,7 @@ fn offers(
     if claude {
         out.push(AgentOffer {
             agent: AgentKind::Claude,
-            env: [
-                ("CLAUDE_CODE_SSE_PORT".to_owned(), engine.port().to_string()),
-                ("ENABLE_IDE_INTEGRATION".to_owned(), "true".to_owned()),
-            ]
-            .into(),
+            env: ccbridge_protocol::lockfile::claude_env(engine.port()),
         });
     }
     let folders = engine.workspace_folders();

@@ -148,8 +148,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut child = command
         .args(&args.claude_args)
-        .env("CLAUDE_CODE_SSE_PORT", port.to_string())
-        .env("ENABLE_IDE_INTEGRATION", "true")
+        .envs(ccbridge_protocol::lockfile::claude_env(port))
         .spawn()
         .with_context(|| format!("cannot start {}", claude.display()))?;
     let child_pid = child.id();
