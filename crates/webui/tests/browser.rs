@@ -608,6 +608,14 @@ fn workspace_tools_ask_in_the_page_show_output_live_and_writes_are_reviewed() {
         "{answer}"
     );
     assert!(!rig.ws.join("denied.txt").exists());
+    // The activity entry reaches the page on its event stream, which may
+    // come after the MCP answer (regression: read at once, it was not
+    // there yet in a fresh-clone run).
+    rig.browser.wait_until(
+        PAGE,
+        "(needle) => document.querySelector('[data-view=activity]')?.textContent.includes(needle)",
+        json!("execute_command denied"),
+    );
     let log = rig.browser.text(PAGE, "[data-view=activity]");
     assert!(log.contains("execute_command denied"), "{log}");
 
