@@ -76,18 +76,18 @@ impl CompanionServer {
             engine: self.engine,
             stop: stop.clone(),
             sessions: Default::default(),
+            pending: Default::default(),
         });
-        let app = axum::Router::new()
-            .nest_service("/mcp", service::endpoint(shared))
-            .layer(axum::middleware::from_fn_with_state(
-                self.token,
-                ccbridge_mcp::guard::check,
-            ));
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(async move {
+        ccbridge_mcp::guard::serve(
+            self.listener,
+            service::endpoint(shared),
+            self.token,
+            async move {
                 shutdown.await;
                 stop.cancel();
-            })
-            .await
+            },
+        )
+        .await;
+        Ok(())
     }
 }

@@ -125,6 +125,46 @@ pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<()
     }
 }
 
+/// Whether a request carries the right bearer token (for
+/// `ccbridge_http::serve`'s signed-in slots; the middleware below still
+/// judges every request whole).
+pub fn signed_in(token: &Token) -> ccbridge_http::SignedIn {
+    let token = token.clone();
+    std::sync::Arc::new(move |h: &HeaderMap| judge(h, None, &token.0).is_ok())
+}
+
+/// Serves an MCP `endpoint` at `/mcp` on `listener` behind [`check`] with
+/// `ccbridge_http::serve`'s limits (bounded request heads; clients with
+/// the token keep their connection slots), until `shutdown` completes.
+/// The tools server and the companions are served this way.
+pub async fn serve<S>(
+    listener: tokio::net::TcpListener,
+    endpoint: S,
+    token: Token,
+    shutdown: impl std::future::Future<Output = ()>,
+) where
+    S: tower_service::Service<Request<Body>, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send + 'static,
+{
+    let signed_in = signed_in(&token);
+    let app = axum::Router::new()
+        .nest_service("/mcp", endpoint)
+        .layer(axum::middleware::from_fn_with_state(token, check));
+    ccbridge_http::serve(
+        listener,
+        app,
+        ccbridge_http::Limits::default(),
+        signed_in,
+        shutdown,
+    )
+    .await;
+}
+
 /// The axum middleware around the MCP service.
 pub async fn check(
     axum::extract::State(token): axum::extract::State<Token>,

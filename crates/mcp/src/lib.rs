@@ -97,15 +97,11 @@ impl ToolsServer {
     ) -> std::io::Result<()> {
         let stop = tokio_util::sync::CancellationToken::new();
         let endpoint = service::endpoint(WorkspaceTools::new(self.ctx), stop.child_token());
-        let app = axum::Router::new().nest_service("/mcp", endpoint).layer(
-            axum::middleware::from_fn_with_state(self.token, guard::check),
-        );
-        let cancel = stop.clone();
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                cancel.cancel();
-            })
-            .await
+        guard::serve(self.listener, endpoint, self.token, async move {
+            shutdown.await;
+            stop.cancel();
+        })
+        .await;
+        Ok(())
     }
 }

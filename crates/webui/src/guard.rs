@@ -8,22 +8,30 @@
 //!   name never gets an answer;
 //! - `Origin`, when present, must be the page's own (else 403), and no CORS
 //!   header is ever sent, so another site can neither read nor write;
-//! - `/api/*` needs the session cookie, except `POST /api/session`, which
-//!   trades a one-time token for one (wrong tokens are delayed like on the
-//!   IDE port);
+//! - `/api/*` needs the page's session, sent as `Authorization: Bearer
+//!   <session>`, except `POST /api/session`, which trades a one-time link
+//!   token for one (wrong tokens are delayed like on the IDE port). Not a
+//!   cookie: cookies are not kept apart by port, and `SameSite` counts
+//!   every port of 127.0.0.1 as the same site, so a cookie would reach
+//!   every other server on loopback (any local user's) with the browser's
+//!   next request there. The page keeps the session in its origin's
+//!   storage, which no other port can read, and a header is sent only by
+//!   the page's own code;
 //! - a `POST` must be `application/json` (else 415): HTML forms and
 //!   `no-cors` fetches cannot send that, so no cross-site request changes
 //!   anything; there is no state change on `GET`;
 //! - every answer carries `nosniff`, `no-referrer`, `frame-ancestors 'none'`
 //!   and, for the API, `no-store`. The page's CSP is set where it is served.
 
+use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderMap;
 use ccbridge_server::refusals::AuthThrottle;
 use ccbridge_server::token::AuthToken;
 use std::sync::Mutex;
 
 /// One-time link tokens and the sessions they turned into.
+#[derive(Default)]
 pub struct Credentials {
-    port: u16,
     inner: Mutex<Stored>,
     pub throttle: AuthThrottle,
 }
@@ -32,7 +40,7 @@ pub struct Credentials {
 struct Stored {
     /// Tokens not yet exchanged.
     links: Vec<AuthToken>,
-    /// Session cookies handed out.
+    /// Sessions handed out.
     sessions: Vec<AuthToken>,
 }
 
@@ -40,22 +48,12 @@ struct Stored {
 const MAX_KEPT: usize = 16;
 
 impl Credentials {
-    pub fn new(port: u16) -> Credentials {
-        Credentials {
-            port,
-            inner: Mutex::default(),
-            throttle: AuthThrottle::default(),
-        }
+    pub fn new() -> Credentials {
+        Credentials::default()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Stored> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The cookie's name: per port, since cookies are per host, not per
-    /// port, and two ccbridge servers on 127.0.0.1 must not share one.
-    pub fn cookie_name(&self) -> String {
-        format!("ccbridge_ui_{}", self.port)
     }
 
     /// A new one-time token, to put in a link.
@@ -70,7 +68,7 @@ impl Credentials {
         Some(value)
     }
 
-    /// Trades a link token for a session cookie value (the token is used up).
+    /// Trades a link token for a session (the token is used up).
     pub fn exchange(&self, presented: &str) -> Option<String> {
         let mut s = self.lock();
         // Every stored token is compared (in constant time each), so the
@@ -91,21 +89,29 @@ impl Credentials {
         Some(value)
     }
 
-    /// Whether a `Cookie` header holds a session we handed out.
-    pub fn authorized(&self, cookie_header: &str) -> bool {
-        let name = self.cookie_name();
+    /// Whether a request's headers carry a session we handed out, as
+    /// `Authorization: Bearer <session>` (one such header; cookies are
+    /// never looked at).
+    pub fn authorized(&self, headers: &HeaderMap) -> bool {
+        let mut given = headers.get_all(AUTHORIZATION).iter();
+        let (Some(value), None) = (given.next(), given.next()) else {
+            return false;
+        };
+        let Some(presented) = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+        else {
+            return false;
+        };
         let s = self.lock();
-        cookie_header
-            .split(';')
-            .filter_map(|c| c.trim().split_once('='))
-            .filter(|(k, _)| *k == name)
-            .any(|(_, v)| {
-                let mut ok = false;
-                for t in &s.sessions {
-                    ok |= t.matches(v.as_bytes());
-                }
-                ok
-            })
+        let mut ok = false;
+        for t in &s.sessions {
+            ok |= t.matches(presented.as_bytes());
+        }
+        ok
     }
 }
 
@@ -169,17 +175,37 @@ mod tests {
     }
 
     #[test]
-    fn a_link_token_works_once_and_only_its_session_cookie_authorizes() {
-        let c = Credentials::new(8080);
+    fn a_link_token_works_once_and_only_its_session_header_authorizes() {
+        let c = Credentials::new();
         let link = c.new_link().unwrap();
         assert_eq!(c.exchange("0000"), None);
         let session = c.exchange(&link).unwrap();
         assert_eq!(c.exchange(&link), None, "a token is used up");
-        let name = c.cookie_name();
-        assert!(c.authorized(&format!("a=b; {name}={session}")));
-        assert!(!c.authorized(&format!("{name}={link}")));
-        assert!(!c.authorized(&format!("ccbridge_ui_9999={session}")));
-        assert!(!c.authorized(""));
+        let headers = |pairs: &[(&str, String)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.append(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            h
+        };
+        assert!(c.authorized(&headers(&[("authorization", format!("Bearer {session}"))])));
+        assert!(c.authorized(&headers(&[("authorization", format!("bearer {session}"))])));
+        assert!(!c.authorized(&headers(&[("authorization", format!("Bearer {link}"))])));
+        assert!(!c.authorized(&headers(&[("authorization", session.clone())])));
+        // A cookie carrying the session is not a credential.
+        assert!(!c.authorized(&headers(&[(
+            "cookie",
+            format!("ccbridge_ui_8080={session}")
+        )])));
+        // Two Authorization headers: which one counts would be ambiguous.
+        assert!(!c.authorized(&headers(&[
+            ("authorization", format!("Bearer {session}")),
+            ("authorization", "Bearer x".into()),
+        ])));
+        assert!(!c.authorized(&HeaderMap::new()));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   decisions (the hunks themselves are `ccbridge_server::hunks`);
 //! - [`runs`]: the workspace tools' approvals and command runs;
 //! - [`frontend`]: [`BrowserFrontend`], the engine's `Frontend`;
-//! - [`guard`]: the one-time link, the session cookie and the checks on
+//! - [`guard`]: the one-time link, the page's session and the checks on
 //!   every request;
 //! - [`server`]: the routes (docs/web-ui.md) and the HTTP server;
 //! - [`assets`]: the page, embedded;

@@ -1,7 +1,6 @@
 //! The UI's HTTP server: the routes of docs/web-ui.md on `axum`, behind the
-//! checks of [`crate::guard`], served with hyper directly so reading a
-//! request's head is bounded in time (axum's own `serve` sets no header
-//! timeout) and connections are bounded in number.
+//! checks of [`crate::guard`], served by `ccbridge_http::serve` (bounded
+//! request heads, connection slots a signed-in page keeps).
 
 use crate::assets;
 use crate::guard::{self, Credentials};
@@ -31,10 +30,6 @@ use tokio::net::TcpListener;
 pub const MAX_VIEW_BYTES: u64 = 16 << 20;
 /// Largest request body (a review's working text can be a whole file).
 const MAX_BODY: usize = 40 << 20;
-/// Time allowed for a request's head.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections served at once; more are closed at once.
-const MAX_CONNECTIONS: usize = 64;
 /// How often the event stream sends a keep-alive comment.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -132,7 +127,6 @@ async fn check(State(ui): State<Arc<Ui>>, req: Request, next: Next) -> Response 
         );
     }
     let json = header(header::CONTENT_TYPE).is_some_and(|c| guard::is_json(&c));
-    let cookie = header(header::COOKIE).unwrap_or_default();
     if req.method() == Method::POST && !json {
         return harden(
             error(
@@ -142,7 +136,7 @@ async fn check(State(ui): State<Arc<Ui>>, req: Request, next: Next) -> Response 
             api,
         );
     }
-    if api && path != "/api/session" && !ui.credentials.authorized(&cookie) {
+    if api && path != "/api/session" && !ui.credentials.authorized(h) {
         return harden(
             error(
                 StatusCode::UNAUTHORIZED,
@@ -301,17 +295,9 @@ async fn session(
     Json(body): Json<TokenBody>,
 ) -> Response {
     match ui.credentials.exchange(&body.token) {
-        Some(value) => {
-            let cookie = format!(
-                "{}={value}; Path=/; HttpOnly; SameSite=Strict",
-                ui.credentials.cookie_name()
-            );
-            let mut resp = StatusCode::NO_CONTENT.into_response();
-            if let Ok(v) = HeaderValue::from_str(&cookie) {
-                resp.headers_mut().insert(header::SET_COOKIE, v);
-            }
-            resp
-        }
+        // The page keeps it in its origin's storage and sends it as
+        // `Authorization: Bearer` (never a cookie: see `guard`).
+        Some(session) => Json(json!({ "session": session })).into_response(),
         None => {
             let wait = ui
                 .credentials
@@ -744,43 +730,20 @@ async fn mention(State(ui): State<Arc<Ui>>, Json(b): Json<MentionBody>) -> Respo
 
 // ------------------------------------------------------------ serving
 
-/// Serves `router` on `listener` until `shutdown` resolves: HTTP/1.1 with a
-/// bounded request-head time, at most [`MAX_CONNECTIONS`] at once; at
-/// shutdown open connections (event streams) are closed.
-pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    let mut conns = tokio::task::JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            accepted = listener.accept() => {
-                let Ok((stream, peer)) = accepted else {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                if conns.len() >= MAX_CONNECTIONS {
-                    tracing::debug!("too many UI connections; closing a new one");
-                    continue;
-                }
-                let _ = stream.set_nodelay(true);
-                let svc = router
-                    .clone()
-                    .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
-                let svc = hyper_util::service::TowerToHyperService::new(svc);
-                conns.spawn(async move {
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_TIMEOUT)
-                        .serve_connection(TokioIo::new(stream), svc);
-                    if let Err(e) = conn.await {
-                        tracing::trace!("UI connection ended: {e}");
-                    }
-                });
-            }
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+/// Serves `router` on `listener` until `shutdown` resolves, with
+/// `ccbridge_http::serve`'s limits: a connection that sent a signed-in
+/// request keeps its slot, anonymous ones (the page's first load, or
+/// anybody without the session) cannot take those slots. At shutdown open
+/// connections (event streams) are closed.
+pub async fn serve(ui: Arc<Ui>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    let router = router(ui.clone());
+    let signed_in: ccbridge_http::SignedIn = Arc::new(move |h| ui.credentials.authorized(h));
+    ccbridge_http::serve(
+        listener,
+        router,
+        ccbridge_http::Limits::default(),
+        signed_in,
+        shutdown,
+    )
+    .await;
 }

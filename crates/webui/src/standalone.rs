@@ -147,7 +147,7 @@ impl Standalone {
                 agents: agents.clone(),
             },
         );
-        let credentials = Credentials::new(port);
+        let credentials = Credentials::new();
         let token = credentials.new_link().ok_or(StartError::Random)?;
         let url = format!("http://127.0.0.1:{port}/#token={token}");
         let ui = Arc::new(Ui {
@@ -204,8 +204,7 @@ impl Standalone {
     /// before this returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServerError> {
         let (stop_ui, ui_stopped) = tokio::sync::oneshot::channel::<()>();
-        let router = server::router(self.ui.clone());
-        let ui = tokio::spawn(server::serve(self.listener, router, async move {
+        let ui = tokio::spawn(server::serve(self.ui.clone(), self.listener, async move {
             let _ = ui_stopped.await;
         }));
         let result = self.server.run(shutdown).await;

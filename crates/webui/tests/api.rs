@@ -152,7 +152,8 @@ impl Rig {
         }
     }
 
-    /// Signs in with the printed link's token; returns the `Cookie` header.
+    /// Signs in with the printed link's token; returns the value of the
+    /// `Authorization` header the page then sends.
     async fn sign_in(&self) -> String {
         let a = self
             .raw(
@@ -162,21 +163,22 @@ impl Rig {
                 &json!({"token": self.token}).to_string(),
             )
             .await;
-        assert_eq!(a.status, 204, "{}", a.head);
-        let set = a.header("set-cookie").expect("a cookie");
+        assert_eq!(a.status, 200, "{}", a.head);
         assert!(
-            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
-            "{set}"
+            a.header("set-cookie").is_none(),
+            "a cookie reaches every port of 127.0.0.1: {}",
+            a.head
         );
-        set.split(';').next().unwrap().to_owned()
+        let session = a.json()["session"].as_str().expect("a session").to_owned();
+        format!("Bearer {session}")
     }
 
-    async fn get(&self, cookie: &str, path: &str) -> Answer {
-        self.raw("GET", path, &[("Cookie", cookie)], "").await
+    async fn get(&self, auth: &str, path: &str) -> Answer {
+        self.raw("GET", path, &[("Authorization", auth)], "").await
     }
 
-    async fn post(&self, cookie: &str, path: &str, body: Value) -> Answer {
-        self.raw("POST", path, &[("Cookie", cookie)], &body.to_string())
+    async fn post(&self, auth: &str, path: &str, body: Value) -> Answer {
+        self.raw("POST", path, &[("Authorization", auth)], &body.to_string())
             .await
     }
 
@@ -198,10 +200,10 @@ impl Rig {
     }
 
     /// Waits until the state has a review for `path`; returns it.
-    async fn review_for(&self, cookie: &str, path: &Path) -> Value {
+    async fn review_for(&self, auth: &str, path: &Path) -> Value {
         let want = path.display().to_string();
         for _ in 0..200 {
-            let s = self.get(cookie, "/api/state").await.json();
+            let s = self.get(auth, "/api/state").await.json();
             if let Some(r) = s["reviews"]
                 .as_array()
                 .and_then(|rs| rs.iter().find(|r| r["path"] == want.as_str()))
@@ -227,9 +229,9 @@ async fn mcp_call(e: &McpEndpoint, tool: &str, args: Value) -> Value {
 }
 
 /// Waits until the state's pending approvals are `n`; returns them.
-async fn approvals(rig: &Rig, cookie: &str, n: usize) -> Vec<Value> {
+async fn approvals(rig: &Rig, auth: &str, n: usize) -> Vec<Value> {
     for _ in 0..500 {
-        let s = rig.get(cookie, "/api/state").await.json();
+        let s = rig.get(auth, "/api/state").await.json();
         let a = s["approvals"].as_array().cloned().unwrap_or_default();
         if a.len() == n {
             return a;
@@ -261,8 +263,9 @@ fn open_diff(
 }
 
 #[tokio::test]
-async fn without_the_cookie_nothing_is_readable_or_writable() {
+async fn without_the_session_header_nothing_is_readable_or_writable() {
     let rig = Rig::start().await;
+    let session = rig.sign_in().await.replace("Bearer ", "");
     for (m, p) in [
         ("GET", "/api/state"),
         ("GET", "/api/events"),
@@ -275,9 +278,14 @@ async fn without_the_cookie_nothing_is_readable_or_writable() {
     ] {
         let body = if m == "POST" { "{}" } else { "" };
         let a = rig
-            .raw(m, p, &[("Cookie", "ccbridge_ui_1=forged")], body)
+            .raw(m, p, &[("Authorization", "Bearer forged")], body)
             .await;
         assert_eq!(a.status, 401, "{m} {p}: {}", a.head);
+        // The session as a cookie (what another port of 127.0.0.1 would
+        // get if the page used one) is no credential either.
+        let cookie = format!("ccbridge_ui_{}={session}", rig.ui_port);
+        let a = rig.raw(m, p, &[("Cookie", &cookie)], body).await;
+        assert_eq!(a.status, 401, "{m} {p} with a cookie: {}", a.head);
         assert!(!a.body.contains("one\ntwo"), "{m} {p} leaked the file");
     }
     // The page shell and its code are public (they hold no data).
@@ -364,7 +372,7 @@ async fn the_bundle_is_sent_gzip_compressed_to_clients_that_accept_it() {
 #[tokio::test]
 async fn the_link_token_works_once_and_new_links_can_be_made() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let again = rig
         .raw(
             "POST",
@@ -375,9 +383,9 @@ async fn the_link_token_works_once_and_new_links_can_be_made() {
         .await;
     assert_eq!(again.status, 401, "a used token is refused");
     assert!(again.header("set-cookie").is_none());
-    assert_eq!(rig.get(&cookie, "/api/state").await.status, 200);
+    assert_eq!(rig.get(&auth, "/api/state").await.status, 200);
     // A new link for another browser, also once.
-    let url = rig.post(&cookie, "/api/link", json!({})).await.json()["url"]
+    let url = rig.post(&auth, "/api/link", json!({})).await.json()["url"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -391,14 +399,14 @@ async fn the_link_token_works_once_and_new_links_can_be_made() {
             &json!({"token": token}).to_string(),
         )
         .await;
-    assert_eq!(other.status, 204);
+    assert_eq!(other.status, 200);
     rig.stop().await;
 }
 
 #[tokio::test]
 async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refused() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     // DNS rebinding: the right address, another name.
     for host in ["evil.example", "evil.example:1", "localhost.evil.example"] {
         let h = format!("{host}:{}", rig.ui_port);
@@ -406,7 +414,7 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
             .raw(
                 "GET",
                 "/api/state",
-                &[("Host", &h), ("Cookie", &cookie)],
+                &[("Host", &h), ("Authorization", &auth)],
                 "",
             )
             .await;
@@ -418,14 +426,14 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
         rig.raw(
             "GET",
             "/api/state",
-            &[("Host", &ok_host), ("Cookie", &cookie)],
+            &[("Host", &ok_host), ("Authorization", &auth)],
             ""
         )
         .await
         .status,
         200
     );
-    // Another origin, even with the cookie.
+    // Another origin, even with the session.
     for origin in [
         "http://evil.example",
         "null",
@@ -435,7 +443,7 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
             .raw(
                 "GET",
                 "/api/state",
-                &[("Origin", origin), ("Cookie", &cookie)],
+                &[("Origin", origin), ("Authorization", &auth)],
                 "",
             )
             .await;
@@ -446,7 +454,7 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
         rig.raw(
             "GET",
             "/api/state",
-            &[("Origin", &own), ("Cookie", &cookie)],
+            &[("Origin", &own), ("Authorization", &auth)],
             ""
         )
         .await
@@ -466,7 +474,7 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
             .raw(
                 "POST",
                 "/api/selection",
-                &[("Content-Type", ct), ("Cookie", &cookie)],
+                &[("Content-Type", ct), ("Authorization", &auth)],
                 &body.to_string(),
             )
             .await;
@@ -493,7 +501,7 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
         )
         .await;
     assert!(pre.status >= 400);
-    for a in [&pre, &rig.get(&cookie, "/api/state").await] {
+    for a in [&pre, &rig.get(&auth, "/api/state").await] {
         assert!(
             !a.head.to_ascii_lowercase().contains("access-control-"),
             "{}",
@@ -538,9 +546,9 @@ async fn the_page_is_served_with_a_strict_policy() {
 #[tokio::test]
 async fn files_are_confined_to_the_workspace() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     std::os::unix::fs::symlink("/etc", rig.ws.join("etc-link")).unwrap();
-    let a = rig.get(&cookie, "/api/file?path=src/a.py").await;
+    let a = rig.get(&auth, "/api/file?path=src/a.py").await;
     assert_eq!(a.json()["text"], "one\ntwo\nthree\n");
     assert_eq!(
         a.json()["path"],
@@ -552,12 +560,12 @@ async fn files_are_confined_to_the_workspace() {
         "etc-link/passwd",
         "src/%2e%2e/%2e%2e/etc/passwd",
     ] {
-        let a = rig.get(&cookie, &format!("/api/file?path={p}")).await;
+        let a = rig.get(&auth, &format!("/api/file?path={p}")).await;
         assert_eq!(a.status, 403, "{p}: {}", a.body);
         assert!(!a.body.contains("root:"), "{p}");
     }
     let tree = rig
-        .get(&cookie, &format!("/api/tree?path={}", rig.ws.display()))
+        .get(&auth, &format!("/api/tree?path={}", rig.ws.display()))
         .await
         .json();
     let names: Vec<&str> = tree["entries"]
@@ -570,7 +578,7 @@ async fn files_are_confined_to_the_workspace() {
         names.contains(&"src") && !names.contains(&"build"),
         "{names:?}"
     );
-    let roots = rig.get(&cookie, "/api/tree").await.json();
+    let roots = rig.get(&auth, "/api/tree").await.json();
     assert_eq!(roots["entries"][0]["path"], rig.ws.display().to_string());
     rig.stop().await;
 }
@@ -578,7 +586,7 @@ async fn files_are_confined_to_the_workspace() {
 #[tokio::test]
 async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let file = rig.ws.join("three.txt");
     std::fs::write(&file, "a\nb\nc\nd\ne\nf\ng\n").unwrap();
     let call = open_diff(
@@ -587,7 +595,7 @@ async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
         "A\nb\nc\nD\ne\nf\nG\n",
         "tab-3",
     );
-    let r = rig.review_for(&cookie, &file).await;
+    let r = rig.review_for(&auth, &file).await;
     assert_eq!(r["hunks"].as_array().unwrap().len(), 3);
     assert_eq!(r["original"], "a\nb\nc\nd\ne\nf\ng\n");
     let id = r["id"].as_u64().unwrap();
@@ -595,7 +603,7 @@ async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
     for (index, decision) in [(0, "accept"), (1, "reject")] {
         let a = rig
             .post(
-                &cookie,
+                &auth,
                 &format!("/api/reviews/{id}/hunks/{index}"),
                 json!({"decision": decision, "version": v}),
             )
@@ -606,7 +614,7 @@ async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
     // A stale version is refused with the current review.
     let stale = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/reviews/{id}/hunks/1"),
             json!({"decision": "accept", "version": 1}),
         )
@@ -616,7 +624,7 @@ async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
     // Hunk 3 is now the second one left.
     let last = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/reviews/{id}/hunks/1"),
             json!({"decision": "accept", "version": v}),
         )
@@ -630,7 +638,7 @@ async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
 #[tokio::test]
 async fn edit_then_accept_reject_and_closing_by_claude() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let file = rig.ws.join("src/a.py");
     // Edit the proposal, then accept.
     let call = open_diff(
@@ -639,11 +647,11 @@ async fn edit_then_accept_reject_and_closing_by_claude() {
         "one\nTWO\nthree\n",
         "tab-edit",
     );
-    let r = rig.review_for(&cookie, &file).await;
+    let r = rig.review_for(&auth, &file).await;
     let id = r["id"].as_u64().unwrap();
     let edited = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/reviews/{id}/text"),
             json!({"text": "one\nTWO (edited)\nthree\n", "version": r["version"]}),
         )
@@ -651,7 +659,7 @@ async fn edit_then_accept_reject_and_closing_by_claude() {
     assert_eq!(edited.status, 200);
     let v = edited.json()["version"].clone();
     rig.post(
-        &cookie,
+        &auth,
         &format!("/api/reviews/{id}/accept"),
         json!({"version": v}),
     )
@@ -669,10 +677,10 @@ async fn edit_then_accept_reject_and_closing_by_claude() {
         .await
         .unwrap();
     let call = open_diff(rig.tool_client().await, &file, "zzz\n", "tab-reject");
-    let r = rig.review_for(&cookie, &file).await;
+    let r = rig.review_for(&auth, &file).await;
     let a = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/reviews/{}/reject", r["id"]),
             json!({}),
         )
@@ -687,14 +695,14 @@ async fn edit_then_accept_reject_and_closing_by_claude() {
         .await
         .unwrap();
     let call = open_diff(rig.tool_client().await, &file, "yyy\n", "tab-closed");
-    let r = rig.review_for(&cookie, &file).await;
+    let r = rig.review_for(&auth, &file).await;
     tools
         .call_tool("close_tab", json!({"tab_name": "tab-closed"}), Some(WAIT))
         .await
         .unwrap();
     let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
     assert_eq!(texts(&result)[0], "DIFF_REJECTED");
-    let state = rig.get(&cookie, "/api/state").await.json();
+    let state = rig.get(&auth, "/api/state").await.json();
     assert!(state["reviews"].as_array().unwrap().is_empty(), "{state}");
     let closed = state["activity"]
         .as_array()
@@ -713,12 +721,12 @@ async fn edit_then_accept_reject_and_closing_by_claude() {
 #[tokio::test]
 async fn selection_tabs_and_mentions_reach_claude_with_zero_based_positions() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let mut claude = rig.claude().await;
     let file = rig.ws.join("src/a.py").display().to_string();
     let sel = json!({"path": "src/a.py", "text": "two\nth",
         "selection": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 2}}});
-    assert_eq!(rig.post(&cookie, "/api/selection", sel).await.status, 204);
+    assert_eq!(rig.post(&auth, "/api/selection", sel).await.status, 204);
     let n = loop {
         let n = claude
             .next_notification(WAIT)
@@ -736,7 +744,7 @@ async fn selection_tabs_and_mentions_reach_claude_with_zero_based_positions() {
     assert_eq!(p["selection"]["end"], json!({"line": 2, "character": 2}));
     assert_eq!(
         rig.post(
-            &cookie,
+            &auth,
             "/api/mention",
             json!({"path": file, "lineStart": 0, "lineEnd": 1})
         )
@@ -759,13 +767,9 @@ async fn selection_tabs_and_mentions_reach_claude_with_zero_based_positions() {
         json!({"filePath": file, "lineStart": 0, "lineEnd": 1})
     );
     assert_eq!(
-        rig.post(
-            &cookie,
-            "/api/tabs",
-            json!({"open": [file], "active": file})
-        )
-        .await
-        .status,
+        rig.post(&auth, "/api/tabs", json!({"open": [file], "active": file}))
+            .await
+            .status,
         204
     );
     let editors = claude
@@ -777,19 +781,19 @@ async fn selection_tabs_and_mentions_reach_claude_with_zero_based_positions() {
     // A selection outside the workspace is refused, not sent.
     let out = json!({"path": "/etc/passwd", "text": "",
         "selection": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}});
-    assert_eq!(rig.post(&cookie, "/api/selection", out).await.status, 403);
+    assert_eq!(rig.post(&auth, "/api/selection", out).await.status, 403);
     rig.stop().await;
 }
 
 #[tokio::test]
 async fn the_event_stream_starts_with_a_snapshot_and_follows_reviews() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let mut s = TcpStream::connect(("127.0.0.1", rig.ui_port))
         .await
         .unwrap();
     let req = format!(
-        "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n",
+        "GET /api/events HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\n\r\n",
         rig.host()
     );
     s.write_all(req.as_bytes()).await.unwrap();
@@ -823,8 +827,8 @@ async fn read_until(s: &mut TcpStream, buf: &mut Vec<u8>, want: &str) {
 #[tokio::test]
 async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
-    let state = rig.get(&cookie, "/api/state").await.json();
+    let auth = rig.sign_in().await;
+    let state = rig.get(&auth, "/api/state").await.json();
     let tools = &state["tools"];
     assert_eq!(tools["url"], rig.tools.url.as_str(), "{state}");
     assert_eq!(tools["token"], rig.tools.token.as_str());
@@ -846,18 +850,14 @@ async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
     // Not a mode: refused, nothing changed.
     let a = rig
         .post(
-            &cookie,
+            &auth,
             "/api/tools/approval-mode",
             json!({"mode": "sometimes"}),
         )
         .await;
     assert!((400..500).contains(&a.status), "{}", a.head);
     let a = rig
-        .post(
-            &cookie,
-            "/api/tools/approval-mode",
-            json!({"mode": "always"}),
-        )
+        .post(&auth, "/api/tools/approval-mode", json!({"mode": "always"}))
         .await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json()["approvalMode"], "always");
@@ -867,12 +867,12 @@ async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
         let e = rig.tools.clone();
         tokio::spawn(async move { mcp_call(&e, "read_file", json!({"path": "src/a.py"})).await })
     };
-    let waiting = approvals(&rig, &cookie, 1).await;
+    let waiting = approvals(&rig, &auth, 1).await;
     assert_eq!(waiting[0]["tool"], "read_file", "{waiting:?}");
     let id = waiting[0]["id"].as_u64().unwrap();
     let a = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/approvals/{id}"),
             json!({"allow": false}),
         )
@@ -888,7 +888,7 @@ async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
     // Back to write-only: reads are not asked about.
     let a = rig
         .post(
-            &cookie,
+            &auth,
             "/api/tools/approval-mode",
             json!({"mode": "write-only"}),
         )
@@ -902,7 +902,7 @@ async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
             .contains("1 | one"),
         "{answer}"
     );
-    let log = rig.get(&cookie, "/api/state").await.json()["activity"].to_string();
+    let log = rig.get(&auth, "/api/state").await.json()["activity"].to_string();
     assert!(
         log.contains("\"kind\":\"approval\"") && log.contains("\"allowed\":false"),
         "{log}"
@@ -913,7 +913,7 @@ async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
 #[tokio::test]
 async fn an_approval_is_answered_once_and_a_cancelled_one_leaves_the_page() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let ask = |id: u64| Approval {
         id: RunId(id),
         tool: "execute_command".into(),
@@ -925,12 +925,12 @@ async fn an_approval_is_answered_once_and_a_cancelled_one_leaves_the_page() {
     let first = ask(engine.next_run().0);
     let id = first.id.0;
     let asked = tokio::spawn(async move { engine.approve(first).await });
-    let waiting = approvals(&rig, &cookie, 1).await;
+    let waiting = approvals(&rig, &auth, 1).await;
     assert_eq!(waiting[0]["command"], "make");
     assert_eq!(waiting[0]["cwd"], rig.ws.display().to_string());
     let a = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/approvals/{id}"),
             json!({"allow": true}),
         )
@@ -944,25 +944,25 @@ async fn an_approval_is_answered_once_and_a_cancelled_one_leaves_the_page() {
     // Answered: a second answer (another tab, a replay) finds nothing.
     let a = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/approvals/{id}"),
             json!({"allow": false}),
         )
         .await;
     assert_eq!(a.status, 404, "{}", a.body);
-    approvals(&rig, &cookie, 0).await;
+    approvals(&rig, &auth, 0).await;
 
     // The caller gives up (the MCP call was cancelled): the question goes.
     let engine = rig.engine.clone();
     let second = ask(engine.next_run().0);
     let id = second.id.0;
     let asked = tokio::spawn(async move { engine.approve(second).await });
-    approvals(&rig, &cookie, 1).await;
+    approvals(&rig, &auth, 1).await;
     asked.abort();
-    approvals(&rig, &cookie, 0).await;
+    approvals(&rig, &auth, 0).await;
     let a = rig
         .post(
-            &cookie,
+            &auth,
             &format!("/api/approvals/{id}"),
             json!({"allow": true}),
         )
@@ -974,7 +974,7 @@ async fn an_approval_is_answered_once_and_a_cancelled_one_leaves_the_page() {
 #[tokio::test]
 async fn a_reloaded_page_gets_the_runs_with_their_output_and_exit() {
     let rig = Rig::start().await;
-    let cookie = rig.sign_in().await;
+    let auth = rig.sign_in().await;
     let id = rig.engine.next_run();
     rig.engine.command_event(CommandEvent::Started {
         id,
@@ -993,7 +993,7 @@ async fn a_reloaded_page_gets_the_runs_with_their_output_and_exit() {
         timed_out: false,
         cancelled: false,
     });
-    let state = rig.get(&cookie, "/api/state").await.json();
+    let state = rig.get(&auth, "/api/state").await.json();
     let run = &state["runs"][0];
     assert_eq!(run["command"], "cargo test", "{state}");
     assert_eq!(run["output"], "running 2 tests\n\u{1b}[32mok\u{1b}[0m\n");

@@ -806,3 +806,132 @@ fn another_origin_cannot_read_decide_approve_or_select_and_rebinding_is_refused(
     assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "safe\n");
 }
+
+/// A server on another loopback port (any local user can run one) that
+/// records the head of every request the browser sends it, and answers
+/// `page` with `__PORT__` replaced by its own port.
+fn record_requests(page: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = s.read(&mut buf).unwrap_or(0);
+            log.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            let body = page.replace("__PORT__", &port.to_string());
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, seen)
+}
+
+/// Issue 20, item 1: the page's session was a cookie, and cookies are not
+/// kept apart by port (`SameSite=Strict` counts every port of 127.0.0.1
+/// as one site), so once signed in, the browser sent it to any other
+/// loopback server it visited, directly or through an `<img>` after a
+/// bounce through another site; replayed, it read the state (with the
+/// tools token) and approved commands. Now nothing another port receives
+/// signs anything in.
+#[test]
+fn the_pages_session_never_reaches_another_loopback_port() {
+    let mut rig = Rig::start("light");
+    rig.browser.wait_until(
+        PAGE,
+        "() => localStorage.getItem('ccbridge.session') !== null",
+        json!(null),
+    );
+    let session = rig.browser.eval(
+        PAGE,
+        "() => localStorage.getItem('ccbridge.session')",
+        json!(null),
+    );
+    let session = session.as_str().unwrap().to_owned();
+    let (evil, seen) = record_requests(
+        r#"<!doctype html><p id=done>hi</p><img src="http://127.0.0.1:__PORT__/pixel.png">"#,
+    );
+    // Directly, then through another site that embeds an image from it.
+    rig.browser.new_page("evil", "light");
+    rig.browser
+        .goto("evil", &format!("http://127.0.0.1:{evil}/direct"));
+    rig.browser.wait_for("evil", "#done");
+    rig.browser
+        .goto("evil", &format!("http://evil.example:{evil}/bounce"));
+    rig.browser.wait_for("evil", "#done");
+    // The page on the other port cannot read the page's storage either.
+    let stolen = rig.browser.eval(
+        "evil",
+        "() => { try { return localStorage.getItem('ccbridge.session'); } catch (e) { return null; } }",
+        json!(null),
+    );
+    assert_eq!(stolen, Value::Null, "another origin read the session");
+    let heads = rig.rt.block_on(async {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let heads = seen.lock().unwrap().clone();
+                if heads.iter().filter(|h| h.contains("/pixel.png")).count() >= 2 {
+                    return heads;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the browser loaded the attacker's pages and images")
+    });
+    for head in &heads {
+        assert!(
+            !head.contains(&session),
+            "another loopback port received the session: {head}"
+        );
+        // Replay every credential-like header it got against the page's API.
+        let replay: Vec<&str> = head
+            .lines()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("cookie:") || l.starts_with("authorization:")
+            })
+            .collect();
+        let status = rig.rt.block_on(replay_state(rig.ui_port, &replay));
+        assert_eq!(status, 401, "replaying {replay:?} read the state");
+    }
+    // The page itself is still signed in and live.
+    let own = rig.rt.block_on(replay_state(
+        rig.ui_port,
+        &[&format!("Authorization: Bearer {session}")],
+    ));
+    assert_eq!(own, 200);
+    rig.assert_quiet_console();
+}
+
+/// `GET /api/state` with `extra` header lines; the answer's status.
+async fn replay_state(port: u16, extra: &[&str]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut req = format!("GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    for l in extra {
+        req.push_str(l);
+        req.push_str("\r\n");
+    }
+    req.push_str("Connection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(WAIT, s.read_to_end(&mut raw))
+        .await
+        .expect("an answer")
+        .unwrap();
+    String::from_utf8_lossy(&raw)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}

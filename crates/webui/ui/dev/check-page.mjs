@@ -401,7 +401,7 @@ try {
 
   const stranger = await open(`${BASE}/`);
   await stranger.page.waitForSelector(".signed-out");
-  ok((await stranger.page.locator(".signed-out h1").textContent()) === "This page is not signed in", "without the cookie: a clear signed-out page");
+  ok((await stranger.page.locator(".signed-out h1").textContent()) === "This page is not signed in", "without the session: a clear signed-out page");
   await stranger.page.screenshot({ path: join(SHOTS, "light-signed-out.png") });
   await stranger.context.close();
   const used = await open(link);

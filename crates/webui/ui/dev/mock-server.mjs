@@ -9,12 +9,12 @@
 //
 // It prints the one-time link (http://127.0.0.1:<port>/#token=...). It
 // mimics the real server's checks (Host, Origin, JSON-only POSTs, the
-// session cookie, the CSP with a style nonce) so the page is exercised
+// session header, the CSP with a style nonce) so the page is exercised
 // under the same rules. Hunks are computed here with a simple line diff
 // (unique-line anchors, then LCS on small stretches), which is not
 // ccbridge's (`similar`'s histogram) but has the same shape.
 //
-// Dev-only helpers, without the cookie (loopback only):
+// Dev-only helpers, without the session (loopback only):
 //   GET  /dev/requests          the API POSTs the page made (and POST /dev/requests/clear)
 //   POST /dev/review {"kind"}   a new review: small | big | new | unreadable | crlf
 //   POST /dev/open {"path","line"}           Claude asks to open a file
@@ -22,7 +22,7 @@
 //   POST /dev/edit {"id","text"}             another tab edits a review
 //   POST /dev/close {"id"}                   Claude closes a review
 //   POST /dev/drop              ends every event stream (the page reconnects)
-//   POST /dev/revoke            forgets every session cookie (the page shows 401)
+//   POST /dev/revoke            forgets every session (the page shows 401)
 
 import { createServer } from "node:http";
 import { createHash, randomBytes } from "node:crypto";
@@ -542,15 +542,10 @@ for (const r of reviews.values()) r.createdAt -= (5 - r.id) * 60_000;
 // ---------------------------------------------------------------- auth
 
 let token = opt("--token", randomBytes(32).toString("hex"));
-const cookies = new Set();
-const COOKIE = `ccbridge_ui_${PORT}`;
+const sessions = new Set();
 function authorized(req) {
-  const c = req.headers.cookie ?? "";
-  for (const part of c.split(/;\s*/)) {
-    const [k, v] = part.split("=");
-    if (k === COOKIE && cookies.has(v)) return true;
-  }
-  return false;
+  const m = /^bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "");
+  return m !== null && sessions.has(m[1]);
 }
 
 // ---------------------------------------------------------------- HTTP
@@ -597,8 +592,8 @@ async function api(req, res, url) {
     if (body.token && body.token === token) {
       token = randomBytes(32).toString("hex"); // one use only
       const v = randomBytes(32).toString("hex");
-      cookies.add(v);
-      return send(res, 204, null, { "Set-Cookie": `${COOKIE}=${v}; Path=/; HttpOnly; SameSite=Strict` });
+      sessions.add(v);
+      return send(res, 200, { session: v });
     }
     await new Promise((r) => setTimeout(r, 300));
     return error(res, 401, "this link is not valid (it works once): open the newest link ccbridge printed");
@@ -731,7 +726,7 @@ async function dev(req, res, url) {
       streams.clear();
       return send(res, 204, null);
     case "/dev/revoke":
-      cookies.clear();
+      sessions.clear();
       for (const s of streams) s.destroy();
       streams.clear();
       return send(res, 204, null);

@@ -1,6 +1,8 @@
 // The typed client of the HTTP API in docs/web-ui.md. Every request is
-// same-origin with the session cookie; every POST is application/json (the
-// server refuses anything else). Nothing here touches the DOM.
+// same-origin and carries the page's session as `Authorization: Bearer`
+// (never a cookie: cookies reach every port of 127.0.0.1, this origin's
+// storage does not); every POST is application/json (the server refuses
+// anything else). Nothing here touches the DOM.
 
 /** A coding agent: Claude Code, Gemini CLI or Qwen Code. `id` is also the
  * command that starts it. */
@@ -213,10 +215,47 @@ export function isReview(v: unknown): v is Review {
   );
 }
 
+/** Where the page keeps its session: this origin's storage, which pages
+ * on other ports of 127.0.0.1 cannot read (a cookie would reach them). */
+const SESSION_KEY = "ccbridge.session";
+let memorySession: string | null = null;
+
+export const session = {
+  get(): string | null {
+    try {
+      return localStorage.getItem(SESSION_KEY);
+    } catch {
+      return null;
+    }
+  },
+  set(value: string): void {
+    try {
+      localStorage.setItem(SESSION_KEY, value);
+    } catch {
+      // Storage refused (private mode quota): the session lasts this page.
+    }
+    memorySession = value;
+  },
+  clear(): void {
+    memorySession = null;
+    try {
+      localStorage.removeItem(SESSION_KEY);
+    } catch {
+      // Nothing stored.
+    }
+  },
+};
+/** The headers that sign a request in (none before signing in). */
+export function authHeaders(): Record<string, string> {
+  const s = memorySession ?? session.get();
+  return s ? { Authorization: `Bearer ${s}` } : {};
+}
+
 async function request(method: "GET" | "POST", path: string, body?: unknown, keepalive = false): Promise<unknown> {
-  const init: RequestInit = { method, credentials: "same-origin", cache: "no-store", keepalive };
+  const headers: Record<string, string> = authHeaders();
+  const init: RequestInit = { method, credentials: "omit", cache: "no-store", keepalive, headers };
   if (method === "POST") {
-    init.headers = { "Content-Type": "application/json" };
+    headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body ?? {});
   }
   let resp: Response;
@@ -253,9 +292,12 @@ function expectReview(v: unknown): Review {
 const enc = encodeURIComponent;
 
 export const api = {
-  /** Trades the one-time token of the printed link for the session cookie. */
+  /** Trades the one-time token of the printed link for a session, kept
+   * in this origin's storage. */
   async session(token: string): Promise<void> {
-    await request("POST", "/api/session", { token });
+    const v = (await request("POST", "/api/session", { token })) as { session?: unknown } | null;
+    if (!v || typeof v.session !== "string") throw new ApiError(500, "no session in the answer", v);
+    session.set(v.session);
   },
   /** A new one-time link, for another browser. */
   async link(): Promise<string> {

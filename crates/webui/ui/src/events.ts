@@ -2,8 +2,11 @@
 // message. When the stream drops, the page says so calmly and reconnects
 // with a growing delay; a reconnect starts with a fresh snapshot. A stream
 // that fails because the page is not signed in (401) is not retried.
+//
+// Read with fetch rather than EventSource: EventSource cannot send the
+// session header (only cookies, which the server does not take).
 
-import { api, ApiError, type ServerEvent } from "./api";
+import { api, ApiError, authHeaders, session, type ServerEvent } from "./api";
 
 export type StreamState = "connecting" | "open" | "reconnecting" | "unauthorized";
 
@@ -15,8 +18,30 @@ export interface StreamHandlers {
 const MIN_DELAY = 1000;
 const MAX_DELAY = 15_000;
 
+/** Splits a text/event-stream into the data of its events. */
+export class EventParser {
+  private buffer = "";
+
+  /** The complete events' data in `chunk` (and what came before it). */
+  push(chunk: string): string[] {
+    this.buffer += chunk.replace(/\r\n?/g, "\n");
+    const out: string[] = [];
+    let end: number;
+    while ((end = this.buffer.indexOf("\n\n")) >= 0) {
+      const block = this.buffer.slice(0, end);
+      this.buffer = this.buffer.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(l.startsWith("data: ") ? 6 : 5));
+      if (data.length) out.push(data.join("\n"));
+    }
+    return out;
+  }
+}
+
 export class EventStream {
-  private source: EventSource | null = null;
+  private abort: AbortController | null = null;
   private delay = MIN_DELAY;
   private timer = 0;
   private stopped = false;
@@ -25,46 +50,70 @@ export class EventStream {
 
   start(): void {
     this.stopped = false;
-    this.connect();
+    void this.connect();
   }
 
   stop(): void {
     this.stopped = true;
     window.clearTimeout(this.timer);
-    this.source?.close();
-    this.source = null;
+    this.abort?.abort();
+    this.abort = null;
   }
 
   /** Reconnects at once (the reviewer asked, or the page came back). */
   retryNow(): void {
-    if (this.stopped || this.source) return;
+    if (this.stopped || this.abort) return;
     window.clearTimeout(this.timer);
-    this.connect();
+    void this.connect();
   }
 
-  private connect(): void {
+  private async connect(): Promise<void> {
     this.h.state(this.delay === MIN_DELAY ? "connecting" : "reconnecting");
-    const es = new EventSource("/api/events");
-    this.source = es;
-    es.onopen = () => {
-      this.delay = MIN_DELAY;
-      this.h.state("open");
-    };
-    es.onmessage = (m: MessageEvent<string>) => {
-      let e: ServerEvent;
-      try {
-        e = JSON.parse(m.data) as ServerEvent;
-      } catch {
+    const abort = new AbortController();
+    this.abort = abort;
+    try {
+      const resp = await fetch("/api/events", {
+        headers: authHeaders(),
+        credentials: "omit",
+        cache: "no-store",
+        signal: abort.signal,
+      });
+      if (resp.status === 401) {
+        this.unauthorized();
         return;
       }
-      if (e && typeof e === "object" && typeof e.type === "string") this.h.event(e);
-    };
-    es.onerror = () => {
-      // EventSource hides the status: close it and find out ourselves.
-      es.close();
-      if (this.source === es) this.source = null;
-      void this.afterError();
-    };
+      if (!resp.ok || !resp.body) throw new Error(`${resp.status}`);
+      this.delay = MIN_DELAY;
+      this.h.state("open");
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      const parser = new EventParser();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        for (const data of parser.push(value)) this.dispatch(data);
+      }
+    } catch {
+      // Dropped or refused: retried below.
+    }
+    if (this.abort === abort) this.abort = null;
+    if (!abort.signal.aborted) await this.afterError();
+  }
+
+  private dispatch(data: string): void {
+    let e: ServerEvent;
+    try {
+      e = JSON.parse(data) as ServerEvent;
+    } catch {
+      return;
+    }
+    if (e && typeof e === "object" && typeof e.type === "string") this.h.event(e);
+  }
+
+  private unauthorized(): void {
+    this.stopped = true;
+    // A session from an earlier run of ccbridge: forget it.
+    session.clear();
+    this.h.state("unauthorized");
   }
 
   private async afterError(): Promise<void> {
@@ -73,14 +122,13 @@ export class EventStream {
       await api.state();
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
-        this.stopped = true;
-        this.h.state("unauthorized");
+        this.unauthorized();
         return;
       }
     }
     const wait = this.delay + Math.floor(Math.random() * 300);
     this.delay = Math.min(this.delay * 2, MAX_DELAY);
     this.h.state("reconnecting", wait);
-    this.timer = window.setTimeout(() => this.connect(), wait);
+    this.timer = window.setTimeout(() => void this.connect(), wait);
   }
 }

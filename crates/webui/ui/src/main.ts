@@ -365,7 +365,7 @@ async function boot(): Promise<void> {
   });
   window.addEventListener("online", () => stream.retryNow());
 
-  // The printed link: trade its token for the cookie, then drop it from
+  // The printed link: trade its token for a session, then drop it from
   // the address bar (and so from history and bookmarks).
   const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
   if (m) {
