@@ -15,6 +15,7 @@
 
 use crate::context::ContextTracker;
 use crate::discovery::Agent;
+use ccbridge_server::original::{Original, MAX_ORIGINAL};
 use ccbridge_server::{AgentSession, EngineHandle, Proposal, Verdict};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
@@ -35,6 +36,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Larger request bodies are refused with 413 (a proposal is a whole file).
 pub const MAX_BODY_BYTES: usize = 32 << 20;
+/// Proposals waiting for the user at once, over all sessions of one
+/// agent's server: an agent holding the token cannot fill ccbridge (and
+/// the page's state) with reviews.
+pub const MAX_PENDING: usize = 16;
+/// Their texts (the file now and the proposal) together, at most.
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
 /// Quiet time before a context change is pushed.
 pub const CONTEXT_DEBOUNCE: Duration = Duration::from_millis(50);
 
@@ -47,6 +54,59 @@ pub(crate) struct Shared {
     pub stop: CancellationToken,
     /// Sessions so far (names the diffs of each).
     pub sessions: AtomicU64,
+    /// The proposals waiting for the user, and their bytes.
+    pub pending: Mutex<Budget>,
+}
+
+/// What the waiting proposals of one server take (see [`MAX_PENDING`]).
+#[derive(Debug, Default)]
+pub(crate) struct Budget {
+    count: usize,
+    bytes: usize,
+}
+
+/// One proposal's share of the [`Budget`], given back when it is decided,
+/// replaced or withdrawn (dropped with its task).
+struct Reserved {
+    shared: Arc<Shared>,
+    bytes: usize,
+}
+
+impl Reserved {
+    fn take(shared: &Arc<Shared>, bytes: usize) -> Result<Reserved, String> {
+        let mut b = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if b.count >= MAX_PENDING {
+            return Err(format!(
+                "{MAX_PENDING} proposals are already waiting for the user's review; \
+                 wait for their verdicts before proposing more"
+            ));
+        }
+        if b.bytes + bytes > MAX_PENDING_BYTES {
+            return Err(format!(
+                "the proposals waiting for review already hold {} MiB; wait for their \
+                 verdicts before proposing more",
+                b.bytes >> 20
+            ));
+        }
+        b.count += 1;
+        b.bytes += bytes;
+        Ok(Reserved {
+            shared: shared.clone(),
+            bytes,
+        })
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let mut b = self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        b.count -= 1;
+        b.bytes -= self.bytes;
+    }
 }
 
 /// A diff waiting for the user, and how to withdraw it.
@@ -206,22 +266,27 @@ impl Companion {
         });
     }
 
-    fn open_diff(&self, args: OpenDiffArgs, peer: Peer<RoleServer>) -> CallToolResult {
+    async fn open_diff(&self, args: OpenDiffArgs, peer: Peer<RoleServer>) -> CallToolResult {
         let path = args.file_path;
         if !path.starts_with('/') {
             return error(format!("filePath must be absolute: {path}"));
         }
-        let original = match std::fs::read(&path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(s) => Some(s),
-                Err(_) => {
-                    return error(format!(
-                        "{path} is not UTF-8 text; it cannot be shown as a diff"
-                    ))
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return error(format!("cannot read {path}: {e}")),
+        if args.new_content.len() as u64 > MAX_ORIGINAL {
+            return error(format!(
+                "the proposal for {path} is larger than {} MiB; it cannot be shown as a diff",
+                MAX_ORIGINAL >> 20
+            ));
+        }
+        // Off the runtime's workers, never blocking on a FIFO, capped.
+        let original = match ccbridge_server::original::read(&path).await {
+            Original::Text(t) => Some(t),
+            Original::Missing => None,
+            Original::Unreadable(why) => return error(why),
+        };
+        let bytes = original.as_ref().map_or(0, String::len) + args.new_content.len();
+        let reserved = match Reserved::take(&self.shared, bytes) {
+            Ok(r) => r,
+            Err(why) => return error(why),
         };
         let proposal = Proposal {
             requester: None,
@@ -235,6 +300,7 @@ impl Companion {
         let pending = self.pending.clone();
         let key = path.clone();
         let task = tokio::spawn(async move {
+            let _reserved = reserved;
             let verdict = session.review(proposal).await;
             let mine = {
                 let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -364,10 +430,13 @@ impl ServerHandler for Companion {
         let bad = |e: serde_json::Error| McpError::invalid_params(e.to_string(), None);
         let started = Instant::now();
         let result = match request.name.as_ref() {
-            "openDiff" => self.open_diff(
-                serde_json::from_value(args).map_err(bad)?,
-                context.peer.clone(),
-            ),
+            "openDiff" => {
+                self.open_diff(
+                    serde_json::from_value(args).map_err(bad)?,
+                    context.peer.clone(),
+                )
+                .await
+            }
             "closeDiff" => {
                 self.close_diff(
                     serde_json::from_value(args).map_err(bad)?,

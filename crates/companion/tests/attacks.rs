@@ -237,3 +237,167 @@ async fn item_13_no_cors_headers_and_no_preflight() {
         assert!(a.header(h).is_none(), "{h}: {}", a.head);
     }
 }
+
+/// `tools/call` of `name` in session `sid`; the answer's body.
+async fn call(rig: &Rig, sid: &str, name: &str, arguments: serde_json::Value) -> String {
+    static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(100);
+    let id = IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+        "name": name, "arguments": arguments}})
+    .to_string();
+    let auth = bearer();
+    let a = send(
+        rig,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Mcp-Session-Id", sid),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    a.body
+}
+
+fn fifo(path: &std::path::Path) {
+    use rustix::fs::{FileType, Mode, CWD};
+    rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+}
+
+async fn futures_join3<A, B, C>(
+    a: impl std::future::Future<Output = A>,
+    b: impl std::future::Future<Output = B>,
+    c: impl std::future::Future<Output = C>,
+) -> (A, B, C) {
+    tokio::join!(a, b, c)
+}
+
+/// Issue 20, item 2: `openDiff` of a FIFO read it with a blocking call on
+/// the runtime's workers (two on the machines ccbridge runs on), so the
+/// page, the tools server and the IDE port stopped answering. Now it is
+/// refused at once and everything else keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue20_an_open_diff_of_a_fifo_does_not_freeze_ccbridge() {
+    let mut rig = rig().await;
+    let sid = session(&rig).await;
+    let pipe = rig.dir.path().join("pipe");
+    fifo(&pipe);
+    // More calls than workers, at once.
+    let args = json!({"filePath": pipe, "newContent": "x\n"});
+    let answers = tokio::time::timeout(
+        WAIT * 2,
+        futures_join3(
+            call(&rig, &sid, "openDiff", args.clone()),
+            call(&rig, &sid, "openDiff", args.clone()),
+            call(&rig, &sid, "openDiff", args),
+        ),
+    )
+    .await
+    .expect("openDiff of a FIFO never answered");
+    for a in [answers.0, answers.1, answers.2] {
+        assert!(
+            a.contains("not a regular file") && a.contains("\"isError\":true"),
+            "{a}"
+        );
+    }
+    // The server still opens sessions.
+    let _ = tokio::time::timeout(WAIT, session(&rig))
+        .await
+        .expect("the server stopped answering");
+    no_diff_shown(&mut rig).await;
+}
+
+/// Issue 20, item 8: `openDiff` read any file whole (`/dev/zero` to 2.1 GB)
+/// and kept any number of proposals. Now the file and the proposal are
+/// capped at 16 MiB each, and an agent's server holds at most 16
+/// proposals waiting for review (and 64 MiB of their text).
+#[tokio::test(flavor = "multi_thread")]
+async fn issue20_open_diff_is_bounded_in_size_and_count() {
+    let mut rig = rig().await;
+    let sid = session(&rig).await;
+    let answer = call(
+        &rig,
+        &sid,
+        "openDiff",
+        json!({"filePath": "/dev/zero", "newContent": "x\n"}),
+    )
+    .await;
+    assert!(answer.contains("not a regular file"), "{answer}");
+    let sparse = rig.dir.path().join("sparse");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    let answer = call(
+        &rig,
+        &sid,
+        "openDiff",
+        json!({"filePath": sparse, "newContent": "x\n"}),
+    )
+    .await;
+    assert!(answer.contains("larger than 16 MiB"), "{answer}");
+    let big = "a".repeat(17 << 20);
+    let answer = call(
+        &rig,
+        &sid,
+        "openDiff",
+        json!({"filePath": rig.dir.path().join("new.txt"), "newContent": big}),
+    )
+    .await;
+    assert!(answer.contains("larger than 16 MiB"), "{answer}");
+    no_diff_shown(&mut rig).await;
+    // Sixteen proposals wait; the seventeenth is refused, not kept.
+    for i in 0..16 {
+        let answer = call(
+            &rig,
+            &sid,
+            "openDiff",
+            json!({"filePath": rig.dir.path().join(format!("f{i}.txt")), "newContent": "x\n"}),
+        )
+        .await;
+        assert!(!answer.contains("\"isError\":true"), "{i}: {answer}");
+        tokio::time::timeout(WAIT, rig.shown.recv())
+            .await
+            .expect("shown")
+            .expect("shown");
+    }
+    let extra = rig.dir.path().join("f16.txt");
+    let answer = call(
+        &rig,
+        &sid,
+        "openDiff",
+        json!({"filePath": extra, "newContent": "x\n"}),
+    )
+    .await;
+    assert!(answer.contains("already waiting"), "{answer}");
+    no_diff_shown(&mut rig).await;
+    // Withdrawing one makes room again.
+    call(
+        &rig,
+        &sid,
+        "closeDiff",
+        json!({"filePath": rig.dir.path().join("f0.txt")}),
+    )
+    .await;
+    let answer = tokio::time::timeout(WAIT, async {
+        loop {
+            let a = call(
+                &rig,
+                &sid,
+                "openDiff",
+                json!({"filePath": extra, "newContent": "x\n"}),
+            )
+            .await;
+            if !a.contains("already waiting") {
+                return a;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("room after a proposal was withdrawn");
+    assert!(!answer.contains("\"isError\":true"), "{answer}");
+}

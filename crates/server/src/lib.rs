@@ -33,6 +33,7 @@ mod ide;
 pub mod keepalive;
 pub mod lockfile;
 pub mod memory;
+pub mod original;
 mod peer;
 pub mod refusals;
 mod review;

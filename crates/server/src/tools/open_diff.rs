@@ -16,9 +16,6 @@ use ccbridge_protocol::mcp::CallToolResult;
 use ccbridge_protocol::tools::{diff_rejected, file_saved, OpenDiffArgs, Tool};
 use std::sync::Arc;
 
-/// Files larger than this are shown as new files rather than read.
-const MAX_ORIGINAL: u64 = 16 << 20;
-
 pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallToolResult {
     let a: OpenDiffArgs = match args(Tool::OpenDiff, a) {
         Ok(a) => a,
@@ -56,17 +53,15 @@ pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallTool
 }
 
 /// The file's text, and whether it does not exist at all (a new file).
+/// One that cannot be shown (too large, not text, not a regular file) is
+/// shown without a left side.
 async fn read_original(path: &str) -> (Option<String>, bool) {
-    let meta = match tokio::fs::metadata(path).await {
-        Ok(m) => m,
-        Err(e) => return (None, e.kind() == std::io::ErrorKind::NotFound),
-    };
-    if !meta.is_file() || meta.len() > MAX_ORIGINAL {
-        return (None, false);
+    match crate::original::read(path).await {
+        crate::original::Original::Text(t) => (Some(t), false),
+        crate::original::Original::Missing => (None, true),
+        crate::original::Original::Unreadable(why) => {
+            tracing::debug!("openDiff without the original: {why}");
+            (None, false)
+        }
     }
-    let text = match tokio::fs::read(path).await {
-        Ok(bytes) => String::from_utf8(bytes).ok(),
-        Err(_) => None,
-    };
-    (text, false)
 }
