@@ -6,7 +6,11 @@
 //! leads out) and everything after happens relative to that descriptor: the
 //! temporary file is created in it with `O_EXCL | O_NOFOLLOW`, written,
 //! flushed to disk, given the old file's permissions, and renamed over the
-//! target with `renameat`. A directory swapped for a link after the open
+//! target with `renameat`. The temporary file is created with the mode it
+//! will keep (the old file's), never wider and then narrowed: another
+//! local user must not be able to open a private file's new text in
+//! between. Its name is short and fixed in length, so a file whose own
+//! name is at the 255-byte limit can still be written. A directory swapped for a link after the open
 //! changes nothing, since the descriptor is what is used. Missing parent
 //! directories are created (and removed again if the write fails). A target
 //! that is a symbolic link is refused rather than replaced by a file.
@@ -16,7 +20,6 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +29,6 @@ pub struct Written {
     /// Where it is.
     pub path: PathBuf,
 }
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Workspace {
     /// Replaces (or creates) the file at `path` with `bytes`, atomically.
@@ -122,21 +123,11 @@ impl Workspace {
             Err(rustix::io::Errno::NOENT) => (true, None),
             Err(e) => return Err(err(e)),
         };
-        let temp = format!(
-            ".{}.ccbridge-{}-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let fd = rustix::fs::openat(
-            dir,
-            temp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        )
-        .map_err(err)?;
+        let (temp, fd) = create_temp(dir, mode.unwrap_or(Mode::from_raw_mode(0o666)))
+            .map_err(|e| io_error(&at.asked, e))?;
         let written = (|| {
             if let Some(mode) = mode {
+                // The umask may have taken bits the old file had.
                 rustix::fs::fchmod(&fd, mode)?;
             }
             let mut file = std::fs::File::from(fd);
@@ -158,6 +149,34 @@ impl Workspace {
     }
 }
 
+/// A fresh temporary file in `dir`, created with `mode` (less the umask)
+/// from the start, under a short random name (`.ccb-<16 hex>.tmp`).
+fn create_temp(dir: &OwnedFd, mode: Mode) -> rustix::io::Result<(String, OwnedFd)> {
+    let mut attempt = 0;
+    loop {
+        let mut rnd = [0u8; 8];
+        // Without randomness, the clock and pid still make a fresh name.
+        if getrandom::fill(&mut rnd).is_err() {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            rnd = (t ^ u64::from(std::process::id()) << 32).to_le_bytes();
+        }
+        let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!(".ccb-{hex}.tmp");
+        match rustix::fs::openat(
+            dir,
+            name.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            mode,
+        ) {
+            Ok(fd) => return Ok((name, fd)),
+            Err(rustix::io::Errno::EXIST) if attempt < 8 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Workspace, WorkspaceError};
@@ -173,7 +192,7 @@ mod tests {
         let mut out = Vec::new();
         for e in walk(dir) {
             let n = e.file_name().unwrap().to_string_lossy().into_owned();
-            if n.contains(".ccbridge-") {
+            if n.starts_with(".ccb-") {
                 out.push(n);
             }
         }
@@ -247,6 +266,47 @@ mod tests {
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
         assert!(ws.write_atomic("../x", b"x").is_err());
         assert!(ws.write_atomic("/etc/x", b"x").is_err());
+    }
+
+    /// Issue 20, item 6: the temporary file was created `0666 & ~umask`
+    /// and only then narrowed to the old file's mode, so another local
+    /// user could open a private file's new text in between (won 1 time
+    /// in 14). It is created with its final mode.
+    #[test]
+    fn the_temporary_file_of_a_private_file_is_private_from_its_creation() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = rustix::fs::open(
+            d.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let (name, fd) = super::create_temp(&dir, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+        let st = rustix::fs::fstat(&fd).unwrap();
+        assert_eq!(st.st_mode & 0o777, 0o600, "{name} was created wider");
+        // And through the whole write: the file keeps its mode.
+        let (d, ws) = ws();
+        let p = d.path().join("secret");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        ws.write_atomic("secret", b"new secret").unwrap();
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777,
+            0o600
+        );
+    }
+
+    /// Issue 20, item 12: the temporary name was the file's name plus about
+    /// 30 bytes, so a legal 250-byte name could not be written.
+    #[test]
+    fn a_file_with_a_name_at_the_length_limit_can_be_written() {
+        let (d, ws) = ws();
+        let name = "n".repeat(250);
+        ws.write_atomic(&name, b"long\n").unwrap();
+        assert_eq!(std::fs::read(d.path().join(&name)).unwrap(), b"long\n");
+        ws.write_atomic(&name, b"again\n").unwrap();
+        assert_eq!(std::fs::read(d.path().join(&name)).unwrap(), b"again\n");
+        assert!(leftovers(d.path()).is_empty());
     }
 
     #[test]
