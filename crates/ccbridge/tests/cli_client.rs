@@ -348,3 +348,131 @@ fn list_and_clean_cover_the_gemini_and_qwen_discovery_files() {
         assert!(!f.exists(), "{} left behind", f.display());
     }
 }
+
+/// Runs ccbridge in `home` (its `HOME` and `TMPDIR`) and waits for it at
+/// most `limit`: a command that blocks (on a FIFO, say) is killed and the
+/// test fails, instead of hanging.
+fn ccbridge_bounded(home: &Path, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(home)
+        .env("HOME", home)
+        .env("TMPDIR", home)
+        .env("CLAUDE_CONFIG_DIR", home.join("cfg"))
+        .env_remove("CLAUDE_CODE_SSE_PORT")
+        .env_remove("QWEN_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("ccbridge {args:?} still ran after {limit:?} (blocked?): {out:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Security issue 20, item 10: `ccbridge list` and `clean` opened every
+/// file named like a Gemini discovery file in Gemini's shared folder
+/// (`/tmp/gemini/ide`) with a blocking open, so a FIFO planted there by
+/// anybody hung them for good. Now nothing there that is not a regular
+/// file is opened (it is listed as skipped and never removed), a huge
+/// file is not read whole, and another user's files are left alone.
+#[test]
+fn list_and_clean_do_not_hang_on_a_fifo_planted_in_the_shared_gemini_folder() {
+    use std::os::unix::fs::MetadataExt;
+    let home = tempfile::tempdir().unwrap();
+    let gemini = home.path().join("gemini/ide");
+    let qwen = home.path().join(".qwen/ide");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::create_dir_all(&qwen).unwrap();
+    let dead = dead_pid();
+    let named = |port: u16| gemini.join(format!("gemini-ide-server-{dead}-{port}.json"));
+    let fifo = named(free_port());
+    let link = named(free_port());
+    let sparse = named(free_port());
+    let stale = named(free_port());
+    let qwen_fifo = qwen.join(format!("{}.lock", free_port()));
+    for f in [&fifo, &qwen_fifo] {
+        rustix::fs::mkfifoat(rustix::fs::CWD, f, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+    }
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    std::fs::write(
+        &stale,
+        r#"{"port":1,"workspacePath":"/gone","authToken":"t"}"#,
+    )
+    .unwrap();
+    // Another user's file, where we can make one (as root).
+    let foreign = named(free_port());
+    let as_root = rustix::process::geteuid().is_root();
+    if as_root {
+        std::fs::write(
+            &foreign,
+            r#"{"port":1,"workspacePath":"/theirs","authToken":"t"}"#,
+        )
+        .unwrap();
+        std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+        assert_eq!(std::fs::metadata(&foreign).unwrap().uid(), 65534);
+    }
+    let limit = Duration::from_secs(20);
+    let path_of = |e: &serde_json::Value| PathBuf::from(e["lockFile"].as_str().unwrap_or(""));
+
+    let out = ccbridge_bounded(home.path(), &["list", "--json"], limit);
+    assert!(out.status.success(), "{out:?}");
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let entry = |p: &Path| listed.iter().find(|e| path_of(e) == p).cloned();
+    for (p, what) in [
+        (&fifo, "a FIFO"),
+        (&qwen_fifo, "a FIFO"),
+        (&link, "a symbolic link"),
+    ] {
+        let e = entry(p).unwrap_or_else(|| panic!("{} not listed: {listed:?}", p.display()));
+        assert_eq!(e["skipped"], true, "{e}");
+        assert!(e["error"].as_str().unwrap().contains(what), "{e}");
+    }
+    let e = entry(&sparse).expect("the huge file is listed");
+    assert_eq!(e["skipped"], false, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("larger than"), "{e}");
+    let e = entry(&stale).expect("the stale file is listed");
+    assert_eq!(e["error"], serde_json::Value::Null, "{e}");
+    assert!(entry(&foreign).is_none(), "another user's file is left out");
+
+    let out = ccbridge_bounded(home.path(), &["list"], limit);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("(skipped: a FIFO"), "{out:?}");
+
+    let out = ccbridge_bounded(home.path(), &["clean", "--json"], limit);
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let removed: Vec<PathBuf> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| PathBuf::from(r["path"].as_str().unwrap_or("")))
+        .collect();
+    for p in [&fifo, &qwen_fifo, &link] {
+        assert!(
+            std::fs::symlink_metadata(p).is_ok(),
+            "{} was removed: {report}",
+            p.display()
+        );
+        assert!(!removed.contains(p), "{report}");
+    }
+    assert!(
+        !stale.exists() && !sparse.exists(),
+        "stale files go: {report}"
+    );
+    if as_root {
+        assert!(foreign.exists(), "another user's file is never removed");
+    }
+}

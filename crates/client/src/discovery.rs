@@ -307,25 +307,73 @@ pub fn scan(dirs: &[PathBuf]) -> Scan {
 }
 
 /// Reads and parses one lock file. Opens non-blocking so a FIFO cannot hang
-/// us, checks the opened file is a regular one, and caps the size.
+/// us, checks the opened file is a regular one, and caps the size. A
+/// symbolic link is followed, as Claude Code follows it.
 pub fn read_lock(path: &Path) -> Result<LockFile, LockReadError> {
+    let bytes = read_small_file(path, MAX_LOCK_FILE_BYTES, Follow::Yes).map_err(|e| match e {
+        SmallFileError::NotAFile => LockReadError::NotAFile,
+        SmallFileError::TooLarge(_) => LockReadError::TooLarge,
+        SmallFileError::Io(e) => LockReadError::Io(e),
+    })?;
+    Ok(LockFile::parse(&bytes)?)
+}
+
+/// Whether [`read_small_file`] follows a symbolic link at the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    Yes,
+    /// `O_NOFOLLOW`: a link is refused (`ELOOP`), whatever it points to.
+    No,
+}
+
+/// Why [`read_small_file`] read nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum SmallFileError {
+    #[error("not a regular file")]
+    NotAFile,
+    #[error("larger than {0} bytes")]
+    TooLarge(u64),
+    #[error("cannot read it: {0}")]
+    Io(std::io::Error),
+}
+
+/// Reads a small file someone else may have planted (in a shared folder
+/// like `/tmp`) without ever blocking or reading much: opened
+/// `O_NONBLOCK` (a FIFO without a writer opens at once instead of waiting
+/// for one) and `O_CLOEXEC`, the opened file `fstat`ed and refused unless
+/// it is a regular file (so a FIFO, a device or a socket is never read),
+/// and at most `max` bytes read (a huge or sparse file is refused, not
+/// read whole).
+pub fn read_small_file(path: &Path, max: u64, follow: Follow) -> Result<Vec<u8>, SmallFileError> {
+    let mut flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC;
+    if follow == Follow::No {
+        flags |= rustix::fs::OFlags::NOFOLLOW;
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .custom_flags(flags.bits() as i32)
         .open(path)
-        .map_err(LockReadError::Io)?;
-    let meta = file.metadata().map_err(LockReadError::Io)?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
+                SmallFileError::NotAFile
+            }
+            _ => SmallFileError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(SmallFileError::Io)?;
     if !meta.is_file() {
-        return Err(LockReadError::NotAFile);
+        return Err(SmallFileError::NotAFile);
+    }
+    if meta.len() > max {
+        return Err(SmallFileError::TooLarge(max));
     }
     let mut bytes = Vec::new();
-    file.take(MAX_LOCK_FILE_BYTES + 1)
+    file.take(max + 1)
         .read_to_end(&mut bytes)
-        .map_err(LockReadError::Io)?;
-    if bytes.len() as u64 > MAX_LOCK_FILE_BYTES {
-        return Err(LockReadError::TooLarge);
+        .map_err(SmallFileError::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(SmallFileError::TooLarge(max));
     }
-    Ok(LockFile::parse(&bytes)?)
+    Ok(bytes)
 }
 
 /// `kill(pid, 0)`: `Some(true)` if the process exists (EPERM included: it

@@ -17,8 +17,17 @@
 //! planted symlink, removed when dropped). Gemini files left by a ccbridge
 //! (or any companion) whose process died are swept at start, since Gemini
 //! never removes them.
+//!
+//! Gemini's folder is shared (`/tmp/gemini/ide` unless `TMPDIR` moves it):
+//! anybody can plant a file named like a discovery file there, a FIFO that
+//! would block whoever opens it, a link to `/dev/zero`, a huge sparse file.
+//! So a file is only read when it is a regular file of this user, opened
+//! without following links nor blocking and read capped
+//! ([`ccbridge_client::discovery::read_small_file`]); another user's files
+//! are left out, anything else that is not a regular file is listed as
+//! skipped, and nothing of either kind is ever removed.
 
-use ccbridge_client::discovery::pid_alive;
+use ccbridge_client::discovery::{pid_alive, read_small_file, Follow, SmallFileError};
 use ccbridge_server::lockfile::{LockError, PrivateFile};
 use ccbridge_server::AgentKind;
 use serde_json::json;
@@ -238,6 +247,9 @@ pub struct Found {
     pub ide_name: Option<String>,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
+    /// Not a regular file (a FIFO, a link, a device...): left alone, never
+    /// opened and never removed; [`Found::error`] says what it is.
+    pub skipped: bool,
 }
 
 impl Found {
@@ -249,7 +261,7 @@ impl Found {
     /// Stale by `ccbridge clean`'s rule: its process is not known to run
     /// and its port does not answer.
     pub fn is_stale(&self, port_answers: bool) -> bool {
-        !port_answers && self.pid_alive() != Some(true)
+        !self.skipped && !port_answers && self.pid_alive() != Some(true)
     }
 }
 
@@ -258,6 +270,8 @@ type NameParser = fn(&str) -> Option<(u16, Option<u32>)>;
 
 /// Every discovery file of `agents` in the directories they look in (for
 /// this process's `TMPDIR`, `HOME` and `QWEN_HOME`), by agent, then name.
+/// Another user's files are left out (the agents ignore them too); files
+/// that are not regular files are [`Found::skipped`], never opened.
 pub fn scan(agents: &[Agent]) -> Vec<Found> {
     let mut out = Vec::new();
     for &agent in agents {
@@ -280,7 +294,7 @@ pub fn scan(agents: &[Agent]) -> Vec<Found> {
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
                 let (port, pid) = parse(&name)?;
-                Some(read_found(agent, e.path(), port, pid))
+                read_found(agent, e.path(), port, pid)
             })
             .collect();
         found.sort_by(|a, b| a.path.cmp(&b.path));
@@ -289,9 +303,18 @@ pub fn scan(agents: &[Agent]) -> Vec<Found> {
     out
 }
 
-/// Reads one file (at most 64 KiB; a planted huge file is not read whole).
-fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Found {
-    use std::io::Read;
+/// The most of a discovery file that is read; a larger one is refused.
+pub const MAX_FILE_BYTES: u64 = 64 << 10;
+
+/// Reads one file, if it is this user's: `lstat` first (which never
+/// blocks), then [`read_small_file`] without following a link, so a file
+/// swapped for a FIFO in between is still refused, not waited on.
+fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Option<Found> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return None;
+    }
     let mut found = Found {
         agent,
         path,
@@ -300,18 +323,29 @@ fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Found
         folders: Vec::new(),
         ide_name: None,
         error: None,
+        skipped: false,
     };
-    let mut text = String::new();
-    let read =
-        std::fs::File::open(&found.path).and_then(|f| f.take(64 << 10).read_to_string(&mut text));
-    let v: serde_json::Value = match read
+    let bytes = if meta.is_file() {
+        read_small_file(&found.path, MAX_FILE_BYTES, Follow::No)
+    } else {
+        Err(SmallFileError::NotAFile)
+    };
+    if let Err(SmallFileError::NotAFile) = bytes {
+        found.skipped = true;
+        found.error = Some(match not_regular(meta.file_type()) {
+            Some(what) => format!("{what}, not a regular file"),
+            None => "not a regular file".to_owned(),
+        });
+        return Some(found);
+    }
+    let v: serde_json::Value = match bytes
         .map_err(|e| e.to_string())
-        .and_then(|_| serde_json::from_str(&text).map_err(|e| e.to_string()))
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
     {
         Ok(v) => v,
         Err(e) => {
             found.error = Some(e);
-            return found;
+            return Some(found);
         }
     };
     if let Some(ws) = v.get("workspacePath").and_then(|w| w.as_str()) {
@@ -332,7 +366,25 @@ fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Found
             .and_then(|p| p.as_u64())
             .and_then(|p| u32::try_from(p).ok());
     }
-    found
+    Some(found)
+}
+
+/// What a file that is not a regular one is, in words.
+fn not_regular(t: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    Some(if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        return None;
+    })
 }
 
 #[cfg(test)]
@@ -386,5 +438,57 @@ mod tests {
         }
         assert_eq!(sweep_gemini(dir.path()), 1);
         assert!(live.exists() && other.exists() && !dead.exists());
+    }
+
+    /// Security issue 20, item 10: files planted in Gemini's shared folder
+    /// under a discovery file's name (a FIFO, a link to `/dev/zero`, a huge
+    /// sparse file) neither block the start-up sweep nor `scan`, and only
+    /// a regular file of this user is ever removed.
+    #[test]
+    fn the_sweep_and_scan_do_not_block_on_a_fifo_planted_in_the_gemini_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = |port: u16| {
+            dir.path()
+                .join(format!("gemini-ide-server-2147483600-{port}.json"))
+        };
+        let (fifo, link, sparse) = (named(1), named(2), named(3));
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let read = dir.path().to_owned();
+        std::thread::spawn(move || {
+            let found: Vec<Found> = std::fs::read_dir(&read)
+                .unwrap()
+                .flatten()
+                .filter_map(|e| read_found(Agent::Gemini, e.path(), 1, None))
+                .collect();
+            let swept = sweep_gemini(&read);
+            let _ = tx.send((found, swept));
+        });
+        let (found, swept) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the sweep and the scan finish (they blocked on the FIFO?)");
+        let of = |p: &Path| found.iter().find(|f| f.path == p).unwrap();
+        assert!(of(&fifo).skipped && of(&link).skipped, "{found:?}");
+        assert!(of(&fifo).error.as_deref().unwrap().contains("a FIFO"));
+        assert!(!of(&sparse).skipped, "{found:?}");
+        assert!(of(&sparse)
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("larger than"));
+        assert_eq!(swept, 1, "only the sparse regular file goes");
+        assert!(std::fs::symlink_metadata(&fifo).is_ok());
+        assert!(std::fs::symlink_metadata(&link).is_ok());
+        assert!(!sparse.exists());
     }
 }

@@ -18,7 +18,7 @@ running) and its port does not accept connections; unreadable or unparseable \
 files are removed only when their port does not answer. It scans the same \
 directories as `ccbridge list`, Gemini CLI's and Qwen Code's discovery files \
 included (same rule: the IDE process named in the file is gone and the port \
-does not answer).
+does not answer; never another user's file, nor one that is not a regular file).
 
 Exit status: 0, or 1 if a stale file could not be removed.")]
 pub struct Args {

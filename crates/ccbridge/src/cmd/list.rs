@@ -26,7 +26,9 @@ column marks servers whose workspace contains the current directory (Claude Code
 started here auto-connects only when exactly one server matches).
 
 Then Gemini CLI's discovery files ($TMPDIR/gemini/ide) and Qwen Code's \
-(~/.qwen/ide, or $QWEN_HOME/ide), written by ccbridge or another companion.
+(~/.qwen/ide, or $QWEN_HOME/ide), written by ccbridge or another companion; \
+another user's are left out, and one that is not a regular file (a FIFO, a \
+link) is shown as skipped, never opened.
 
 Exit status is 0 even when nothing is found. Stale entries can be removed with \
 `ccbridge clean`.")]
@@ -216,6 +218,7 @@ impl<'a> Other<'a> {
             "containsCwd": self.contains_cwd,
             "lockFile": f.path.display().to_string(),
             "error": f.error,
+            "skipped": f.skipped,
         })
     }
 
@@ -234,6 +237,7 @@ impl<'a> Other<'a> {
             (Some(p), None) => format!("{p} (?)"),
         };
         let workspace = match &f.error {
+            Some(e) if f.skipped => format!("(skipped: {e})"),
             Some(e) => format!("(unusable: {e})"),
             None if f.folders.is_empty() => dash(),
             None => f.folders.join(", "),
