@@ -16,6 +16,7 @@
 use crate::context::ContextTracker;
 use crate::discovery::Agent;
 use ccbridge_server::original::{Original, MAX_ORIGINAL};
+use ccbridge_mcp::service::CappedSessions;
 use ccbridge_server::{AgentSession, EngineHandle, Proposal, Verdict};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
@@ -23,7 +24,6 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData as McpError, Peer, ServerHandler};
 use serde::Deserialize;
@@ -463,10 +463,8 @@ impl ServerHandler for Companion {
 
 /// The MCP endpoint as a tower service, set up as the tools server's is
 /// (`ccbridge_mcp::service::http_service`: no priming events, which broke
-/// Gemini CLI's IDE connection).
-pub(crate) fn endpoint(
-    shared: Arc<Shared>,
-) -> StreamableHttpService<Companion, LocalSessionManager> {
+/// Gemini CLI's IDE connection; at most `MAX_SESSIONS` sessions).
+pub(crate) fn endpoint(shared: Arc<Shared>) -> StreamableHttpService<Companion, CappedSessions> {
     let stop = shared.stop.child_token();
     ccbridge_mcp::service::http_service(
         move || Ok(Companion::new(shared.clone())),

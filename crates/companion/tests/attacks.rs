@@ -401,3 +401,60 @@ async fn issue20_open_diff_is_bounded_in_size_and_count() {
     .expect("room after a proposal was withdrawn");
     assert!(!answer.contains("\"isError\":true"), "{answer}");
 }
+
+/// Security issue 20, item 9 (the companion serves its sessions as the
+/// tools server does): more `initialize` requests than
+/// `ccbridge_mcp::service::MAX_SESSIONS` close the oldest idle session,
+/// not one whose GET stream (where Gemini CLI gets its notifications) is
+/// open, and a new client still gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_have_no_cap_the_oldest_idle_one_is_closed_for_a_new_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rig = rig().await;
+    let ping = |sid: String| {
+        let auth = bearer();
+        let rig = &rig;
+        async move {
+            let body = json!({"jsonrpc":"2.0","id":7,"method":"ping"}).to_string();
+            let headers = [
+                ("Authorization", auth.as_str()),
+                ("Mcp-Session-Id", sid.as_str()),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ];
+            send(rig, "POST", "/mcp", &headers, &body).await.status
+        }
+    };
+    let connected = session(&rig).await;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", rig.port))
+        .await
+        .unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Accept: text/event-stream\r\nMcp-Session-Id: {connected}\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\n\r\n",
+        rig.port
+    );
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    tokio::time::timeout(WAIT, stream.read_exact(&mut head))
+        .await
+        .expect("the GET stream answers")
+        .unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
+
+    let mut flood = Vec::new();
+    for _ in 0..=ccbridge_mcp::service::MAX_SESSIONS {
+        flood.push(session(&rig).await);
+    }
+    // One connected + MAX_SESSIONS + 1: the two oldest idle ones went.
+    assert_eq!(
+        ping(flood[0].clone()).await,
+        404,
+        "the oldest idle one went"
+    );
+    assert_eq!(ping(flood[1].clone()).await, 404);
+    assert_eq!(ping(flood[2].clone()).await, 200);
+    assert_eq!(ping(flood.last().unwrap().clone()).await, 200);
+    assert_eq!(ping(connected).await, 200, "a connected client stays");
+    drop(stream);
+}

@@ -3,22 +3,22 @@
 //! the tools with their argument types (the input schemas are generated
 //! from them, the doc comments becoming the descriptions a model reads) and
 //! hands each call to its file in `tools/`. Transport settings (sessions,
-//! Host/Origin, body size) are set here too.
+//! Host/Origin, body size) are set here too; the cap on sessions is
+//! [`sessions`].
 
 use crate::tools::{self, Context, Reply};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
 use serde::Deserialize;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Sessions idle this long are closed.
-pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+pub mod sessions;
+
+pub use sessions::{CappedSessions, MAX_SESSIONS, SESSION_IDLE};
 /// Larger request bodies are refused with 413.
 pub const MAX_BODY_BYTES: usize = 4 << 20;
 
@@ -228,21 +228,23 @@ impl ServerHandler for WorkspaceTools {
     }
 }
 
-/// The MCP endpoint as a tower service: sessions (idle ones closed after
-/// [`SESSION_IDLE`]), loopback `Host` only (again: the guard checks it
-/// first), `Origin` left to the guard, bodies
-/// up to [`MAX_BODY_BYTES`]. Cancelling `stop` ends every session.
+/// The MCP endpoint as a tower service: sessions (at most
+/// [`MAX_SESSIONS`], idle ones closed after [`SESSION_IDLE`]), loopback
+/// `Host` only (again: the guard checks it first), `Origin` left to the
+/// guard, bodies up to [`MAX_BODY_BYTES`]. Cancelling `stop` ends every session.
 pub fn endpoint(
     tools: WorkspaceTools,
     stop: tokio_util::sync::CancellationToken,
-) -> StreamableHttpService<WorkspaceTools, LocalSessionManager> {
+) -> StreamableHttpService<WorkspaceTools, CappedSessions> {
     http_service(move || Ok(tools.clone()), MAX_BODY_BYTES, stop)
 }
 
 /// Streamable HTTP as every ccbridge MCP server serves it (this one and the
-/// Gemini/Qwen companion): a handler from `factory` per session, sessions
-/// closed after [`SESSION_IDLE`] idle, loopback `Host` only (the guard in
-/// front checks it first), `Origin` left to the guard (loopback pages pass,
+/// Gemini/Qwen companion): a handler from `factory` per session, at most
+/// [`MAX_SESSIONS`] sessions (creating one more closes the least recently
+/// used idle one; when all are busy the `initialize` is refused), sessions
+/// closed after [`SESSION_IDLE`] idle (no request in flight, no stream
+/// open), loopback `Host` only (the guard in front checks it first), `Origin` left to the guard (loopback pages pass,
 /// on any port, which rmcp's exact-match list cannot say), bodies up to
 /// `max_body`; cancelling `stop` ends every session.
 ///
@@ -258,11 +260,9 @@ pub fn http_service<S: ServerHandler + Send + 'static>(
     factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
     max_body: usize,
     stop: tokio_util::sync::CancellationToken,
-) -> StreamableHttpService<S, LocalSessionManager> {
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(SESSION_IDLE);
-    // A POST's answer stream.
-    sessions.session_config.sse_retry = None;
+) -> StreamableHttpService<S, CappedSessions> {
+    // `CappedSessions` sends no priming event on a POST's answer stream either.
+    let sessions = CappedSessions::default();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
         .disable_allowed_origins()

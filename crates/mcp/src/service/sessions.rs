@@ -1,0 +1,335 @@
+//! A cap on MCP sessions, around rmcp's in-memory session manager.
+//!
+//! rmcp's `LocalSessionManager` keeps every session until it is idle for
+//! its `keep_alive`, however many there are: 5,000 `initialize` requests
+//! (a token holder in a loop, or a buggy client) added 272 MB and lived
+//! 30 minutes (security issue 20, item 9). [`CappedSessions`] keeps at
+//! most a fixed number ([`MAX_SESSIONS`] for ccbridge's servers); creating
+//! one more first closes the least recently used *idle* session. A session
+//! is busy while a request of it is in flight or one of its event streams
+//! (the GET stream, a POST's answer) is open: that is a client connected
+//! now, and it is never closed for another. When every session is busy,
+//! the new `initialize` is refused (rmcp answers a session manager's error
+//! with 500, the message saying why).
+//!
+//! Idle expiry is done here too, by the same notion of idle: a session
+//! nobody used for [`SESSION_IDLE`] and with no stream open is closed.
+//! (rmcp's own timer counts only messages, so it also closed a client that
+//! kept its GET stream open but had nothing to say, and one waiting on a
+//! long tool call; it is turned off.) A closed session answers 404, on
+//! which an MCP client starts a new one.
+
+use futures_util::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionConfig,
+};
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// The most sessions one of ccbridge's MCP servers keeps. A client holds
+/// one (Claude Code, Gemini CLI and Qwen Code each open one per process,
+/// and a new one after a reconnect); 64 leaves room for many agents at
+/// once while bounding memory (about 55 KB a session) to a few MB.
+pub const MAX_SESSIONS: usize = 64;
+
+/// A session with no request in flight and no stream open for this long
+/// is closed. Connected clients keep their GET stream open, so this only
+/// reaps sessions whose client went away without a DELETE (and clients
+/// that keep no stream, which start a new session on the 404).
+pub const SESSION_IDLE: Duration = Duration::from_secs(10 * 60);
+
+/// Messages a session's channels hold before their sender waits (rmcp's
+/// default is 16). Each channel also keeps its last this many events for
+/// resuming a stream, which nothing here does, so fewer is less memory
+/// held per session.
+pub const CHANNEL_CAPACITY: usize = 8;
+
+/// Why a session could not be created or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionsError {
+    #[error(
+        "too many MCP sessions: all {0} are in use (a request in flight or a stream open); \
+         close one (DELETE) or try again later"
+    )]
+    Full(usize),
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+/// A session manager keeping at most `max` sessions (see the module doc).
+pub struct CappedSessions {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    inner: LocalSessionManager,
+    max: usize,
+    idle: Duration,
+    uses: Mutex<HashMap<SessionId, Arc<Use>>>,
+    /// One creation at a time, so two cannot both take the last place.
+    creating: tokio::sync::Mutex<()>,
+    reaper: std::sync::Once,
+    epoch: Instant,
+}
+
+/// How a session is being used.
+struct Use {
+    /// Requests in flight and streams open.
+    busy: AtomicUsize,
+    /// When it was last used, in milliseconds since [`Shared::epoch`].
+    last: AtomicU64,
+}
+
+impl CappedSessions {
+    /// At most `max` sessions (at least one), idle ones closed after `idle`.
+    pub fn new(max: usize, idle: Duration) -> CappedSessions {
+        let mut inner = LocalSessionManager::default();
+        // Expiry is ours (it knows about open streams).
+        inner.session_config.keep_alive = None;
+        inner.session_config.channel_capacity = CHANNEL_CAPACITY;
+        // Nothing resumes a stream: a finished request's events go at once.
+        inner.session_config.completed_cache_ttl = Duration::ZERO;
+        // No priming event on a POST's answer stream (see `http_service`).
+        inner.session_config.sse_retry = None;
+        CappedSessions {
+            shared: Arc::new(Shared {
+                inner,
+                max: max.max(1),
+                idle,
+                uses: Mutex::new(HashMap::new()),
+                creating: tokio::sync::Mutex::new(()),
+                reaper: std::sync::Once::new(),
+                epoch: Instant::now(),
+            }),
+        }
+    }
+
+    /// How many sessions there are.
+    pub fn len(&self) -> usize {
+        self.shared.uses().len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// rmcp's settings for each session.
+    pub fn session_config(&self) -> &SessionConfig {
+        &self.shared.inner.session_config
+    }
+}
+
+impl Default for CappedSessions {
+    fn default() -> Self {
+        CappedSessions::new(MAX_SESSIONS, SESSION_IDLE)
+    }
+}
+
+impl Shared {
+    fn uses(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<Use>>> {
+        self.uses.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn get(&self, id: &SessionId) -> Option<Arc<Use>> {
+        self.uses().get(id).cloned()
+    }
+
+    /// Marks `id` busy until the guard drops, if it exists.
+    fn enter(self: &Arc<Self>, id: &SessionId) -> Option<Busy> {
+        let u = self.get(id)?;
+        u.busy.fetch_add(1, Ordering::AcqRel);
+        u.last.store(self.now(), Ordering::Release);
+        Some(Busy {
+            usage: u,
+            shared: Arc::downgrade(self),
+        })
+    }
+
+    /// Forgets `id` and ends its session.
+    async fn close(&self, id: &SessionId) -> Result<(), LocalSessionManagerError> {
+        self.uses().remove(id);
+        self.inner.close_session(id).await
+    }
+
+    /// Sessions idle for [`Shared::idle`].
+    fn expired(&self) -> Vec<SessionId> {
+        let now = self.now();
+        let idle = self.idle.as_millis() as u64;
+        self.uses()
+            .iter()
+            .filter(|(_, u)| {
+                u.busy.load(Ordering::Acquire) == 0
+                    && now.saturating_sub(u.last.load(Ordering::Acquire)) >= idle
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    async fn reap(&self) {
+        for id in self.expired() {
+            tracing::info!(session = %id, "closing an idle MCP session");
+            let _ = self.close(&id).await;
+        }
+    }
+
+    /// The least recently used idle session, when there is no room.
+    fn victim(&self) -> Result<Option<SessionId>, SessionsError> {
+        let uses = self.uses();
+        if uses.len() < self.max {
+            return Ok(None);
+        }
+        uses.iter()
+            .filter(|(_, u)| u.busy.load(Ordering::Acquire) == 0)
+            .min_by_key(|(_, u)| u.last.load(Ordering::Acquire))
+            .map(|(id, _)| Some(id.clone()))
+            .ok_or(SessionsError::Full(self.max))
+    }
+
+    /// Runs [`Shared::reap`] now and then while the manager lives.
+    fn start_reaper(self: &Arc<Self>) {
+        self.reaper.call_once(|| {
+            let weak = Arc::downgrade(self);
+            let period = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(period).await;
+                    let Some(shared) = weak.upgrade() else {
+                        return;
+                    };
+                    shared.reap().await;
+                }
+            });
+        });
+    }
+}
+
+/// A request in flight or a stream open; the session is used until then.
+struct Busy {
+    usage: Arc<Use>,
+    shared: Weak<Shared>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            self.usage.last.store(shared.now(), Ordering::Release);
+        }
+        self.usage.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A session's event stream, keeping it busy while open.
+struct Tracked<St> {
+    inner: Pin<Box<St>>,
+    _busy: Option<Busy>,
+}
+
+impl<St: Stream> Stream for Tracked<St> {
+    type Item = St::Item;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<St::Item>> {
+        self.get_mut().inner.as_mut().poll_next(cx)
+    }
+}
+
+fn tracked<St: Stream>(inner: St, busy: Option<Busy>) -> Tracked<St> {
+    Tracked {
+        inner: Box::pin(inner),
+        _busy: busy,
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let shared = &self.shared;
+        shared.start_reaper();
+        let _one = shared.creating.lock().await;
+        shared.reap().await;
+        while let Some(victim) = shared.victim()? {
+            tracing::info!(session = %victim, "closing the least recently used idle MCP session for a new one");
+            shared.close(&victim).await?;
+        }
+        let (id, transport) = shared.inner.create_session().await?;
+        // Busy until its `initialize` is answered (released there).
+        let usage = Use {
+            busy: AtomicUsize::new(1),
+            last: AtomicU64::new(shared.now()),
+        };
+        shared.uses().insert(id.clone(), Arc::new(usage));
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        // Takes over the mark `create_session` set.
+        let _busy = self.shared.get(id).map(|usage| Busy {
+            usage,
+            shared: Arc::downgrade(&self.shared),
+        });
+        Ok(self.shared.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.shared.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.shared.close(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let busy = self.shared.enter(id);
+        let stream = self.shared.inner.create_stream(id, message).await?;
+        Ok(tracked(stream, busy))
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        let _busy = self.shared.enter(id);
+        Ok(self.shared.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let busy = self.shared.enter(id);
+        let stream = self.shared.inner.create_standalone_stream(id).await?;
+        Ok(tracked(stream, busy))
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let busy = self.shared.enter(id);
+        let stream = self.shared.inner.resume(id, last_event_id).await?;
+        Ok(tracked(stream, busy))
+    }
+}
