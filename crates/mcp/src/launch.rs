@@ -7,7 +7,9 @@
 //! approvals, command output, diagnostics).
 //!
 //! If the server cannot start, the caller goes on without it (logged): the
-//! IDE integration does not depend on it.
+//! IDE integration does not depend on it. Starting it also sweeps what the
+//! commands of an earlier, killed ccbridge left running
+//! (`ccbridge_tools::command_group`).
 
 use crate::registration;
 use crate::tools::Context;
@@ -112,6 +114,19 @@ pub async fn start(
     secrets: Vec<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, LaunchError> {
+    // What the commands of an earlier, killed ccbridge left running (Linux).
+    tokio::task::spawn_blocking(|| match ccbridge_tools::command_group::sweep_leftovers() {
+        Ok(s) if s.killed > 0 => tracing::info!(
+            killed = s.killed,
+            dead_owners = s.dead_owners,
+            "swept processes left running by the commands of an earlier ccbridge"
+        ),
+        Ok(s) => tracing::debug!(
+            dead_owners = s.dead_owners,
+            "no processes left running by the commands of an earlier ccbridge"
+        ),
+        Err(e) => tracing::warn!("cannot look for processes left by an earlier ccbridge: {e}"),
+    });
     let approval = options.approval;
     let settings = Settings {
         approval,

@@ -10,9 +10,13 @@
 //! result with bounded memory: the first and the last half of the cap, the
 //! middle counted but dropped. On timeout, or when the caller drops the
 //! future (the client cancelled the call), the whole process group is
-//! killed, not only the shell. After the shell exits, output still arriving
-//! from background children is read for a short while, then left to them.
+//! killed, not only the shell; and when ccbridge dies, even by `kill -9`,
+//! the group's watcher kills it (`command_group`, which also sweeps what an
+//! earlier, killed ccbridge left). After the shell exits, output still
+//! arriving from background children is read for a short while, then left
+//! to them.
 
+use crate::command_group::{self, Watched};
 use crate::command_output;
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -71,24 +75,6 @@ pub fn scrubbed_env(secrets: &[String]) -> Vec<(OsString, OsString)> {
                 .any(|s| !s.is_empty() && value.contains(s.as_str()))
         })
         .collect()
-}
-
-/// Kills the process group when dropped, unless the group is known gone.
-struct GroupKiller(Option<rustix::process::Pid>);
-
-impl GroupKiller {
-    /// Kills the group now (once).
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// The first and last bytes of a stream, with how many were dropped.
@@ -198,6 +184,9 @@ impl Utf8Chunks {
 /// Runs the command, passing output to `on_output` as it arrives. Dropping
 /// the future kills the process group.
 pub async fn run(run: Run, mut on_output: impl FnMut(String)) -> std::io::Result<Finished> {
+    // Started first, and dropped last: it kills the group on timeout, on
+    // cancellation, and when ccbridge dies.
+    let mut group = Watched::start()?;
     let mut cmd = tokio::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(&run.command)
@@ -206,8 +195,11 @@ pub async fn run(run: Run, mut on_output: impl FnMut(String)) -> std::io::Result
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        .process_group(group.pgid())
         .kill_on_drop(true);
+    if let Some(marker) = group.marker() {
+        cmd.env(command_group::MARKER, marker);
+    }
     let dir = run.cwd.as_raw_fd();
     // SAFETY: between fork and exec only `fchdir`, which is
     // async-signal-safe, runs; `dir` stays open (owned by `run`) until the
@@ -220,11 +212,6 @@ pub async fn run(run: Run, mut on_output: impl FnMut(String)) -> std::io::Result
     }
     let mut child = cmd.spawn()?;
     drop(run.cwd);
-    let mut killer = GroupKiller(
-        child
-            .id()
-            .and_then(|id| rustix::process::Pid::from_raw(id as i32)),
-    );
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut kept = HeadTail::new(run.max_output);
@@ -264,7 +251,7 @@ pub async fn run(run: Run, mut on_output: impl FnMut(String)) -> std::io::Result
             }
             _ = &mut deadline, if status.is_none() => {
                 timed_out = true;
-                killer.kill();
+                group.kill();
                 status = Some(child.wait().await?);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN);
             }
@@ -273,7 +260,7 @@ pub async fn run(run: Run, mut on_output: impl FnMut(String)) -> std::io::Result
     }
     // The shell has exited: what is left in the group was started in the
     // background on purpose and is left alone.
-    killer.0 = None;
+    group.release();
     let rest = text.finish();
     if !rest.is_empty() {
         on_output(rest);

@@ -9,10 +9,12 @@
 //! handling of `write_file` (the atomic write itself is
 //! `Workspace::write_atomic`), the per-file edit locks, and running a
 //! command (`execute_command`, with the cleaning and capping of its output
-//! in `command_output`). The reviews and approvals around them are the
+//! in `command_output`, and its process group dying with ccbridge in
+//! `command_group`). The reviews and approvals around them are the
 //! MCP server's (`ccbridge-mcp`), which asks the editor.
 
 pub mod apply_diff;
+pub mod command_group;
 pub mod command_output;
 pub mod execute_command;
 pub mod file_locks;
