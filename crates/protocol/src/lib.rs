@@ -16,6 +16,8 @@
 //! - [`notifications`]: `selection_changed`, `at_mentioned`,
 //!   `diagnostics_changed`, `log_event`, `ide_connected`.
 //! - [`lockfile`]: the discovery file `<config>/ide/<port>.lock`.
+//! - [`reveal`]: text shown for a decision (a command to allow) with its
+//!   invisible and bidirectional characters made visible.
 //!
 //! Where the community write-ups and the real client disagree, the types follow
 //! what the real client (Claude Code 2.1.328) sends and accepts.
@@ -25,5 +27,6 @@ pub mod jsonrpc;
 pub mod lockfile;
 pub mod mcp;
 pub mod notifications;
+pub mod reveal;
 pub mod tools;
 pub mod uri;
