@@ -3,9 +3,10 @@
 //!
 //! An approval asks "may this command run?". If the command contains
 //! bidirectional controls, the text a terminal, a browser or an editor draws
-//! is not the text the shell reads: `echo safe # <U+2067>; touch X; :<U+2069>`
-//! (right-to-left isolate, pop directional isolate) is drawn with `; touch X; :`
-//! reordered into what looks like the comment, yet the shell runs `touch X`. Zero-width
+//! is not the text the shell reads: in `echo safe <RLI>; touch X; : #<PDI>`
+//! (U+2067 right-to-left isolate, U+2069 pop directional isolate) the
+//! isolated part is drawn right to left, so the `#` comes first and
+//! `touch X` looks commented out, yet the shell runs it. Zero-width
 //! characters, control characters (a carriage return lets a terminal draw
 //! over the start of the line), and spaces that are not a space to the shell
 //! do the same on a smaller scale. [`reveal`] replaces each such character by
@@ -182,9 +183,9 @@ fn name(c: char) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    /// The attack of security issue 20: `; touch X; :` drawn inside the
-    /// comment, run by the shell.
-    const ATTACK: &str = "echo safe # \u{2067}; touch X; :\u{2069}";
+    /// The attack of security issue 20: `; touch X; :` drawn after the `#`,
+    /// as if commented out, run by the shell.
+    const ATTACK: &str = "echo safe \u{2067}; touch X; : #\u{2069}";
 
     fn points(r: &Revealed) -> Vec<&str> {
         r.hidden.iter().map(|h| h.code_point.as_str()).collect()
@@ -195,11 +196,11 @@ mod tests {
         let r = reveal(ATTACK);
         assert_eq!(
             r.shown,
-            "echo safe # \u{27E8}U+2067\u{27E9}; touch X; :\u{27E8}U+2069\u{27E9}"
+            "echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}"
         );
         assert_eq!(points(&r), ["U+2067", "U+2069"]);
         assert_eq!(r.hidden[0].name.as_deref(), Some("RIGHT-TO-LEFT ISOLATE"));
-        assert_eq!(r.hidden[0].index, 12);
+        assert_eq!(r.hidden[0].index, 10);
         assert_eq!(r.hidden[1].index, ATTACK.chars().count() - 1);
         assert!(!r.shown.contains(['\u{2067}', '\u{2069}']));
     }

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use ccbridge_protocol::editor::{Diagnostic, EditorTab, Selection};
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::notifications::AtMentioned;
+use ccbridge_protocol::reveal::{reveal, reveal_line, HiddenChar};
 use ccbridge_protocol::tools::OpenFileArgs;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -291,21 +292,94 @@ impl fmt::Display for RunId {
 }
 
 /// A workspace tool call that needs the user's yes: a command to run
-/// (`command` and `cwd` set, shown exactly as they will run), or, in the
-/// `always` approval mode, any other call (`summary` says what it does).
+/// (`command` and `cwd` set, exactly as they will run), or, in the `always`
+/// approval mode, any other call (`summary` says what it does).
+///
+/// A face shows `command_shown` and `cwd_shown`, never the raw `command` and
+/// `cwd`: those may hold bidirectional, invisible or control characters that
+/// make the drawn text differ from what runs (see
+/// [`ccbridge_protocol::reveal`]). `summary` is built from the shown texts.
+/// Build one with [`Approval::command`] or [`Approval::call`], which fill
+/// the shown fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     pub id: RunId,
     /// The tool: `execute_command`, `read_file`, ...
     pub tool: String,
-    /// One line for a person: "Run `cargo test` in /ws", "Read src/a.rs".
+    /// One line for a person: "Run `cargo test` in /ws", "Read src/a.rs",
+    /// with hidden characters shown as `⟨U+XXXX⟩` markers.
     pub summary: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The command's working directory, absolute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// `command` as it must be shown: hidden characters as `⟨U+XXXX⟩`
+    /// markers, line feeds kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_shown: Option<String>,
+    /// `cwd` as it must be shown (on one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd_shown: Option<String>,
+    /// Every character replaced by a marker; when not empty, a face warns.
+    #[serde(default)]
+    pub hidden_characters: Vec<HiddenCharacter>,
+}
+
+/// A character of an [`Approval`] shown as a marker, and where it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HiddenCharacter {
+    /// `command`, `cwd` or `summary` (for a call without a command).
+    pub field: String,
+    #[serde(flatten)]
+    pub char: HiddenChar,
+}
+
+impl Approval {
+    /// Asks to run `command` in `cwd` (absolute).
+    pub fn command(id: RunId, command: String, cwd: String) -> Self {
+        let shown = reveal(&command);
+        let line = reveal_line(&command);
+        let dir = reveal_line(&cwd);
+        let hidden = tagged("command", shown.hidden)
+            .chain(tagged("cwd", dir.hidden))
+            .collect();
+        Approval {
+            id,
+            tool: "execute_command".into(),
+            summary: format!("Run `{}` in {}", line.shown, dir.shown),
+            command: Some(command),
+            cwd: Some(cwd),
+            command_shown: Some(shown.shown),
+            cwd_shown: Some(dir.shown),
+            hidden_characters: hidden,
+        }
+    }
+
+    /// Asks to allow a `tool` call other than a command; `summary` says
+    /// what it does (it may hold paths, so it is revealed too).
+    pub fn call(id: RunId, tool: String, summary: &str) -> Self {
+        let shown = reveal_line(summary);
+        Approval {
+            id,
+            tool,
+            summary: shown.shown,
+            command: None,
+            cwd: None,
+            command_shown: None,
+            cwd_shown: None,
+            hidden_characters: tagged("summary", shown.hidden).collect(),
+        }
+    }
+}
+
+fn tagged(field: &str, hidden: Vec<HiddenChar>) -> impl Iterator<Item = HiddenCharacter> + '_ {
+    hidden.into_iter().map(move |char| HiddenCharacter {
+        field: field.to_owned(),
+        char,
+    })
 }
 
 /// What a running command did, for the frontend to show live. Every run
@@ -318,6 +392,11 @@ pub enum CommandEvent {
         id: RunId,
         command: String,
         cwd: String,
+        /// `command` and `cwd` as they must be shown (see [`Approval`]).
+        #[serde(default)]
+        command_shown: String,
+        #[serde(default)]
+        cwd_shown: String,
     },
     /// Output as the command wrote it (stdout and stderr interleaved,
     /// terminal escapes included: a terminal view renders them).
@@ -333,6 +412,19 @@ pub enum CommandEvent {
         /// Killed because the client cancelled the call.
         cancelled: bool,
     },
+}
+
+impl CommandEvent {
+    /// `Started`, with the shown texts filled.
+    pub fn started(id: RunId, command: String, cwd: String) -> Self {
+        CommandEvent::Started {
+            id,
+            command_shown: reveal(&command).shown,
+            cwd_shown: reveal_line(&cwd).shown,
+            command,
+            cwd,
+        }
+    }
 }
 
 /// What the engine asks of the editor. Every method may be called

@@ -50,7 +50,8 @@ pub use config::Config;
 pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};
 pub use frontend::{
     Activity, AgentKind, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent,
-    DiffDecision, DiffId, DiffView, EditorEvent, Frontend, FrontendError, OpenedFile, RunId,
+    DiffDecision, DiffId, DiffView, EditorEvent, Frontend, FrontendError, HiddenCharacter,
+    OpenedFile, RunId,
 };
 pub use review::{AgentSession, EditorContext, Proposal, Verdict};
 pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};

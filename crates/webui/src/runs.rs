@@ -43,6 +43,10 @@ pub struct RunView {
     pub id: RunId,
     pub command: String,
     pub cwd: String,
+    /// `command` and `cwd` as they must be shown (hidden characters as
+    /// markers, see `ccbridge_server::Approval`).
+    pub command_shown: String,
+    pub cwd_shown: String,
     pub started_at: u64,
     /// The last [`OUTPUT_KEPT`] bytes, cut on a character boundary.
     pub output: String,
@@ -129,11 +133,19 @@ impl Runs {
     /// Records `event`; what changed, if it concerned a run still kept.
     pub fn record(&mut self, event: CommandEvent, now: u64) -> Option<Change> {
         match event {
-            CommandEvent::Started { id, command, cwd } => {
+            CommandEvent::Started {
+                id,
+                command,
+                cwd,
+                command_shown,
+                cwd_shown,
+            } => {
                 let run = RunView {
                     id,
                     command,
                     cwd,
+                    command_shown,
+                    cwd_shown,
                     started_at: now,
                     output: String::new(),
                     truncated: false,
@@ -177,13 +189,7 @@ mod tests {
     use super::*;
 
     fn approval(id: u64) -> Approval {
-        Approval {
-            id: RunId(id),
-            tool: "execute_command".into(),
-            summary: "Run `ls`".into(),
-            command: Some("ls".into()),
-            cwd: Some("/w".into()),
-        }
+        Approval::command(RunId(id), "ls".into(), "/w".into())
     }
 
     #[test]
@@ -210,11 +216,7 @@ mod tests {
     fn output_keeps_the_tail_on_a_character_boundary() {
         let mut runs = Runs::default();
         runs.record(
-            CommandEvent::Started {
-                id: RunId(3),
-                command: "yes".into(),
-                cwd: "/w".into(),
-            },
+            CommandEvent::started(RunId(3), "yes".into(), "/w".into()),
             1,
         );
         let chunk = "é".repeat(1000); // 2000 bytes, 2-byte characters
@@ -239,11 +241,7 @@ mod tests {
         let mut runs = Runs::default();
         for i in 0..(RUNS_KEPT as u64 + 3) {
             runs.record(
-                CommandEvent::Started {
-                    id: RunId(i),
-                    command: format!("echo {i}"),
-                    cwd: "/w".into(),
-                },
+                CommandEvent::started(RunId(i), format!("echo {i}"), "/w".into()),
                 i,
             );
         }

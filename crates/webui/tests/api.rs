@@ -914,13 +914,7 @@ async fn the_page_shows_the_tools_server_and_sets_when_it_asks() {
 async fn an_approval_is_answered_once_and_a_cancelled_one_leaves_the_page() {
     let rig = Rig::start().await;
     let auth = rig.sign_in().await;
-    let ask = |id: u64| Approval {
-        id: RunId(id),
-        tool: "execute_command".into(),
-        summary: "Run `make`".into(),
-        command: Some("make".into()),
-        cwd: Some(rig.ws.display().to_string()),
-    };
+    let ask = |id: u64| Approval::command(RunId(id), "make".into(), rig.ws.display().to_string());
     let engine = rig.engine.clone();
     let first = ask(engine.next_run().0);
     let id = first.id.0;
@@ -976,11 +970,11 @@ async fn a_reloaded_page_gets_the_runs_with_their_output_and_exit() {
     let rig = Rig::start().await;
     let auth = rig.sign_in().await;
     let id = rig.engine.next_run();
-    rig.engine.command_event(CommandEvent::Started {
+    rig.engine.command_event(CommandEvent::started(
         id,
-        command: "cargo test".into(),
-        cwd: rig.ws.display().to_string(),
-    });
+        "cargo test".into(),
+        rig.ws.display().to_string(),
+    ));
     for part in ["running 2 tests\n", "\u{1b}[32mok\u{1b}[0m\n"] {
         rig.engine.command_event(CommandEvent::Output {
             id,

@@ -635,6 +635,53 @@ fn workspace_tools_ask_in_the_page_show_output_live_and_writes_are_reviewed() {
     rig.assert_quiet_console();
 }
 
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out, and "Run it" ran it. The page shows
+/// the server's rendering: the isolates as markers, a warning, and nothing
+/// of the raw characters anywhere in the approval.
+#[test]
+fn a_command_hiding_text_with_bidi_characters_is_shown_with_markers_and_a_warning() {
+    let mut rig = Rig::start_with("light", Some(Default::default()));
+    rig.browser.click(PAGE, "[data-tab=tools]");
+    let hostile = "echo safe \u{2067}; touch X; : #\u{2069}";
+    let run = rig.mcp_call("execute_command", json!({ "command": hostile }));
+    rig.browser
+        .wait_for(PAGE, "[data-approval] [data-approval-command]");
+    let marked = "echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}";
+    assert_eq!(
+        rig.browser
+            .text(PAGE, "[data-approval] [data-approval-command]"),
+        marked
+    );
+    let warning = rig
+        .browser
+        .text(PAGE, "[data-approval] [data-approval-warning]");
+    assert!(
+        warning.contains("2 hidden") && warning.contains("RIGHT-TO-LEFT ISOLATE"),
+        "{warning}"
+    );
+    let card = rig.browser.eval(
+        PAGE,
+        "() => { const a = document.querySelector('[data-approval]'); return a.textContent + a.getAttribute('aria-label'); }",
+        Value::Null,
+    );
+    let card = card.as_str().unwrap();
+    assert!(card.contains(marked), "{card}");
+    assert!(
+        !card.contains(['\u{2067}', '\u{2069}']),
+        "raw bidi characters in the approval: {card:?}"
+    );
+    rig.shot("tools-approval-hidden-light");
+    // What was shown is what runs.
+    rig.browser
+        .click(PAGE, "[data-approval] [data-action=allow]");
+    let answer = joined(run);
+    assert!(result_text(&answer).contains("\"exit_code\":0"), "{answer}");
+    assert!(rig.ws.join("X").exists());
+    assert_eq!(rig.browser.text(PAGE, "[data-run] .run-command"), marked);
+    rig.assert_quiet_console();
+}
+
 /// The attacker's page, served from `evil.example:<its port>`.
 const ATTACK: &str = r#"<!doctype html><meta charset="utf-8"><body><script>
 const ui = __UI__, reviewId = __REVIEW__, runId = __RUN__, results = {};
@@ -704,13 +751,11 @@ fn another_origin_cannot_read_decide_approve_or_select_and_rebinding_is_refused(
     let run = engine.next_run();
     let asked = rig.rt.spawn(async move {
         engine
-            .approve(ccbridge_server::Approval {
-                id: run,
-                tool: "execute_command".into(),
-                summary: "Run `rm -rf build`".into(),
-                command: Some("rm -rf build".into()),
-                cwd: Some("/".into()),
-            })
+            .approve(ccbridge_server::Approval::command(
+                run,
+                "rm -rf build".into(),
+                "/".into(),
+            ))
             .await
     });
     rig.browser.wait_until(

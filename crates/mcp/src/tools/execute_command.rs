@@ -55,13 +55,7 @@ pub async fn call(
     })?;
     let id = ctx.editor.next_run();
     if ctx.approval().asks_for_changes() {
-        let approval = Approval {
-            id,
-            tool: "execute_command".into(),
-            summary: format!("Run `{command}` in {abs}"),
-            command: Some(command.clone()),
-            cwd: Some(abs.clone()),
-        };
+        let approval = Approval::command(id, command.clone(), abs.clone());
         match ctx.editor.approve(approval).await {
             Ok(true) => {}
             Ok(false) => {
@@ -79,11 +73,8 @@ pub async fn call(
             }
         }
     }
-    ctx.editor.command_event(CommandEvent::Started {
-        id,
-        command: command.clone(),
-        cwd: abs.clone(),
-    });
+    ctx.editor
+        .command_event(CommandEvent::started(id, command.clone(), abs.clone()));
     let mut ended = Ended {
         editor: ctx.editor.clone(),
         event: CommandEvent::Exited {

@@ -99,13 +99,7 @@ impl Context {
         if !self.approval().asks_for_reads() {
             return Ok(());
         }
-        let approval = Approval {
-            id: self.editor.next_run(),
-            tool: tool.to_owned(),
-            summary,
-            command: None,
-            cwd: None,
-        };
+        let approval = Approval::call(self.editor.next_run(), tool.to_owned(), &summary);
         match self.editor.approve(approval).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(format!("The user did not allow this {tool} call.")),

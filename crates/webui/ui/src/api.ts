@@ -106,7 +106,19 @@ export interface ApprovalRequest {
   summary: string;
   command?: string;
   cwd?: string;
+  /** `command` and `cwd` as shown: hidden characters as ⟨U+XXXX⟩ markers. Show these, never the raw ones. */
+  commandShown?: string;
+  cwdShown?: string;
+  hiddenCharacters: HiddenCharacter[];
   askedAt: number;
+}
+
+/** A character shown as a ⟨U+XXXX⟩ marker because it renders invisibly or misleadingly. */
+export interface HiddenCharacter {
+  field: "command" | "cwd" | "summary";
+  codePoint: string;
+  name?: string;
+  index: number;
 }
 
 export interface RunExit {
@@ -122,6 +134,9 @@ export interface Run {
   id: number;
   command: string;
   cwd: string;
+  /** What to show of `command` and `cwd` (hidden characters as markers). */
+  commandShown: string;
+  cwdShown: string;
   startedAt: number;
   output: string;
   truncated: boolean;

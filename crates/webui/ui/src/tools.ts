@@ -3,9 +3,14 @@
 // yes or no, and the commands run, with their output live.
 //
 // An approval shows exactly what will run and where, as text; nothing in it
-// is focused or pre-selected, so no stray Enter allows a command.
+// is focused or pre-selected, so no stray Enter allows a command. The text is
+// the server's rendering (`commandShown`, `cwdShown`): characters that draw
+// invisibly or reorder the line (bidi controls, zero-width, control
+// characters) are ⟨U+XXXX⟩ markers there, with a warning above; it is laid
+// out strictly left to right in logical order, so even right-to-left
+// letters cannot move a part of the command elsewhere.
 
-import { api, type ApprovalMode, type ApprovalRequest, type Run, type RunExit, type ToolsInfo } from "./api";
+import { api, type ApprovalMode, type ApprovalRequest, type HiddenCharacter, type Run, type RunExit, type ToolsInfo } from "./api";
 import { clock, duration, h, replace } from "./dom";
 import { note } from "./notes";
 import { cleanTerminal } from "./terminal";
@@ -101,18 +106,18 @@ export class ToolsView {
 
   runStarted(r: Run): void {
     const status = h("span", { class: "run-status", "data-run-status": "running" }, "running…");
-    const output = h("pre", { class: "run-output", "data-run-output": "", tabindex: 0, "aria-label": `Output of ${r.command}` });
+    const output = h("pre", { class: "run-output", "data-run-output": "", tabindex: 0, "aria-label": `Output of ${r.commandShown}` });
     const el = h(
       "article",
       { class: "card run", "data-run": r.id },
       h(
         "div",
         { class: "card-header" },
-        h("code", { class: "run-command" }, r.command),
+        h("code", { class: "run-command shown-exactly" }, r.commandShown),
         h("span", { class: "spacer" }),
         status,
       ),
-      h("div", { class: "run-meta meta" }, `in ${r.cwd} · started ${clock(r.startedAt)}`),
+      h("div", { class: "run-meta meta" }, "in ", h("span", { class: "shown-exactly" }, r.cwdShown), ` · started ${clock(r.startedAt)}`),
       output,
     );
     const row: RunRow = { run: { ...r }, el, status, output, pending: false };
@@ -170,14 +175,16 @@ export class ToolsView {
     const allow = h("button", { type: "button", class: "btn primary", "data-action": "allow", onclick: () => void decide(true) }, a.command === undefined ? "Allow" : "Run it");
     const deny = h("button", { type: "button", class: "btn reject", "data-action": "deny", onclick: () => void decide(false) }, "Deny");
     buttons.push(allow, deny);
-    const what =
+    const warning = hiddenWarning(a.hiddenCharacters ?? []);
+    const what: HTMLElement[] =
       a.command === undefined
-        ? [h("p", { class: "approval-summary" }, a.summary)]
+        ? [h("p", { class: "approval-summary shown-exactly" }, a.summary)]
         : [
             h("p", { class: "approval-summary" }, "Claude wants to run this command:"),
-            h("pre", { class: "approval-command", "data-approval-command": "" }, a.command),
-            h("p", { class: "meta" }, "in ", h("code", null, a.cwd ?? "the workspace")),
+            h("pre", { class: "approval-command shown-exactly", "data-approval-command": "" }, a.commandShown ?? ""),
+            h("p", { class: "meta" }, "in ", h("code", { class: "shown-exactly" }, a.cwdShown ?? "the workspace")),
           ];
+    if (warning) what.unshift(warning);
     const el = h(
       "article",
       { class: "card approval", "data-approval": a.id, role: "group", "aria-label": a.summary },
@@ -283,4 +290,16 @@ export class ToolsView {
       note(`The mode did not change: ${e instanceof Error ? e.message : String(e)}`, "error");
     }
   }
+}
+
+/** The warning above an approval whose text has characters shown as markers, or null. */
+export function hiddenWarning(hidden: HiddenCharacter[]): HTMLElement | null {
+  if (hidden.length === 0) return null;
+  const n = hidden.length;
+  const kinds = [...new Set(hidden.map((c) => (c.name ? `${c.codePoint} ${c.name}` : c.codePoint)))].join(", ");
+  return h(
+    "p",
+    { class: "approval-warning", "data-approval-warning": "", role: "alert" },
+    `⚠ This contains ${n} hidden or look-alike character${n === 1 ? "" : "s"}, shown as ⟨U+…⟩ markers (${kinds}). Such characters make text look different from what runs: read it as shown here.`,
+  );
 }
