@@ -922,6 +922,61 @@ fn tools_caller(rig: &mut Rig) -> impl Fn(&str, Value) -> std::thread::JoinHandl
     }
 }
 
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. Neovim's prompt shows the sidecar's
+/// rendering (markers, a warning), never the raw characters; so does the
+/// output view of the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_neovims_prompt() {
+    let mut rig = rig("");
+    rig.nvim.lua(
+        "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
+        vec![],
+    );
+    let call = tools_caller(&mut rig);
+    let run = call(
+        "execute_command",
+        json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\nprintf '\\033]0;t\\007'\r"}),
+    );
+    rig.nvim
+        .wait("the approval prompt", "test.asked ~= nil", STEP);
+    let prompt = rig.nvim.eval("test.asked.prompt");
+    let prompt = prompt.as_str().unwrap();
+    assert!(
+        prompt.contains(
+            "echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\u{27E8}U+000A\u{27E9}printf"
+        ),
+        "{prompt:?}"
+    );
+    assert!(prompt.contains("\u{27E8}U+000D\u{27E9}"), "{prompt:?}");
+    assert!(
+        prompt.contains("3 hidden or look-alike characters"),
+        "{prompt:?}"
+    );
+    assert!(
+        !prompt.contains(['\u{2067}', '\u{2069}', '\r', '\n']),
+        "raw characters in the prompt: {prompt:?}"
+    );
+    rig.nvim.lua("test.answer('Allow')", vec![]);
+    run.join().unwrap();
+    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
+    let view_lines = "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+             return table.concat(vim.api.nvim_buf_get_lines(b, 0, 2, false), '\\n') end end end)()";
+    rig.nvim.wait(
+        "the output view",
+        &format!("({view_lines} or ''):find('$ echo', 1, true) ~= nil"),
+        STEP,
+    );
+    let view = rig.nvim.eval(view_lines);
+    let view = view.as_str().unwrap();
+    assert!(
+        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
+        "{view:?}"
+    );
+    assert!(!view.contains(['\u{2067}', '\u{2069}']), "{view:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workspace_tools_ask_neovims_user_and_show_the_commands_output() {
     let mut rig = rig("");

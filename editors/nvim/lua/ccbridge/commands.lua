@@ -10,13 +10,44 @@ local config = require("ccbridge.config")
 --- Output views by run id: `{ buf, chan }`.
 local runs = {}
 
---- Answers an `approve` request through `reply` once the user chose.
----@param p table  `{id, tool, summary, command?, cwd?}`
+--- Shown instead of a command the sidecar did not render (an older one).
+local NOT_SHOWN = "(not shown: this ccbridge is too old to show it safely)"
+
+--- The warning before an approval whose text has characters the sidecar
+--- replaced by `⟨U+XXXX⟩` markers (bidi controls, zero-width, control
+--- characters), or "".
+---@param p table
+---@return string
+local function warning(p)
+  local n = type(p.hiddenCharacters) == "table" and #p.hiddenCharacters or 0
+  if n == 0 then
+    return ""
+  end
+  return ("⚠ this contains %d hidden or look-alike character%s, shown as ⟨U+…⟩: read it as shown. "):format(
+    n,
+    n == 1 and "" or "s"
+  )
+end
+
+--- `s` on one line: a prompt may show only its first line, so line feeds
+--- become markers too.
+---@param s string
+---@return string
+local function one_line(s)
+  return (s:gsub("\n", "⟨U+000A⟩"))
+end
+
+--- Answers an `approve` request through `reply` once the user chose. Only
+--- the sidecar's rendering (`commandShown`, `cwdShown`, `summary`) is shown,
+--- never the raw `command`: it may hold characters that draw differently
+--- from what runs.
+---@param p table  `{id, tool, summary, command?, cwd?, commandShown?, cwdShown?, hiddenCharacters}`
 ---@param reply fun(result: table)
 function M.approve(p, reply)
-  local prompt = p.command and ("Claude wants to run `%s` in %s"):format(p.command, p.cwd or "?")
+  local prompt = p.command
+      and ("Claude wants to run `%s` in %s"):format(one_line(p.commandShown or NOT_SHOWN), p.cwdShown or "?")
     or ("Claude wants to: %s"):format(p.summary or p.tool or "?")
-  vim.ui.select({ "Allow", "Deny" }, { prompt = prompt .. " " }, function(choice)
+  vim.ui.select({ "Allow", "Deny" }, { prompt = warning(p) .. prompt .. " " }, function(choice)
     reply({ approved = choice == "Allow" })
   end)
 end
@@ -33,7 +64,9 @@ local function open_view(id, command, cwd)
   if vim.api.nvim_win_is_valid(back) then
     vim.api.nvim_set_current_win(back)
   end
-  vim.api.nvim_chan_send(chan, ("$ %s\r\n(in %s)\r\n"):format(command, cwd))
+  -- The sidecar's rendering: no escape or control character reaches the
+  -- terminal from the command.
+  vim.api.nvim_chan_send(chan, ("$ %s\r\n(in %s)\r\n"):format((command:gsub("\n", "\r\n")), cwd))
   runs[id] = { buf = buf, chan = chan }
 end
 
@@ -44,7 +77,7 @@ function M.event(p)
     return
   end
   if p.event == "started" then
-    open_view(p.id, p.command or "", p.cwd or "")
+    open_view(p.id, p.commandShown or NOT_SHOWN, p.cwdShown or "?")
     return
   end
   local run = runs[p.id]
