@@ -1303,6 +1303,50 @@ async fn claude_opens_and_saves_files_in_vim() {
     assert_eq!(rig.vim.eval("&modified"), 0);
 }
 
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. Vim's popup shows the sidecar's
+/// rendering (markers, a warning, every line), never the raw characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_vims_popup() {
+    let mut rig = rig(json!({}));
+    let tools = rig.init()["tools"].clone();
+    let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
+    let token = tools["token"].as_str().unwrap().to_owned();
+    let run = std::thread::spawn(move || {
+        ccbridge_testkit::http::mcp_call(
+            port,
+            &token,
+            "execute_command",
+            json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
+            Duration::from_secs(30),
+        )
+    });
+    rig.vim
+        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
+    let text = rig.vim.eval("ccbridge#tools#PendingText()[0]");
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains("3 hidden or look-alike characters"),
+        "{text:?}"
+    );
+    assert!(
+        text.contains(
+            "   echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\n   echo second line\u{27E8}U+000D\u{27E9}\n"
+        ),
+        "{text:?}"
+    );
+    assert!(
+        !text.contains(['\u{2067}', '\u{2069}', '\r']),
+        "raw characters in the popup: {text:?}"
+    );
+    rig.vim.wait_for_text("touch X", STEP).unwrap();
+    let screen = rig.vim.screen();
+    assert!(screen.contains("U+2067"), "{screen}");
+    rig.vim.keys("y");
+    run.join().unwrap();
+    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workspace_tools_ask_vims_user_and_show_the_commands_output() {
     let mut rig = rig(json!({}));

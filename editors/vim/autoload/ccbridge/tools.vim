@@ -4,6 +4,12 @@ vim9script
 # popup dialog (y: allow; n or <Esc>: deny; nothing blocks while it waits),
 # and its output is shown live in a scratch buffer below the current
 # window, terminal escapes removed.
+#
+# Only the sidecar's rendering of a command is shown (`commandShown`,
+# `cwdShown`, `summary`), never the raw `command`: it may hold bidi controls,
+# zero-width or control characters that draw differently from what runs.
+# The sidecar shows those as ⟨U+XXXX⟩ markers and lists them, and the popup
+# warns when it did.
 
 import autoload 'ccbridge.vim' as bridge
 
@@ -28,18 +34,33 @@ def Answered(tok: number, reqid: any, popup: number, result: number)
   bridge.Reply(tok, reqid, {approved: result == 1})
 enddef
 
+const NOT_SHOWN = '(not shown: this ccbridge is too old to show it safely)'
+
+# The warning line of an approval whose text has hidden characters, or [].
+def Warning(p: dict<any>): list<string>
+  const hidden = get(p, 'hiddenCharacters', [])
+  const n = type(hidden) == v:t_list ? len(hidden) : 0
+  if n == 0
+    return []
+  endif
+  return [printf(' ⚠ this contains %d hidden or look-alike character%s, shown as ⟨U+…⟩:', n, n == 1 ? '' : 's'),
+    '   read it as shown.', '']
+enddef
+
 # `approve`: asks, and answers once you decided (no time limit).
 export def Approve(p: dict<any>, tok: number, reqid: any)
   if !bridge.Options().tools.approve
     bridge.Reply(tok, reqid, {approved: false})
     return
   endif
-  var lines: list<string>
-  const command = get(p, 'command', v:null)
-  if type(command) == v:t_string
-    lines = [' Claude wants to run:', '   ' .. command, printf(' in %s', get(p, 'cwd', '?'))]
+  var lines = Warning(p)
+  if type(get(p, 'command', v:null)) == v:t_string
+    const shown = get(p, 'commandShown', v:null)
+    lines += [' Claude wants to run:']
+    lines += split(type(shown) == v:t_string ? shown : NOT_SHOWN, "\n", true)->map((_, l) => '   ' .. l)
+    lines += [printf(' in %s', Str(get(p, 'cwdShown', '?')))]
   else
-    lines = [' Claude wants to: ' .. Str(get(p, 'summary', get(p, 'tool', '?')))]
+    lines += [' Claude wants to: ' .. Str(get(p, 'summary', get(p, 'tool', '?')))]
   endif
   lines += ['', ' Allow? (y)es / (n)o ']
   const id = popup_dialog(lines, {
@@ -53,6 +74,11 @@ enddef
 
 export def Pending(): number
   return len(popups)
+enddef
+
+# The text of the approval popups still open (for tests).
+export def PendingText(): list<string>
+  return popups->mapnew((_, id) => join(getbufline(winbufnr(id), 1, '$'), "\n"))
 enddef
 
 def Clean(data: string): string
@@ -85,7 +111,7 @@ def OpenView(id: any, command: string, cwd: string)
   execute 'resize ' .. height
   setlocal buftype=nofile bufhidden=wipe noswapfile nobuflisted
   execute 'silent keepalt file ' .. fnameescape(printf('ccbridge://command/%s', id))
-  setline(1, ['$ ' .. command, '(in ' .. cwd .. ')', ''])
+  setline(1, split('$ ' .. command, "\n", true) + ['(in ' .. cwd .. ')', ''])
   runs[string(id)] = bufnr()
   win_gotoid(back)
 enddef
@@ -98,7 +124,8 @@ export def Event(p: dict<any>)
   const id = get(p, 'id', v:null)
   const event = get(p, 'event', '')
   if event ==# 'started'
-    OpenView(id, Str(get(p, 'command', '')), Str(get(p, 'cwd', '')))
+    const shown = get(p, 'commandShown', v:null)
+    OpenView(id, type(shown) == v:t_string ? shown : NOT_SHOWN, Str(get(p, 'cwdShown', '?')))
     return
   endif
   const buf = get(runs, string(id), 0)
