@@ -1667,6 +1667,32 @@ ALIST is the `display-buffer' action alist."
 
 ;;;; Approvals and command output (the workspace tools)
 
+;; Only the sidecar's rendering of a command is shown (`commandShown',
+;; `cwdShown', `summary'), never the raw `command': it may hold bidi
+;; controls, zero-width or control characters that draw differently from
+;; what runs.  The sidecar shows those as ⟨U+XXXX⟩ markers and lists them
+;; (`hiddenCharacters'); the approval buffer then warns, and lays its text
+;; out left to right in logical order, so right-to-left letters cannot move
+;; a part of the command either.
+
+(defconst ccbridge--not-shown
+  "(not shown: this ccbridge is too old to show it safely)"
+  "Shown instead of a command the sidecar did not render.")
+
+(defun ccbridge--hidden-warning (params)
+  "The warning of approval PARAMS with hidden characters, or \"\"."
+  (let ((n (length (plist-get params :hiddenCharacters))))
+    (if (zerop n)
+        ""
+      (format "⚠ This contains %d hidden or look-alike character%s, \
+shown as ⟨U+…⟩:\n  read it as shown.\n\n"
+              n (if (= n 1) "" "s")))))
+
+(defun ccbridge--shown (params key)
+  "The string at KEY of PARAMS (the sidecar's rendering), or a placeholder."
+  (let ((s (plist-get params key)))
+    (if (stringp s) s ccbridge--not-shown)))
+
 (defvar-local ccbridge--approval nil
   "In an approval buffer: the function replying to the sidecar.")
 
@@ -1716,11 +1742,15 @@ ALIST is the `display-buffer' action alist."
     (with-current-buffer buf
       (ccbridge-approval-mode)
       (setq ccbridge--approval reply)
-      (let ((inhibit-read-only t)
-            (command (plist-get params :command)))
-        (if (stringp command)
-            (insert (format "Claude wants to run\n\n    %s\n\nin %s\n"
-                            command (or (plist-get params :cwd) "?")))
+      (setq bidi-paragraph-direction 'left-to-right
+            bidi-display-reordering nil)
+      (let ((inhibit-read-only t))
+        (insert (ccbridge--hidden-warning params))
+        (if (stringp (plist-get params :command))
+            (insert (format "Claude wants to run\n\n%s\n\nin %s\n"
+                            (replace-regexp-in-string
+                             "^" "    " (ccbridge--shown params :commandShown))
+                            (ccbridge--shown params :cwdShown)))
           (insert (format "Claude wants to: %s\n"
                           (or (plist-get params :summary) (plist-get params :tool)))))
         (insert (substitute-command-keys
@@ -1743,8 +1773,9 @@ allow   \\[ccbridge-approval-deny] deny\n"))))
         (special-mode)
         (setq-local ansi-color-context nil)
         (let ((inhibit-read-only t))
-          (insert (format "$ %s\n(in %s)\n" (plist-get params :command)
-                          (plist-get params :cwd)))))
+          (insert (format "$ %s\n(in %s)\n"
+                          (ccbridge--shown params :commandShown)
+                          (ccbridge--shown params :cwdShown)))))
       (setf (alist-get id ccbridge--command-views) buf)
       (display-buffer buf '((display-buffer-reuse-window display-buffer-at-bottom)
                             (window-height . 0.3))))

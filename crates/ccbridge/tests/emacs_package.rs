@@ -1224,6 +1224,73 @@ async fn a_missing_binary_is_reported_once_with_what_to_do() {
 
 // ───────────────────────── workspace tools ─────────────────────────
 
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. Emacs's approval buffer shows the
+/// sidecar's rendering (markers, a warning, every line) in logical order,
+/// never the raw characters; so does the run's output buffer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_emacs() {
+    let rig = rig("");
+    let init_tools = rig.emacs.json(
+        "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
+    );
+    let port = ccbridge_testkit::http::url_port(init_tools["url"].as_str().unwrap());
+    let token = init_tools["token"].as_str().unwrap().to_owned();
+    let run = std::thread::spawn(move || {
+        ccbridge_testkit::http::mcp_call(
+            port,
+            &token,
+            "execute_command",
+            json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
+            Duration::from_secs(60),
+        )
+    });
+    rig.emacs.wait(
+        "the approval buffer",
+        "(eq major-mode 'ccbridge-approval-mode)",
+        STEP,
+    );
+    let asked = rig
+        .emacs
+        .string("(buffer-substring-no-properties (point-min) (point-max))");
+    assert!(
+        asked.starts_with("\u{26A0} This contains 3 hidden or look-alike characters"),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(
+            "    echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\n    echo second line\u{27E8}U+000D\u{27E9}\n"
+        ),
+        "{asked:?}"
+    );
+    assert!(
+        !asked.contains(['\u{2067}', '\u{2069}', '\r']),
+        "raw characters in the approval: {asked:?}"
+    );
+    assert_eq!(
+        rig.emacs.string("(format \"%s\" bidi-display-reordering)"),
+        "nil"
+    );
+    rig.emacs.keys("y");
+    run.join().unwrap();
+    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
+    let view = rig.emacs.wait(
+        "the output buffer",
+        "(let ((b (cl-find-if (lambda (b) (string-prefix-p \"*ccbridge command\" (buffer-name b))) \
+                              (buffer-list)))) \
+           (and b (ccbridge-test-buffer-text b)))",
+        STEP,
+    );
+    let view = view.as_str().unwrap();
+    assert!(
+        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
+        "{view:?}"
+    );
+    // The header (the command's output is the command's own business).
+    let header = &view[..view.find("\n(in ").unwrap()];
+    assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workspace_tools_ask_in_emacs_and_show_the_commands_output() {
     let rig = rig("");
