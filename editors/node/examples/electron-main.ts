@@ -128,7 +128,10 @@ export async function runEditor(electron: ElectronLike, folder: string): Promise
           return verdicts.wait(diff.id);
         },
         closeDiff: ({ id, reason }) => toWindow("ccbridge:close-diff", { id, reason }),
-        // A workspace tool wants to run a command: ask in the window.
+        // A workspace tool wants to run a command: ask in the window. The
+        // window must show request.commandShown and request.cwdShown (hidden
+        // characters as ⟨U+XXXX⟩ markers), with a warning when
+        // request.hiddenCharacters is not empty, never request.command.
         approve: (request) => {
           toWindow("ccbridge:approve", request);
           return approvals.wait(request.id);

@@ -50,7 +50,12 @@ try {
         return { filePath: p.filePath };
       },
       approve: async (req) => {
-        log("approve", req);
+        // Only ccbridge's rendering is printed, never req.command: it may hold
+        // characters that draw differently from what runs (bidi controls,
+        // zero-width, escapes); those are ⟨U+XXXX⟩ markers in commandShown.
+        const hidden = req.hiddenCharacters.length;
+        log("approve", { id: req.id, tool: req.tool, command: req.commandShown, cwd: req.cwdShown, hidden });
+        if (hidden > 0) console.log(`⚠ this contains ${hidden} hidden or look-alike character(s), shown as ⟨U+…⟩: read it as shown.`);
         if (auto) return auto === "accepted";
         if (!rl) return false;
         return /^y/i.test(await rl.question(`${req.summary} — allow? [y/N] `));
@@ -72,7 +77,9 @@ if (bridge.tools) log("workspace tools", { url: bridge.tools.url, approvalMode: 
 
 bridge.on("clientConnected", (c) => log("clientConnected", c));
 bridge.on("clientDisconnected", (c) => log("clientDisconnected", c));
-bridge.on("commandEvent", (e) => log("commandEvent", e));
+bridge.on("commandEvent", (e) =>
+  log("commandEvent", e.event === "started" ? { event: e.event, id: e.id, command: e.commandShown, cwd: e.cwdShown } : e),
+);
 bridge.on("invalidNotification", (p) => log("invalidNotification", p));
 bridge.on("warning", (w) => log("warning", w.message));
 bridge.on("exit", ({ code, signal, error }) => {

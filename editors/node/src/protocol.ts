@@ -316,19 +316,42 @@ export interface ApproveParams {
   id: number;
   /** `execute_command`, `read_file`, ... */
   tool: string;
-  /** One line for a person, e.g. "Run `make` in /ws". */
+  /** One line for a person, e.g. "Run `make` in /ws"; hidden characters as ⟨U+XXXX⟩ markers. */
   summary: string;
-  /** For `execute_command`: exactly what will run. */
+  /** For `execute_command`: exactly what will run. Do not show it: show `commandShown`. */
   command?: string;
-  /** For `execute_command`: where (absolute). */
+  /** For `execute_command`: where (absolute). Do not show it: show `cwdShown`. */
   cwd?: string;
+  /**
+   * `command` as a person must see it: every character that draws invisibly or
+   * misleadingly (bidi controls, zero-width, control characters, look-alike
+   * spaces, the marker's own `⟨`) as a `⟨U+XXXX⟩` marker; line feeds kept.
+   */
+  commandShown?: string;
+  /** `cwd` as a person must see it (one line). */
+  cwdShown?: string;
+  /** Every character shown as a marker; when not empty, warn the user. */
+  hiddenCharacters: HiddenCharacter[];
+}
+
+/** A character of an `approve` request shown as a `⟨U+XXXX⟩` marker. */
+export interface HiddenCharacter {
+  /** Which text it is in (`summary` for a call without a command). */
+  field: "command" | "cwd" | "summary";
+  /** `U+2067`, as in the marker. */
+  codePoint: string;
+  /** Its Unicode name, for the common ones. */
+  name?: string;
+  /** Its position in that text, in code points from 0. */
+  index: number;
 }
 
 // ------------------------------------------------------------ ccbridge → editor notifications
 
 /** `commandEvent`: an approved command is running. */
 export type CommandEvent =
-  | { event: "started"; id: number; command: string; cwd: string }
+  /** Show `commandShown` and `cwdShown` (see `ApproveParams`), not `command` and `cwd`. */
+  | { event: "started"; id: number; command: string; cwd: string; commandShown: string; cwdShown: string }
   /** stdout and stderr as they come, terminal escapes included. */
   | { event: "output"; id: number; data: string }
   /** `exitCode` is `null` when a signal ended the command. */

@@ -45,6 +45,43 @@ test("execute_command asks onApprove; the run comes as commandEvents", async (t)
   sub.dispose();
 });
 
+// Security issue 20, item 3: a right-to-left isolate drew "; touch X; :"
+// after the "#", as if commented out. The handler gets ccbridge's rendering
+// to show, with the hidden characters listed.
+test("a command hiding text with bidi characters comes with commandShown and hiddenCharacters", async (t) => {
+  const sb = sandbox(t);
+  const asked = [];
+  const bridge = await startBridge(t, sb, {
+    handlers: {
+      approve: (req) => {
+        asked.push(req);
+        return true;
+      },
+    },
+  });
+  const started = waitEvent(bridge, "commandEvent", (e) => e.event === "started");
+  const exited = waitEvent(bridge, "commandEvent", (e) => e.event === "exited");
+  const tools = await ToolsClient.connect(bridge.tools);
+  const hostile = "echo safe \u2067; touch X; : #\u2069";
+  const ran = await tools.call("execute_command", { command: hostile });
+  assert.equal(ran.isError, false, ran.text);
+  const req = asked[0];
+  assert.equal(req.command, hostile, "the raw command stays exact");
+  const marked = "echo safe \u27e8U+2067\u27e9; touch X; : #\u27e8U+2069\u27e9";
+  assert.equal(req.commandShown, marked);
+  assert.equal(resolve(req.cwdShown), sb.ws);
+  assert.deepEqual(req.hiddenCharacters, [
+    { field: "command", codePoint: "U+2067", name: "RIGHT-TO-LEFT ISOLATE", index: 10 },
+    { field: "command", codePoint: "U+2069", name: "POP DIRECTIONAL ISOLATE", index: 25 },
+  ]);
+  assert.ok(req.summary.includes(marked), req.summary);
+  assert.ok(!/[\u2067\u2069]/.test(req.summary), "raw bidi characters in the summary");
+  const [s] = await started;
+  assert.equal(s.commandShown, marked);
+  await exited;
+  assert.ok(existsSync(join(sb.ws, "X")), "what was shown is what ran");
+});
+
 test("a tool's write is reviewed by the showDiff handler (clientId null)", async (t) => {
   const sb = sandbox(t);
   const app = join(sb.ws, "app.py");
