@@ -534,3 +534,61 @@ pub enum EditorEvent {
     /// The user decided on a diff.
     DiffResolved { id: DiffId, decision: DiffDecision },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Security issue 20, item 3: the approval of a command hiding
+    /// `touch X` behind right-to-left isolates shows them as markers
+    /// everywhere it is shown, and keeps the command exact.
+    #[test]
+    fn an_approval_shows_hidden_characters_as_markers_and_keeps_the_command() {
+        let command = "echo safe \u{2067}; touch X; : #\u{2069}\nls";
+        let a = Approval::command(RunId(7), command.into(), "/w/\u{202E}dir".into());
+        assert_eq!(a.command.as_deref(), Some(command));
+        assert_eq!(a.cwd.as_deref(), Some("/w/\u{202E}dir"));
+        assert_eq!(
+            a.command_shown.as_deref(),
+            Some("echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\nls")
+        );
+        assert_eq!(a.cwd_shown.as_deref(), Some("/w/\u{27E8}U+202E\u{27E9}dir"));
+        assert_eq!(
+            a.summary,
+            "Run `echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\u{27E8}U+000A\u{27E9}ls` in /w/\u{27E8}U+202E\u{27E9}dir"
+        );
+        let fields: Vec<_> = a
+            .hidden_characters
+            .iter()
+            .map(|h| (h.field.as_str(), h.char.code_point.as_str(), h.char.index))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("command", "U+2067", 10),
+                ("command", "U+2069", 25),
+                ("cwd", "U+202E", 3)
+            ]
+        );
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(v["commandShown"], a.command_shown.clone().unwrap());
+        assert_eq!(v["cwdShown"], a.cwd_shown.clone().unwrap());
+        assert_eq!(
+            v["hiddenCharacters"][0],
+            serde_json::json!({"field": "command", "codePoint": "U+2067",
+                               "name": "RIGHT-TO-LEFT ISOLATE", "index": 10})
+        );
+        assert_eq!(serde_json::from_value::<Approval>(v).unwrap(), a);
+    }
+
+    #[test]
+    fn a_call_summary_with_a_hidden_character_is_shown_with_a_marker() {
+        let a = Approval::call(RunId(1), "read_file".into(), "Read a\u{200B}b.rs");
+        assert_eq!(a.summary, "Read a\u{27E8}U+200B\u{27E9}b.rs");
+        assert_eq!(a.hidden_characters[0].field, "summary");
+        assert!(a.command_shown.is_none());
+        let plain = Approval::call(RunId(2), "read_file".into(), "Read src/a.rs");
+        assert_eq!(plain.summary, "Read src/a.rs");
+        assert!(plain.hidden_characters.is_empty());
+    }
+}
