@@ -220,6 +220,8 @@ fn writes_are_reviewed_and_commands_approved_by_the_editor_through_the_sidecar()
     let ask = ed.expect_request("approve", STEP).unwrap();
     assert_eq!(ask.params["tool"], "execute_command");
     assert_eq!(ask.params["command"], "echo hi; env");
+    assert_eq!(ask.params["commandShown"], "echo hi; env");
+    assert_eq!(ask.params["hiddenCharacters"], json!([]));
     ed.respond(ask.id.as_ref().unwrap(), json!({"approved": true}))
         .unwrap();
     let (text, is_error) = call.join().unwrap();
@@ -240,6 +242,7 @@ fn writes_are_reviewed_and_commands_approved_by_the_editor_through_the_sidecar()
     let started = ed.expect_notification("commandEvent", STEP).unwrap();
     assert_eq!(started["event"], "started", "{started}");
     assert_eq!(started["id"], ask.params["id"]);
+    assert_eq!(started["commandShown"], "echo hi; env");
     let exited = ed
         .expect("commandEvent", STEP, |m| m.params["event"] == "exited")
         .unwrap();
