@@ -15,8 +15,8 @@
 
 use crate::context::ContextTracker;
 use crate::discovery::Agent;
-use ccbridge_server::original::{Original, MAX_ORIGINAL};
 use ccbridge_mcp::service::CappedSessions;
+use ccbridge_server::original::{Original, MAX_ORIGINAL};
 use ccbridge_server::{AgentSession, EngineHandle, Proposal, Verdict};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomNotification,
