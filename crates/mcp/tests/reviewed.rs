@@ -538,3 +538,51 @@ async fn commands_beyond_the_cap_are_refused_at_once_until_one_finishes() {
     assert_eq!(r["output"], "third\n", "{r}");
     rig.stop().await;
 }
+
+/// Issue 20, item 5: `apply_diff`, then the file changed on disk while the
+/// review was open, then Accept: the newer line was lost and the tool said
+/// it succeeded. Now nothing is written, the newer text stays, and the
+/// agent is told to read the file again; a file that appeared while a new
+/// one was under review is not replaced either.
+#[tokio::test]
+async fn accepting_a_review_never_overwrites_a_newer_change_on_disk() {
+    let mut rig = start().await;
+    rig.open_session().await;
+    std::fs::write(rig.path("db.rs"), "fn open() {}\n").unwrap();
+    let call = rig.call_later(
+        "apply_diff",
+        json!({"path": "db.rs", "diff": "<<<<<<< SEARCH\nfn open() {}\n=======\nfn open() -> Db {}\n>>>>>>> REPLACE\n"}),
+    );
+    let (_, answer) = rig.next_review().await;
+    // The user (or another tool) saves a newer text meanwhile.
+    std::fs::write(rig.path("db.rs"), "fn open() {}\nfn close() {}\n").unwrap();
+    answer
+        .send(Ok(Verdict::Accepted {
+            contents: "fn open() -> Db {}\n".into(),
+        }))
+        .unwrap();
+    let (text, is_error) = outcome(call.await.unwrap());
+    assert!(is_error, "{text}");
+    assert!(text.contains("changed on disk"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(rig.path("db.rs")).unwrap(),
+        "fn open() {}\nfn close() {}\n",
+        "the newer text was overwritten"
+    );
+    // A new file that someone else created during the review.
+    let call = rig.call_later("write_file", json!({"path": "new.rs", "content": "mine\n"}));
+    let (_, answer) = rig.next_review().await;
+    std::fs::write(rig.path("new.rs"), "theirs\n").unwrap();
+    answer
+        .send(Ok(Verdict::Accepted {
+            contents: "mine\n".into(),
+        }))
+        .unwrap();
+    let (text, is_error) = outcome(call.await.unwrap());
+    assert!(is_error && text.contains("changed on disk"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(rig.path("new.rs")).unwrap(),
+        "theirs\n"
+    );
+    rig.stop().await;
+}

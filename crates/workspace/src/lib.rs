@@ -33,7 +33,7 @@ mod locate;
 mod write;
 
 pub use locate::Located;
-pub use write::Written;
+pub use write::{Expected, Written};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use serde::Serialize;
@@ -60,6 +60,8 @@ pub enum WorkspaceError {
     IsALink(String),
     #[error("{0} is not a directory")]
     NotADirectory(String),
+    #[error("{0} changed on disk since it was read; nothing was written")]
+    Changed(String),
     #[error("{path} is larger than {limit} bytes")]
     TooLarge { path: String, limit: u64 },
     #[error("cannot use the workspace folder {}: {error}", path.display())]

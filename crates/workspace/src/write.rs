@@ -21,6 +21,19 @@ use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+/// What the file must hold just before a write replaces it, for the write
+/// to happen: a change reviewed against one text must not land over
+/// another that appeared on disk meanwhile (the newer text would be lost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected<'a> {
+    /// Whatever it holds.
+    Any,
+    /// No file there.
+    Absent,
+    /// Exactly these bytes.
+    Bytes(&'a [u8]),
+}
+
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
@@ -33,13 +46,26 @@ pub struct Written {
 impl Workspace {
     /// Replaces (or creates) the file at `path` with `bytes`, atomically.
     pub fn write_atomic(&self, path: &str, bytes: &[u8]) -> Result<Written, WorkspaceError> {
+        self.replace(path, bytes, Expected::Any)
+    }
+
+    /// Like [`Self::write_atomic`], only if the file holds what `expected`
+    /// says right before the rename (else [`WorkspaceError::Changed`] and
+    /// nothing is written). The check and the rename are two steps: a
+    /// change in the microseconds between them is not seen.
+    pub fn replace(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        expected: Expected<'_>,
+    ) -> Result<Written, WorkspaceError> {
         let at = self.locate(path)?;
         let (Some(name), parent) = (at.rel.file_name(), at.rel.parent()) else {
             return Err(WorkspaceError::NotAFile(at.asked));
         };
         let name = name.to_owned();
         let (dir, made) = self.parent_dir(&at, parent.unwrap_or(Path::new("")))?;
-        let result = self.write_in(&dir, &name, bytes, &at);
+        let result = self.write_in(&dir, &name, bytes, expected, &at);
         if result.is_err() {
             // Directories made for this write go again (deepest first).
             for d in made.iter().rev() {
@@ -111,6 +137,7 @@ impl Workspace {
         dir: &OwnedFd,
         name: &std::ffi::OsStr,
         bytes: &[u8],
+        expected: Expected<'_>,
         at: &Located,
     ) -> Result<bool, WorkspaceError> {
         let err = |e| io_error(&at.asked, e);
@@ -133,20 +160,66 @@ impl Workspace {
             let mut file = std::fs::File::from(fd);
             file.write_all(bytes)?;
             file.sync_all()?;
+            if !holds(dir, name, expected)? {
+                return Ok(false);
+            }
             rustix::fs::renameat(dir, temp.as_str(), dir, name)?;
-            Ok::<(), std::io::Error>(())
+            Ok::<bool, std::io::Error>(true)
         })();
-        if let Err(error) = written {
-            let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
-            return Err(WorkspaceError::Io {
-                path: at.asked.clone(),
-                error,
-            });
+        match written {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+                return Err(WorkspaceError::Changed(at.asked.clone()));
+            }
+            Err(error) => {
+                let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+                return Err(WorkspaceError::Io {
+                    path: at.asked.clone(),
+                    error,
+                });
+            }
         }
         // The rename itself reaches the disk with the directory.
         let _ = rustix::fs::fsync(dir);
         Ok(created)
     }
+}
+
+/// Whether `name` in `dir` holds what `expected` says (read without
+/// following a link or blocking on a FIFO, no more than the expected size
+/// plus one byte).
+fn holds(dir: &OwnedFd, name: &std::ffi::OsStr, expected: Expected<'_>) -> std::io::Result<bool> {
+    use std::io::Read;
+    let want = match expected {
+        Expected::Any => return Ok(true),
+        Expected::Absent => {
+            return match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Err(rustix::io::Errno::NOENT) => Ok(true),
+                Err(e) => Err(e.into()),
+                Ok(_) => Ok(false),
+            }
+        }
+        Expected::Bytes(b) => b,
+    };
+    let fd = match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+        return Ok(false);
+    }
+    let mut now = Vec::with_capacity(want.len());
+    std::fs::File::from(fd)
+        .take(want.len() as u64 + 1)
+        .read_to_end(&mut now)?;
+    Ok(now == want)
 }
 
 /// A fresh temporary file in `dir`, created with `mode` (less the umask)
@@ -307,6 +380,33 @@ mod tests {
         ws.write_atomic(&name, b"again\n").unwrap();
         assert_eq!(std::fs::read(d.path().join(&name)).unwrap(), b"again\n");
         assert!(leftovers(d.path()).is_empty());
+    }
+
+    #[test]
+    fn a_replace_expecting_other_contents_writes_nothing() {
+        use super::Expected;
+        let (d, ws) = ws();
+        let p = d.path().join("a.txt");
+        std::fs::write(&p, "newer\n").unwrap();
+        assert!(matches!(
+            ws.replace("a.txt", b"mine\n", Expected::Bytes(b"older\n")),
+            Err(WorkspaceError::Changed(_))
+        ));
+        assert!(matches!(
+            ws.replace("a.txt", b"mine\n", Expected::Absent),
+            Err(WorkspaceError::Changed(_))
+        ));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "newer\n");
+        assert!(leftovers(d.path()).is_empty());
+        ws.replace("a.txt", b"mine\n", Expected::Bytes(b"newer\n"))
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "mine\n");
+        // A file that appeared where none was expected.
+        assert!(matches!(
+            ws.replace("b.txt", b"x", Expected::Bytes(b"")),
+            Err(WorkspaceError::Changed(_))
+        ));
+        ws.replace("b.txt", b"x", Expected::Absent).unwrap();
     }
 
     #[test]

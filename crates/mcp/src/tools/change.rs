@@ -7,11 +7,11 @@
 //! LF line breaks. The file's own conventions (BOM, CRLF, final line break)
 //! are put back on what the user accepted, just before the write.
 
-use super::{blocking, Context};
+use super::Context;
 use ccbridge_protocol::editor::{Diagnostic, FileDiagnostics, Severity};
 use ccbridge_server::{Proposal, Verdict};
 use ccbridge_tools::{get_diagnostics, write_file};
-use ccbridge_workspace::{FileText, Workspace, WorkspaceError};
+use ccbridge_workspace::{Expected, FileText, Workspace, WorkspaceError};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -171,17 +171,37 @@ pub(crate) async fn land(
     let bytes = write_file::keep_conventions(c.original.as_deref(), &final_text);
     let ws = c.ws.clone();
     let asked = c.asked.clone();
-    let written = blocking(move || {
-        ws.write_atomic(&asked, bytes.as_bytes())
-            .map(|w| if w.created { "created" } else { "modified" }.to_owned())
-            .map_err(|e| e.to_string())
+    // The text the change was made (and reviewed) against must still be
+    // there: a newer text on disk is never overwritten silently.
+    let original = c.original.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        let expected = match &original {
+            Some(t) => Expected::Bytes(t.as_bytes()),
+            None => Expected::Absent,
+        };
+        ws.replace(&asked, bytes.as_bytes(), expected).map(|w| {
+            if w.created {
+                "created"
+            } else {
+                "modified"
+            }
+        })
     })
     .await
-    .map_err(|e| {
-        error(
+    .map_err(|e| error(&c.asked, format!("the tool failed: {e}")))?
+    .map_err(|e| match e {
+        WorkspaceError::Changed(_) => error(
+            &c.asked,
+            format!(
+                "{} changed on disk while the change was under review, so nothing was written \
+                 (the newer text is kept). Read the file again and propose the change anew.",
+                c.asked
+            ),
+        ),
+        e => error(
             &c.asked,
             format!("the change was accepted but could not be written: {e}"),
-        )
+        ),
     })?;
     result.insert("status".into(), status.into());
     result.insert("operation".into(), written.into());
