@@ -439,3 +439,110 @@ fn serve_offers_the_agents_asked_for_and_removes_their_files() {
         "{out:?}"
     );
 }
+
+/// Issue 20, items 4 and 7: with the common limit of 1,024 open files,
+/// 1,100 idle sockets to the tools port made the page, the tools server
+/// and the IDE port all unreachable, without any token (the tools and
+/// companion ports had no connection cap and no header timeout), and 64
+/// idle sockets to the page locked its user out. Now each loopback HTTP
+/// server holds a bounded number of connections and keeps slots for
+/// signed-in clients: the user, Claude and the tools' client still get in.
+#[test]
+fn idle_socket_floods_lock_nobody_out_under_a_1024_file_limit() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let mut cmd = sb.command(&["serve"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = rustix::process::Rlimit {
+                current: Some(1024),
+                maximum: Some(1024),
+            };
+            rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:"))
+                .map(str::to_owned)
+        })
+        .expect("the link is printed");
+    let (base, token) = url.split_once("/#token=").unwrap();
+    let ui_port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
+    let lock = poll_until(Duration::from_secs(10), POLL, || {
+        lock_files(&sb.ide()).into_iter().next()
+    })
+    .expect("a lock file");
+    let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
+    let ide_port: u16 = lock
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let tools = parsed.tools.clone().expect("the tools server");
+    let tools_port = ccbridge_testkit::http::url_port(&tools.url);
+    // The flood: far more sockets than ccbridge may open files.
+    let mut flood = Vec::new();
+    for port in std::iter::repeat_n(tools_port, 1100).chain(std::iter::repeat_n(ui_port, 200)) {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        // Half a request head, as a slow client sends it.
+        let _ = s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1");
+        flood.push(s);
+    }
+    let wait = Duration::from_secs(10);
+    // The page's user signs in and reads the state.
+    let a = ccbridge_testkit::http::request(
+        ui_port,
+        "POST",
+        "/api/session",
+        &[
+            ("Host", &format!("127.0.0.1:{ui_port}")),
+            ("Content-Type", "application/json"),
+        ],
+        &format!("{{\"token\":\"{token}\"}}"),
+        wait,
+    );
+    assert_eq!(a.status, 200, "the page's user was locked out: {}", a.head);
+    let session: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    let auth = format!("Bearer {}", session["session"].as_str().unwrap());
+    let a = ccbridge_testkit::http::request(
+        ui_port,
+        "GET",
+        "/api/state",
+        &[
+            ("Host", &format!("127.0.0.1:{ui_port}")),
+            ("Authorization", &auth),
+        ],
+        "",
+        wait,
+    );
+    assert_eq!(a.status, 200, "{}", a.head);
+    // The tools' client opens a session.
+    let sid = ccbridge_testkit::http::mcp_session(tools_port, &tools.token, wait);
+    assert!(!sid.is_empty());
+    // Claude connects to the IDE port.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ide_token = parsed.auth_token.clone();
+    rt.block_on(async {
+        let mut c =
+            ccbridge_client::ws_client::IdeClient::connect(ide_port, ide_token.as_deref(), wait)
+                .await
+                .expect("the IDE port still accepts Claude");
+        c.list_tools().await.expect("and answers it");
+    });
+    drop(flood);
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(exits(&mut child).success());
+    assert!(!lock.exists());
+}
