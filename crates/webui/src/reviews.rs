@@ -10,8 +10,11 @@
 //! decision names a hunk by its index in the version the page saw.
 //!
 //! - Rejecting a hunk reverts it in `working`, so it stops being a hunk.
-//! - Accepting a hunk marks it; the mark follows the hunk's content
-//!   (fingerprint) through later edits elsewhere.
+//! - Accepting a hunk marks that hunk and no other: the mark names where
+//!   the hunk stands in the original (which never changes) and what it
+//!   holds, so it follows the hunk through edits elsewhere, is lost when
+//!   the hunk itself is edited, and never passes to another hunk that
+//!   merely looks the same (a `replace_all` makes many identical ones).
 //! - When no undecided hunk is left, the review finishes by itself:
 //!   accepted with `working` if anything was accepted, rejected otherwise.
 //! - Every change bumps `version`; a request made against an older version
@@ -70,9 +73,28 @@ pub struct Review {
     pub session: Option<Asker>,
     pub created_at: u64,
     pub status: Status,
-    /// Fingerprints of the accepted hunks.
+    /// The accepted hunks.
     #[serde(skip)]
-    accepted: HashSet<u64>,
+    accepted: HashSet<Mark>,
+}
+
+/// An accepted hunk: its lines in the original, and a fingerprint of its
+/// old and new lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Mark {
+    old_start: u32,
+    old_lines: u32,
+    content: u64,
+}
+
+impl Mark {
+    fn of(original: &str, working: &str, h: &Hunk) -> Mark {
+        Mark {
+            old_start: h.old_start,
+            old_lines: h.old_lines,
+            content: hunks::fingerprint(original, working, h),
+        }
+    }
 }
 
 /// What a decision led to.
@@ -137,9 +159,9 @@ impl Review {
         }
         let base = self.base();
         let found = hunks::hunks(base, &self.working);
-        let prints: Vec<u64> = found
+        let prints: Vec<Mark> = found
             .iter()
-            .map(|h| hunks::fingerprint(base, &self.working, h))
+            .map(|h| Mark::of(base, &self.working, h))
             .collect();
         self.accepted.retain(|p| prints.contains(p));
         self.hunks = found
@@ -191,8 +213,8 @@ impl Review {
             .ok_or(ReviewError::NoHunk(index))?
             .hunk;
         if accept {
-            let p = hunks::fingerprint(self.base(), &self.working, &h);
-            self.accepted.insert(p);
+            self.accepted
+                .insert(Mark::of(self.base(), &self.working, &h));
         } else {
             let all: Vec<Hunk> = self.hunks.iter().map(|h| h.hunk).collect();
             let keep: Vec<bool> = (0..all.len()).map(|i| i != index).collect();
@@ -335,6 +357,103 @@ mod tests {
         assert!(u.hunks.is_empty());
         assert_eq!(u.decide(0, true, 1), Err(ReviewError::Unreadable));
         assert_eq!(u.accept(1), Ok(Outcome::Accept("x\n".into())));
+    }
+
+    /// A `replace_all` of one line into many identical hunks.
+    fn identical(n: usize, at: &[usize]) -> (String, String) {
+        let mut original = String::new();
+        let mut proposed = String::new();
+        for i in 0..n {
+            if at.contains(&i) {
+                original.push_str("x.lock().unwrap();\n");
+                proposed.push_str("x.lock().expect(\"poisoned\");\n");
+            } else {
+                original.push_str(&format!("line {i}\n"));
+                proposed.push_str(&format!("line {i}\n"));
+            }
+        }
+        (original, proposed)
+    }
+
+    /// Issue 19, item 1: accepting one hunk accepted every identical hunk
+    /// (marks were content hashes only), and they were written. Repeated
+    /// identical hunks at the top, middle and end, adjacent ones, and a
+    /// rename across a file: each decision reaches the hunk it names.
+    #[test]
+    fn accepting_one_of_identical_hunks_accepts_that_hunk_only() {
+        for (n, at) in [
+            (12, vec![0, 5, 11]),
+            (12, vec![3, 4, 6, 7, 9]),
+            (8, vec![0, 1, 2, 3, 4, 5, 6, 7]),
+        ] {
+            let (original, proposed) = identical(n, &at);
+            let hunks_at_start = review(Some(&original), &proposed, false).hunks.len();
+            for pick in 0..hunks_at_start {
+                let mut r = review(Some(&original), &proposed, false);
+                // Adjacent changed lines are one hunk.
+                let lines_in_pick = r.hunks[pick].hunk.new_lines as usize;
+                assert_eq!(
+                    r.decide(pick, true, 1),
+                    if hunks_at_start == 1 {
+                        Ok(Outcome::Accept(proposed.clone()))
+                    } else {
+                        Ok(Outcome::Pending)
+                    }
+                );
+                let accepted: Vec<bool> = r.hunks.iter().map(|h| h.accepted).collect();
+                let want: Vec<bool> = (0..r.hunks.len()).map(|i| i == pick).collect();
+                assert_eq!(accepted, want, "{at:?}: accepting hunk {pick}");
+                // Reject all the others: only the picked change is written.
+                let mut v = r.version;
+                while let Some(i) = r.hunks.iter().position(|h| !h.accepted) {
+                    let o = r.decide(i, false, v).unwrap();
+                    v = r.version;
+                    if !r.hunks.iter().any(|h| !h.accepted) {
+                        let Outcome::Accept(text) = o else {
+                            panic!("{o:?}")
+                        };
+                        let changed = text.matches("expect").count();
+                        assert_eq!(
+                            changed, lines_in_pick,
+                            "{at:?}: picked {pick}, wrote {text}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_rename_across_a_file_is_decided_hunk_by_hunk() {
+        let original: String = (0..30)
+            .map(|i| {
+                if i % 3 == 0 {
+                    "old_name()\n".to_owned()
+                } else {
+                    format!("{i}\n")
+                }
+            })
+            .collect();
+        let proposed = original.replace("old_name", "new_name");
+        let mut r = review(Some(&original), &proposed, false);
+        assert_eq!(r.hunks.len(), 10);
+        r.decide(4, true, 1).unwrap();
+        r.decide(9, true, 2).unwrap();
+        r.decide(0, false, 3).unwrap();
+        let accepted: Vec<usize> = r
+            .hunks
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.accepted)
+            .map(|(i, _)| i)
+            .collect();
+        // Hunk 0 was reverted: the accepted ones moved up by one.
+        assert_eq!(accepted, vec![3, 8]);
+        // An edit elsewhere keeps exactly those marks.
+        let edited = r.working.replacen("1\n", "one\n", 1);
+        r.set_text(edited, 4).unwrap();
+        let marks: Vec<bool> = r.hunks.iter().map(|h| h.accepted).collect();
+        assert_eq!(marks.iter().filter(|a| **a).count(), 2, "{marks:?}");
     }
 
     #[test]

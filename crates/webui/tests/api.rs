@@ -635,6 +635,80 @@ async fn per_hunk_review_reaches_claude_with_exactly_the_accepted_hunks() {
     rig.stop().await;
 }
 
+/// Issue 19, item 1: a `replace_all` made seven identical hunks, and
+/// accepting hunk 2 also accepted hunks 3 and 5 (the marks were content
+/// hashes); after rejecting the rest, three changes landed. Through the
+/// page's API, Claude now gets exactly the one change accepted.
+#[tokio::test]
+async fn accepting_one_of_seven_identical_hunks_writes_that_one_only() {
+    let rig = Rig::start().await;
+    let auth = rig.sign_in().await;
+    let file = rig.ws.join("db.rs");
+    let original: String = (0..7)
+        .map(|i| format!("fn f{i}() {{\n    let g = m.lock().unwrap();\n}}\n"))
+        .collect();
+    std::fs::write(&file, &original).unwrap();
+    let proposed = original.replace(".lock().unwrap()", ".lock().expect(\"poisoned\")");
+    let call = open_diff(rig.tool_client().await, &file, &proposed, "tab-db");
+    let r = rig.review_for(&auth, &file).await;
+    assert_eq!(r["hunks"].as_array().unwrap().len(), 7);
+    let id = r["id"].as_u64().unwrap();
+    let mut v = r["version"].as_u64().unwrap();
+    let a = rig
+        .post(
+            &auth,
+            &format!("/api/reviews/{id}/hunks/1"),
+            json!({"decision": "accept", "version": v}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let accepted: Vec<bool> = a.json()["hunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["accepted"].as_bool().unwrap())
+        .collect();
+    assert_eq!(accepted, [false, true, false, false, false, false, false]);
+    v = a.json()["version"].as_u64().unwrap();
+    // Reject every other hunk, always the first undecided one.
+    loop {
+        let r = rig.review_for(&auth, &file).await;
+        if r["status"] != "pending" {
+            break;
+        }
+        let Some(next) = r["hunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|h| h["accepted"] == false)
+        else {
+            break;
+        };
+        let a = rig
+            .post(
+                &auth,
+                &format!("/api/reviews/{id}/hunks/{next}"),
+                json!({"decision": "reject", "version": v}),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        v = a.json()["version"].as_u64().unwrap();
+        if a.json()["status"] != "pending" {
+            break;
+        }
+    }
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    let texts = texts(&result);
+    assert_eq!(texts[0], "FILE_SAVED");
+    assert_eq!(texts[1].matches("expect").count(), 1, "{}", texts[1]);
+    assert!(
+        texts[1].contains("fn f1() {\n    let g = m.lock().expect"),
+        "{}",
+        texts[1]
+    );
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn edit_then_accept_reject_and_closing_by_claude() {
     let rig = Rig::start().await;

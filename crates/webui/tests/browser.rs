@@ -321,6 +321,64 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
     rig.assert_quiet_console();
 }
 
+/// Issue 19, item 1, in the page: with seven identical hunks (a
+/// `replace_all`), Accept on hunk 2 marked hunks 3 and 5 too, the page
+/// skipped past them, and three changes landed. Now the click marks hunk 2
+/// alone, and rejecting the rest writes that one change.
+#[test]
+fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
+    let mut rig = Rig::start("light");
+    let original: String = (0..7)
+        .map(|i| format!("fn f{i}() {{\n    let g = m.lock().unwrap();\n}}\n"))
+        .collect();
+    let proposed = original.replace(".lock().unwrap()", ".lock().expect(\"poisoned\")");
+    let f = rig.write("db.rs", &original);
+    let call = rig.propose(&f, &proposed, "t-same");
+    let id = rig.review_id(&f);
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"6\"]"));
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"1\"] [data-action=accept-hunk]"),
+    );
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"1\"][data-accepted]"));
+    assert_eq!(
+        rig.browser
+            .count(PAGE, &Rig::card(&id, "[data-hunk][data-accepted]")),
+        1,
+        "one click accepted more than one hunk"
+    );
+    // Reject the others, always the first hunk not accepted.
+    // (The last decision finishes the review: Claude's answer says it.)
+    for left in (1..7).rev() {
+        rig.browser.click(
+            PAGE,
+            &Rig::card(
+                &id,
+                "[data-hunk]:not([data-accepted]) [data-action=reject-hunk]",
+            ),
+        );
+        if left == 1 {
+            break;
+        }
+        rig.browser.wait_until(
+            PAGE,
+            "([sel, n]) => document.querySelectorAll(sel).length === n",
+            json!([Rig::card(&id, "[data-hunk]"), left]),
+        );
+    }
+    let out = rig.outcome(call);
+    assert_eq!(out[0], "FILE_SAVED");
+    assert_eq!(out[1].matches("expect").count(), 1, "{}", out[1]);
+    assert!(
+        out[1].contains("fn f1() {\n    let g = m.lock().expect"),
+        "{}",
+        out[1]
+    );
+    rig.assert_quiet_console();
+}
+
 #[test]
 fn keyboard_only_review() {
     let mut rig = Rig::start("light");
