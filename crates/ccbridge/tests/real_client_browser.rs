@@ -8,6 +8,10 @@
 //! workspace tools `ccbridge claude` hands Claude ask in the page before a
 //! command runs or a file changes.
 //!
+//! Claude runs as users start it, with no permission mode: auto mode,
+//! where without `ccbridge claude`'s hook every edit would be written
+//! without asking and none of these reviews would open (issue 19, item 2).
+//!
 //! Needs the CLI and the browser (see `real_client.rs` and
 //! `ccbridge_testkit::browser`); the README's test command installs both.
 //! Without them every test fails with the instruction; none is skipped.
@@ -67,7 +71,11 @@ fn rig() -> Rig {
     ];
     let claude = Claude::start(
         &sandbox,
-        &ClaudeOptions::new(claude_bin, mock.url()).launcher(launcher),
+        // As users start it: no permission mode (auto mode, where Claude
+        // would edit without asking if ccbridge did not make edits ask).
+        &ClaudeOptions::new(claude_bin, mock.url())
+            .launcher(launcher)
+            .as_users_start_it(),
     )
     .expect("start ccbridge claude");
     let screen = claude

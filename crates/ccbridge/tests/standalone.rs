@@ -68,6 +68,8 @@ impl Sandbox {
                  ls {ide} >> {out}\n\
                  for a; do case $a in --mcp-config=*) f=${{a#--mcp-config=}}; \
                    echo \"mcp-config $f $(stat -c %a \"$f\") $(stat -c %a \"$(dirname \"$f\")\")\" >> {out}; \
+                   cat \"$f\" >> {out}; echo >> {out};; \
+                   --settings=*) f=${{a#--settings=}}; echo \"settings $(stat -c %a \"$f\")\" >> {out}; \
                    cat \"$f\" >> {out}; echo >> {out};; esac; done\n\
                  {body}\n",
                 out = out.display(),
@@ -242,12 +244,37 @@ fn claude_runs_connected_and_its_exit_status_is_ours() {
         .nth(1)
         .unwrap_or_else(|| panic!("no --mcp-config: {seen}"));
     let (file, rest) = config.split_once(' ').unwrap();
+    let settings_file = std::path::Path::new(file).with_file_name("settings.json");
     assert!(
         seen.contains(&format!(
-            "args=--mcp-config={file} --permission-mode default"
+            "args=--mcp-config={file} --settings={} --permission-mode default",
+            settings_file.display()
         )),
         "{seen}"
     );
+    // Edits ask (and so are reviewed) whatever the mode; the workspace
+    // tools, which the page asks about, do not ask in the terminal too.
+    let settings: serde_json::Value = serde_json::from_str(
+        seen.split("settings 600\n")
+            .nth(1)
+            .and_then(|r| r.lines().next())
+            .unwrap_or_else(|| panic!("no private settings: {seen}")),
+    )
+    .unwrap();
+    let hook = &settings["hooks"]["PreToolUse"][0];
+    assert_eq!(hook["matcher"], "Edit|MultiEdit|Write", "{settings}");
+    let command = hook["hooks"][0]["command"].as_str().unwrap();
+    let answer = std::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&answer.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{answer}"
+    );
+    assert_eq!(settings["permissions"]["allow"][0], "mcp__ccbridge");
     assert!(
         rest.starts_with("600 700\n"),
         "private file and folder: {seen}"
@@ -283,6 +310,11 @@ fn claude_runs_connected_and_its_exit_status_is_ours() {
     assert!(
         err.contains("/#token="),
         "the link is printed before Claude starts: {err}"
+    );
+    assert_eq!(
+        err.matches("permission mode you chose (default)").count(),
+        1,
+        "the user is told once what their mode means for review: {err}"
     );
 }
 

@@ -22,6 +22,10 @@ use std::path::{Path, PathBuf};
 
 /// The name the entry goes under (`mcp__ccbridge__<tool>` in Claude).
 pub const SERVER_NAME: &str = "ccbridge";
+/// Claude Code's permission rule that allows every tool of the server
+/// (`mcp__<server>`): its writes and commands are asked about in the
+/// editor, so the terminal need not ask first.
+pub const PERMISSION_RULE: &str = "mcp__ccbridge";
 
 /// The `mcpServers` entry of the server at `e`.
 pub fn entry(e: &McpEndpoint) -> Value {

@@ -194,6 +194,10 @@ pub struct ClaudeOptions {
     /// followed by the CLI's arguments, so the launcher names the CLI itself
     /// (`ccbridge claude --claude <bin> --`). Empty: the CLI runs directly.
     pub launcher: Vec<String>,
+    /// `--permission-mode` given to the CLI; `None` starts it as users do,
+    /// without one (since 2.1.328 that is auto mode, where edits are
+    /// allowed without asking unless something makes them ask).
+    pub permission_mode: Option<String>,
     pub width: u16,
     pub height: u16,
 }
@@ -207,6 +211,7 @@ impl ClaudeOptions {
             extra_env: Vec::new(),
             extra_args: Vec::new(),
             launcher: Vec::new(),
+            permission_mode: Some("default".into()),
             width: 200,
             height: 50,
         }
@@ -222,9 +227,16 @@ impl ClaudeOptions {
         self.launcher = launcher;
         self
     }
+
+    /// Starts the CLI without `--permission-mode`, as users start it.
+    pub fn as_users_start_it(mut self) -> Self {
+        self.permission_mode = None;
+        self
+    }
 }
 
-/// A running interactive `claude --permission-mode default` in tmux.
+/// A running interactive `claude` in tmux (`--permission-mode default`
+/// unless [`ClaudeOptions::as_users_start_it`]).
 pub struct Claude {
     pub tmux: Tmux,
     pid: u32,
@@ -269,12 +281,10 @@ impl Claude {
         } else {
             opts.launcher.clone()
         };
-        cmd.extend([
-            "--permission-mode".into(),
-            "default".into(),
-            "--debug-file".into(),
-            debug_log.display().to_string(),
-        ]);
+        if let Some(mode) = &opts.permission_mode {
+            cmd.extend(["--permission-mode".into(), mode.clone()]);
+        }
+        cmd.extend(["--debug-file".into(), debug_log.display().to_string()]);
         cmd.extend(opts.extra_args.iter().cloned());
         let start = StartOptions {
             cmd,

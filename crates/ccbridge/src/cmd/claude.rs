@@ -7,7 +7,16 @@
 //! at once, and with the workspace tools server in an `--mcp-config` file
 //! (private, removed on exit; not on the command line, where other users
 //! could read its token), so its `mcp__ccbridge__*` tools are there without
-//! registering anything. Claude owns the terminal from then on: Ctrl-C is Claude's
+//! registering anything. Every edit is reviewed however Claude runs: since
+//! 2.1.328 a `claude` started without a permission mode is in auto mode,
+//! where Edit and Write are allowed without asking, so no `openDiff` ever
+//! reaches the IDE; so Claude also gets private settings (`--settings`)
+//! with a `PreToolUse` hook that answers "ask" for its file-editing tools,
+//! which makes the CLI show its permission prompt and with it the IDE's
+//! diff. Nothing else changes: the mode the user chose still decides
+//! commands, reads and every other tool. The same settings allow the
+//! workspace tools' calls, which the page asks about itself (the user is
+//! not asked twice). Claude owns the terminal from then on: Ctrl-C is Claude's
 //! (ccbridge ignores SIGINT while Claude runs), SIGTERM and SIGHUP are
 //! passed on to it. When Claude exits, the server stops, the lock file is
 //! removed, and ccbridge exits with Claude's status (128 + the signal when
@@ -36,30 +45,108 @@ pub struct Args {
     ui: UiArgs,
     #[command(flatten)]
     server: ServerArgs,
+    /// Let Claude edit files without a review when its permission mode
+    /// allows it (auto mode, `acceptEdits`): no hook makes edits ask.
+    #[arg(long)]
+    no_edit_review: bool,
     /// Arguments for Claude Code (after `--`).
     #[arg(last = true, value_name = "CLAUDE ARGS")]
     claude_args: Vec<OsString>,
 }
 
-/// A private folder holding `mcp.json`, Claude's `--mcp-config` for the
-/// tools server at `endpoint` (the folder is removed when dropped).
-fn mcp_config_file(
-    endpoint: &ccbridge_protocol::lockfile::McpEndpoint,
-) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
-    use ccbridge_mcp::registration::{entry, SERVER_NAME};
-    // 0700 (tempfile's default follows the umask), random name: only this
-    // user can read the token inside.
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::Builder::new()
-        .prefix("ccbridge-mcp-")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .context("cannot create a private folder for Claude's --mcp-config")?;
-    let file = dir.path().join("mcp.json");
-    let config = serde_json::json!({ "mcpServers": { SERVER_NAME: entry(endpoint) } });
-    ccbridge_server::lockfile::replace_file(&file, config.to_string().as_bytes(), 0o600)
-        .with_context(|| format!("cannot write {}", file.display()))?;
-    Ok((dir, file))
+/// Claude Code's tools that change files: each asks (and so opens the
+/// IDE's diff) through the hook of [`settings`].
+const EDIT_TOOLS: &str = "Edit|MultiEdit|Write";
+
+/// The hook: reads the call (Claude writes it to the hook's stdin) and
+/// answers "ask", whatever the permission mode would have done.
+const ASK_HOOK: &str = "cat >/dev/null; printf '%s\\n' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ccbridge: every edit is reviewed in the IDE\"}}'";
+
+/// Claude's settings for this session (`--settings`): edits ask unless
+/// `review_edits` is off, and the workspace tools (whose writes and
+/// commands the page asks about) are allowed when `tools` is on.
+fn settings(review_edits: bool, tools: bool) -> serde_json::Value {
+    let mut s = serde_json::Map::new();
+    if review_edits {
+        s.insert(
+            "hooks".into(),
+            serde_json::json!({"PreToolUse": [{"matcher": EDIT_TOOLS,
+                "hooks": [{"type": "command", "command": ASK_HOOK}]}]}),
+        );
+    }
+    if tools {
+        s.insert(
+            "permissions".into(),
+            serde_json::json!({"allow": [ccbridge_mcp::registration::PERMISSION_RULE]}),
+        );
+    }
+    serde_json::Value::Object(s)
+}
+
+/// What ccbridge hands Claude in files: `--mcp-config` for the tools
+/// server, `--settings`; in a private folder removed when dropped.
+struct ClaudeFiles {
+    _dir: tempfile::TempDir,
+    mcp_config: Option<PathBuf>,
+    settings: PathBuf,
+}
+
+impl ClaudeFiles {
+    fn write(
+        tools: Option<&ccbridge_protocol::lockfile::McpEndpoint>,
+        review_edits: bool,
+    ) -> anyhow::Result<ClaudeFiles> {
+        use ccbridge_mcp::registration::{entry, SERVER_NAME};
+        // 0700 (tempfile's default follows the umask), random name: only
+        // this user can read the token inside.
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("ccbridge-mcp-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .context("cannot create a private folder for Claude's --mcp-config")?;
+        let write = |name: &str, value: serde_json::Value| -> anyhow::Result<PathBuf> {
+            let file = dir.path().join(name);
+            ccbridge_server::lockfile::replace_file(&file, value.to_string().as_bytes(), 0o600)
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            Ok(file)
+        };
+        let mcp_config = tools
+            .map(|e| {
+                write(
+                    "mcp.json",
+                    serde_json::json!({ "mcpServers": { SERVER_NAME: entry(e) } }),
+                )
+            })
+            .transpose()?;
+        let settings = write("settings.json", settings(review_edits, tools.is_some()))?;
+        Ok(ClaudeFiles {
+            _dir: dir,
+            mcp_config,
+            settings,
+        })
+    }
+}
+
+/// The permission mode the user gave Claude, if any (`--permission-mode X`,
+/// `--permission-mode=X`, or `--dangerously-skip-permissions`).
+fn users_mode(args: &[OsString]) -> Option<String> {
+    let mut it = args.iter().map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        if a == "--" {
+            break;
+        }
+        if a == "--permission-mode" {
+            return it.next().map(|m| m.into_owned());
+        }
+        if let Some(m) = a.strip_prefix("--permission-mode=") {
+            return Some(m.to_owned());
+        }
+        if a == "--dangerously-skip-permissions" {
+            return Some("bypassPermissions".into());
+        }
+    }
+    None
 }
 
 /// `name` on PATH, as the shell would find it.
@@ -134,18 +221,30 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         serve::open_in_browser(standalone.url());
     }
 
-    let mcp_config = match standalone.tools() {
-        Ok(endpoint) => Some(mcp_config_file(endpoint)?),
-        Err(_) => None,
-    };
+    let review_edits = !args.no_edit_review;
+    match (users_mode(&args.claude_args), review_edits) {
+        (Some(mode), true) => eprintln!(
+            "ccbridge: Claude runs in the permission mode you chose ({mode}); its file edits \
+             still wait for your review in the page (--no-edit-review lets them through)."
+        ),
+        (_, false) => eprintln!(
+            "ccbridge: --no-edit-review: Claude's permission mode decides; in auto mode (the \
+             default) and acceptEdits, edits are written without a review."
+        ),
+        (None, true) => {}
+    }
+    let files = ClaudeFiles::write(standalone.tools().ok(), review_edits)?;
     let mut command = tokio::process::Command::new(&claude);
-    if let Some((_dir, file)) = &mcp_config {
+    if let Some(file) = &files.mcp_config {
         // The `=` form: `--mcp-config` takes several values, and would
         // swallow a prompt given after `--` as one more file.
         let mut arg = OsString::from("--mcp-config=");
         arg.push(file);
         command.arg(arg);
     }
+    let mut arg = OsString::from("--settings=");
+    arg.push(&files.settings);
+    command.arg(arg);
     let mut child = command
         .args(&args.claude_args)
         .envs(ccbridge_protocol::lockfile::claude_env(port))
