@@ -48,6 +48,8 @@ enum Command {
     Call(cmd::call::Args),
     /// Remove lock files whose process is gone.
     Clean(cmd::clean::Args),
+    /// Print a fresh one-time link to a running ccbridge's review page.
+    Link(cmd::link::Args),
     /// Print (or --register) the Claude Code MCP entry of a running
     /// ccbridge's workspace tools.
     McpConfig(cmd::mcp_config::Args),
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
             Command::Call(a) => cmd::call::run(a).await,
             Command::Clean(a) => cmd::clean::run(a).await,
             Command::McpConfig(a) => cmd::mcp_config::run(a).await,
+            Command::Link(a) => cmd::link::run(a).await,
         }
     });
     // A blocking stdin read may still be parked on a runtime thread; all the

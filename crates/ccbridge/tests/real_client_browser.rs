@@ -218,6 +218,12 @@ fn edit_changed_in_the_page_then_accepted_is_written_as_changed() {
 #[test]
 fn edit_rejected_in_the_page_is_not_written() {
     let mut rig = rig();
+    // Claude's full screen hides the printed link; its status line says
+    // where the page is (issue 19, item 3).
+    rig.claude
+        .tmux
+        .wait_for_text("ccbridge review page: http://127.0.0.1:", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     let id = rig.propose(OLD, NEW);
     rig.browser
         .click(PAGE, &card(&id, "[data-action=reject-file]"));

@@ -578,3 +578,116 @@ fn idle_socket_floods_lock_nobody_out_under_a_1024_file_limit() {
     assert!(exits(&mut child).success());
     assert!(!lock.exists());
 }
+
+/// Issue 19, item 3: the printed link works once and scrolls away (Claude's
+/// full screen hides it). `ccbridge link` in the workspace asks the running
+/// ccbridge for a fresh one; `ccbridge list` says where the page is. The
+/// lock file's link-making token makes links and does nothing else, and
+/// neither command prints it.
+#[test]
+fn link_prints_a_fresh_one_time_link_from_another_terminal() {
+    use std::io::{BufRead, BufReader};
+    let sb = Sandbox::new();
+    let mut child = sb
+        .command(&["serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let printed = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:"))
+                .map(str::to_owned)
+        })
+        .expect("the link is printed");
+    let lock = poll_until(Duration::from_secs(10), POLL, || {
+        lock_files(&sb.ide()).into_iter().next()
+    })
+    .expect("a lock file");
+    let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
+    let page = parsed.page.clone().expect("the page is in the lock file");
+    let base = printed.split('#').next().unwrap();
+    assert_eq!(page.url, base);
+    let ui_port: u16 = base
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let out = sb.command(&["link"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let link = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(link.starts_with(&format!("{base}#token=")), "{link}");
+    assert_ne!(link, printed, "a fresh link");
+    let sign_in = |link: &str| {
+        let token = link.split_once("#token=").unwrap().1;
+        ccbridge_testkit::http::request(
+            ui_port,
+            "POST",
+            "/api/session",
+            &[
+                ("Host", &format!("127.0.0.1:{ui_port}")),
+                ("Content-Type", "application/json"),
+            ],
+            &format!("{{\"token\":\"{token}\"}}"),
+            Duration::from_secs(10),
+        )
+        .status
+    };
+    assert_eq!(sign_in(&link), 200, "the new link signs in");
+    assert_eq!(sign_in(&link), 401, "once");
+    assert_eq!(sign_in(&printed), 200, "the printed link is still good");
+    // The link-making token reads nothing.
+    let state = ccbridge_testkit::http::request(
+        ui_port,
+        "GET",
+        "/api/state",
+        &[
+            ("Host", &format!("127.0.0.1:{ui_port}")),
+            ("Authorization", &format!("Bearer {}", page.link_token)),
+        ],
+        "",
+        Duration::from_secs(10),
+    );
+    assert_eq!(state.status, 401);
+    // `list` says where the page is, never the token.
+    let listed = sb.command(&["list"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains(&format!("review page of {}", parsed_port(&lock))),
+        "{listed}"
+    );
+    assert!(listed.contains(base), "{listed}");
+    let json = sb.command(&["list", "--json"]).output().unwrap();
+    let json = String::from_utf8_lossy(&json.stdout).into_owned();
+    assert!(json.contains(&format!("\"page\": \"{base}\"")), "{json}");
+    for text in [&listed, &json] {
+        assert!(!text.contains(&page.link_token), "the token was printed");
+    }
+    // Elsewhere, a clear error.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = sb
+        .command(&["link", "--workspace", elsewhere.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no running ccbridge serves a review page"),
+        "{out:?}"
+    );
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(exits(&mut child).success());
+}
+
+fn parsed_port(lock: &std::path::Path) -> u16 {
+    lock.file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .unwrap()
+}

@@ -36,6 +36,30 @@ pub struct LockFile {
     /// mcp-config` to find (the file is as private as the IDE token in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<McpEndpoint>,
+    /// ccbridge's review page, when it serves one: for `ccbridge link` to
+    /// ask it for a fresh sign-in link from another terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageLink>,
+}
+
+/// Where ccbridge's review page is, and a token that does one thing: make
+/// a new one-time sign-in link (`POST /api/link`). In the lock file only,
+/// as private as the IDE token beside it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageLink {
+    /// The page's address, without a token (`http://127.0.0.1:<port>/`).
+    pub url: String,
+    pub link_token: String,
+}
+
+impl fmt::Debug for PageLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageLink")
+            .field("url", &self.url)
+            .field("link_token", &"<redacted>")
+            .finish()
+    }
 }
 
 /// Where an MCP server is reached over HTTP, and its bearer token (ccbridge's
@@ -79,6 +103,7 @@ impl LockFile {
             running_in_windows: false,
             server_process: None,
             tools: None,
+            page: None,
         }
     }
 
@@ -113,6 +138,7 @@ impl LockFile {
                 running_in_windows: false,
                 server_process: None,
                 tools: None,
+                page: None,
             }),
         }
     }
@@ -144,6 +170,7 @@ impl fmt::Debug for LockFile {
             .field("running_in_windows", &self.running_in_windows)
             .field("server_process", &self.server_process)
             .field("tools", &self.tools)
+            .field("page", &self.page)
             .finish()
     }
 }

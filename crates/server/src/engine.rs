@@ -207,6 +207,7 @@ impl Server {
             next_conn: AtomicU64::new(0),
             mirrors: Mutex::default(),
             tools: Mutex::new(None),
+            page: Mutex::new(None),
         });
         tokio::spawn(event_loop(shared.clone(), rx));
         Ok(Server {
@@ -406,6 +407,16 @@ impl EngineHandle {
         tools: Option<ccbridge_protocol::lockfile::McpEndpoint>,
     ) -> Result<(), LockError> {
         *lock(&self.shared.tools) = tools;
+        self.shared.rewrite_lock()
+    }
+
+    /// Records the review page and its link-making token in the lock file
+    /// (for `ccbridge link`), rewriting it at once.
+    pub fn advertise_page(
+        &self,
+        page: Option<ccbridge_protocol::lockfile::PageLink>,
+    ) -> Result<(), LockError> {
+        *lock(&self.shared.page) = page;
         self.shared.rewrite_lock()
     }
 

@@ -47,6 +47,8 @@ pub(crate) struct Shared {
     pub mirrors: Mutex<Vec<Arc<dyn crate::lockfile::LockMirror>>>,
     /// The workspace tools server, advertised in the lock file.
     pub tools: Mutex<Option<ccbridge_protocol::lockfile::McpEndpoint>>,
+    /// The review page (standalone mode), advertised in the lock file.
+    pub page: Mutex<Option<ccbridge_protocol::lockfile::PageLink>>,
 }
 
 impl Shared {
@@ -64,6 +66,7 @@ impl Shared {
         );
         l.server_process = Some(self.server_process);
         l.tools = lock(&self.tools).clone();
+        l.page = lock(&self.page).clone();
         l
     }
 

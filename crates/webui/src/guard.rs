@@ -29,11 +29,13 @@ use ccbridge_server::refusals::AuthThrottle;
 use ccbridge_server::token::AuthToken;
 use std::sync::Mutex;
 
-/// One-time link tokens and the sessions they turned into.
+/// One-time link tokens, the sessions they turned into, and the token
+/// that only makes links (for `ccbridge link`, from the lock file).
 #[derive(Default)]
 pub struct Credentials {
     inner: Mutex<Stored>,
     pub throttle: AuthThrottle,
+    linker: Option<AuthToken>,
 }
 
 #[derive(Default)]
@@ -50,6 +52,29 @@ const MAX_KEPT: usize = 16;
 impl Credentials {
     pub fn new() -> Credentials {
         Credentials::default()
+    }
+
+    /// With a token that may make links (`POST /api/link`) and nothing
+    /// else; its value, to advertise in the lock file.
+    pub fn with_linker() -> Option<(Credentials, String)> {
+        let t = AuthToken::generate().ok()?;
+        let value = t.expose().to_owned();
+        Some((
+            Credentials {
+                linker: Some(t),
+                ..Credentials::default()
+            },
+            value,
+        ))
+    }
+
+    /// Whether the request carries the link-making token as
+    /// `Authorization: Bearer`.
+    pub fn may_make_links(&self, headers: &HeaderMap) -> bool {
+        match (&self.linker, bearer(headers)) {
+            (Some(t), Some(given)) => t.matches(given.as_bytes()),
+            _ => false,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Stored> {
@@ -93,17 +118,7 @@ impl Credentials {
     /// `Authorization: Bearer <session>` (one such header; cookies are
     /// never looked at).
     pub fn authorized(&self, headers: &HeaderMap) -> bool {
-        let mut given = headers.get_all(AUTHORIZATION).iter();
-        let (Some(value), None) = (given.next(), given.next()) else {
-            return false;
-        };
-        let Some(presented) = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-        else {
+        let Some(presented) = bearer(headers) else {
             return false;
         };
         let s = self.lock();
@@ -113,6 +128,20 @@ impl Credentials {
         }
         ok
     }
+}
+
+/// The token of the one `Authorization: Bearer <token>` header, if so.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let mut given = headers.get_all(AUTHORIZATION).iter();
+    let (Some(value), None) = (given.next(), given.next()) else {
+        return None;
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
 }
 
 /// Whether `host` (a `Host` header) names this loopback server: exactly

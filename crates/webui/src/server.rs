@@ -136,7 +136,8 @@ async fn check(State(ui): State<Arc<Ui>>, req: Request, next: Next) -> Response 
             api,
         );
     }
-    if api && path != "/api/session" && !ui.credentials.authorized(h) {
+    let linker = path == "/api/link" && ui.credentials.may_make_links(h);
+    if api && path != "/api/session" && !linker && !ui.credentials.authorized(h) {
         return harden(
             error(
                 StatusCode::UNAUTHORIZED,

@@ -6,6 +6,7 @@ use crate::frontend::BrowserFrontend;
 use crate::guard::Credentials;
 use crate::hub::{AgentOffer, Hub, ServerView};
 use crate::server::{self, Ui};
+use ccbridge_protocol::lockfile::PageLink;
 use ccbridge_server::{AgentKind, Config, EngineHandle, Server, ServerError};
 use ccbridge_workspace::{Workspace, WorkspaceError};
 use std::future::Future;
@@ -90,6 +91,7 @@ impl Standalone {
             .local_addr()
             .map_err(|error| StartError::Bind { addr, error })?
             .port();
+        let (credentials, linker) = Credentials::with_linker().ok_or(StartError::Random)?;
         let hub = Hub::new();
         let ide_name = config.ide_name.clone();
         let version = config.server_version.clone();
@@ -122,6 +124,12 @@ impl Standalone {
             Ok((running, _)) => Ok((running.endpoint.clone(), running.ctx.clone())),
             Err(why) => Err(why.clone()),
         });
+        // `ccbridge link` finds the page, and a token that only makes
+        // links, in the lock file.
+        let _ = handle.advertise_page(Some(PageLink {
+            url: format!("http://127.0.0.1:{port}/"),
+            link_token: linker,
+        }));
         // Written once the tools are known, so it names them from the start.
         if let Err(e) = server.publish() {
             if let Ok((running, stop)) = tools {
@@ -147,7 +155,6 @@ impl Standalone {
                 agents: agents.clone(),
             },
         );
-        let credentials = Credentials::new();
         let token = credentials.new_link().ok_or(StartError::Random)?;
         let url = format!("http://127.0.0.1:{port}/#token={token}");
         let ui = Arc::new(Ui {

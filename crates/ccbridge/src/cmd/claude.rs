@@ -63,10 +63,19 @@ const EDIT_TOOLS: &str = "Edit|MultiEdit|Write";
 const ASK_HOOK: &str = "cat >/dev/null; printf '%s\\n' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ccbridge: every edit is reviewed in the IDE\"}}'";
 
 /// Claude's settings for this session (`--settings`): edits ask unless
-/// `review_edits` is off, and the workspace tools (whose writes and
-/// commands the page asks about) are allowed when `tools` is on.
-fn settings(review_edits: bool, tools: bool) -> serde_json::Value {
+/// `review_edits` is off, the workspace tools (whose writes and commands
+/// the page asks about) are allowed when `tools` is on, and Claude's status
+/// line shows `status` (where the review page is) when given.
+fn settings(review_edits: bool, tools: bool, status: Option<&str>) -> serde_json::Value {
     let mut s = serde_json::Map::new();
+    if let Some(line) = status {
+        // `'` cannot occur: the line is ccbridge's own ASCII text.
+        s.insert(
+            "statusLine".into(),
+            serde_json::json!({"type": "command",
+                "command": format!("cat >/dev/null; printf '%s\\n' '{line}'")}),
+        );
+    }
     if review_edits {
         s.insert(
             "hooks".into(),
@@ -95,6 +104,7 @@ impl ClaudeFiles {
     fn write(
         tools: Option<&ccbridge_protocol::lockfile::McpEndpoint>,
         review_edits: bool,
+        status: Option<&str>,
     ) -> anyhow::Result<ClaudeFiles> {
         use ccbridge_mcp::registration::{entry, SERVER_NAME};
         // 0700 (tempfile's default follows the umask), random name: only
@@ -119,13 +129,34 @@ impl ClaudeFiles {
                 )
             })
             .transpose()?;
-        let settings = write("settings.json", settings(review_edits, tools.is_some()))?;
+        let settings = write(
+            "settings.json",
+            settings(review_edits, tools.is_some(), status),
+        )?;
         Ok(ClaudeFiles {
             _dir: dir,
             mcp_config,
             settings,
         })
     }
+}
+
+/// Whether the user set a status line of their own (user, project or
+/// local settings): ccbridge's would replace it, so then it adds none.
+fn users_status_line(cwd: &Path) -> bool {
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
+    let files = config.map(|c| c.join("settings.json")).into_iter().chain([
+        cwd.join(".claude/settings.json"),
+        cwd.join(".claude/settings.local.json"),
+    ]);
+    files.into_iter().any(|f| {
+        std::fs::read(&f)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v.get("statusLine").is_some())
+    })
 }
 
 /// The permission mode the user gave Claude, if any (`--permission-mode X`,
@@ -214,7 +245,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let standalone = serve::start_standalone(&args.server, &args.ui, std::process::id()).await?;
     let port = standalone.engine().port();
     eprintln!(
-        "ccbridge: review Claude's edits at {}\n          (the link works once; Claude Code connects on port {port})",
+        "ccbridge: review Claude's edits at {}\n          (the link works once: `ccbridge link` in another terminal prints a new one;\n          Claude Code connects on port {port})",
         standalone.url()
     );
     if args.ui.open {
@@ -233,7 +264,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         (None, true) => {}
     }
-    let files = ClaudeFiles::write(standalone.tools().ok(), review_edits)?;
+    // Claude's full screen hides the link printed above: its status line
+    // says where the page is and how to get a new link, unless the user
+    // has a status line of their own.
+    let page = standalone.url().split('#').next().unwrap_or_default();
+    let status = format!("ccbridge review page: {page} (new sign-in link: ccbridge link)");
+    let keep_theirs = std::env::current_dir().is_ok_and(|d| users_status_line(&d));
+    if keep_theirs {
+        eprintln!(
+            "ccbridge: your status line is kept; `ccbridge link` in another terminal prints a new link to the page"
+        );
+    }
+    let files = ClaudeFiles::write(
+        standalone.tools().ok(),
+        review_edits,
+        (!keep_theirs).then_some(status.as_str()),
+    )?;
     let mut command = tokio::process::Command::new(&claude);
     if let Some(file) = &files.mcp_config {
         // The `=` form: `--mcp-config` takes several values, and would

@@ -71,6 +71,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         if !rows.is_empty() {
             print_table(&HEADERS, rows.iter().map(Row::cells).collect());
+            // Where each review page is (a sign-in link: `ccbridge link`).
+            for r in &rows {
+                if let (Some(port), Some(page)) =
+                    (r.entry.port, r.entry.lock().and_then(|l| l.page.as_ref()))
+                {
+                    println!(
+                        "review page of {port}: {} (`ccbridge link` in its folder prints a sign-in link)",
+                        crate::display::line(&page.url)
+                    );
+                }
+            }
         }
         if !others.is_empty() {
             if !rows.is_empty() {
@@ -125,6 +136,7 @@ impl<'a> Row<'a> {
             "transport": l.map(|l| l.transport.as_str()),
             "runningInWindows": l.map(|l| l.running_in_windows),
             "hasAuthToken": l.map(|l| l.auth_token.is_some()),
+            "page": l.and_then(|l| l.page.as_ref()).map(|p| p.url.as_str()),
             "containsCwd": self.contains_cwd,
             "lockFile": e.path.display().to_string(),
             "modified": e.mtime.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs()),

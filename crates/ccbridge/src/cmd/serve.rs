@@ -280,7 +280,7 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
     }
     format!(
         "ccbridge is the IDE for {folders}\n\
-         \n  Review UI: {url}\n             (open it in your browser; the link works once)\n\
+         \n  Review UI: {url}\n             (open it in your browser; the link works once: `ccbridge link` prints a new one)\n\
          {claude}{agents}\
          {tools}\
          \nLogs go to {logs}. Press Ctrl-C to stop.",
