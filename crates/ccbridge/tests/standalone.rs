@@ -691,3 +691,52 @@ fn parsed_port(lock: &std::path::Path) -> u16 {
         .and_then(|s| s.parse().ok())
         .unwrap()
 }
+
+/// Issue 19: a second `ccbridge serve` in the same folder made Claude
+/// Code's `/ide` list two identical entries. It now says which ccbridge
+/// already serves the folder and how to reach its page, and starts only
+/// with `--allow-duplicate`.
+#[test]
+fn a_second_serve_in_the_same_folder_points_to_the_first() {
+    let sb = Sandbox::new();
+    let mut first = sb
+        .command(&["serve", "--no-tools"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = poll_until(Duration::from_secs(10), POLL, || {
+        lock_files(&sb.ide()).into_iter().next()
+    })
+    .expect("a lock file");
+    let second = sb.command(&["serve", "--no-tools"]).output().unwrap();
+    assert!(!second.status.success(), "{second:?}");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains(&format!(
+            "already serves {} on port {}",
+            sb.ws.display(),
+            parsed_port(&lock)
+        )) && err.contains("ccbridge link")
+            && err.contains("--allow-duplicate"),
+        "{err}"
+    );
+    assert_eq!(lock_files(&sb.ide()).len(), 1, "no second lock file");
+    // Asked for, a second one starts.
+    let mut again = sb
+        .command(&["serve", "--no-tools", "--allow-duplicate"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll_until(Duration::from_secs(10), POLL, || {
+        (lock_files(&sb.ide()).len() == 2).then_some(())
+    })
+    .expect("a second lock file");
+    for c in [&mut first, &mut again] {
+        signal(c, rustix::process::Signal::TERM);
+        assert!(exits(c).success());
+    }
+}

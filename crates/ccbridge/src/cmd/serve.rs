@@ -43,6 +43,11 @@ pub struct UiArgs {
     /// Serve the browser UI on this port instead of an OS-assigned one.
     #[arg(long, value_name = "PORT")]
     pub ui_port: Option<u16>,
+    /// Start even when another ccbridge with the same name already serves
+    /// the same folders (Claude Code's `/ide` then lists two identical
+    /// entries).
+    #[arg(long)]
+    pub allow_duplicate: bool,
 }
 
 /// What every mode of the IDE server takes.
@@ -216,6 +221,11 @@ pub async fn start_standalone(
     pid: u32,
 ) -> anyhow::Result<ccbridge_webui::Standalone> {
     let config = config_from(server, pid)?;
+    if server.claude() && !ui.allow_duplicate {
+        if let Some(why) = already_served(&config.ide_name, &config.workspace_folders).await {
+            anyhow::bail!("{why}");
+        }
+    }
     let options = ccbridge_webui::Options {
         ui_port: ui.ui_port,
         tools: server.tools(),
@@ -223,6 +233,53 @@ pub async fn start_standalone(
         companion: server.companion(),
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)
+}
+
+/// Why not to start a second ccbridge: another one, alive and answering,
+/// advertises the same IDE name for the same folders (Claude Code's `/ide`
+/// would list two identical entries, and a user would not know which page
+/// their reviews go to). Says how to reach the first.
+async fn already_served(ide_name: &str, folders: &[String]) -> Option<String> {
+    use ccbridge_client::discovery::{self, Env};
+    let env = Env::from_process();
+    let scan = discovery::scan_env(&env);
+    let mut want: Vec<&String> = folders.iter().collect();
+    want.sort();
+    let same: Vec<_> = scan
+        .entries
+        .iter()
+        .filter(|e| {
+            let Some(l) = e.lock() else { return false };
+            let mut have: Vec<&String> = l.workspace_folders.iter().collect();
+            have.sort();
+            l.ide_name == ide_name
+                && have == want
+                && (e.pid_alive == Some(true) || e.server_alive == Some(true))
+        })
+        .collect();
+    let answering = discovery::ports_answering(same.iter().filter_map(|e| e.port)).await;
+    let first = same
+        .into_iter()
+        .find(|e| e.port.is_some_and(|p| answering.get(&p) == Some(&true)))?;
+    let l = first.lock()?;
+    let pid = l
+        .server_process
+        .map(|p| p.pid)
+        .or(l.pid)
+        .map_or_else(String::new, |p| format!(" (pid {p})"));
+    let page = l.page.as_ref().map_or_else(String::new, |p| {
+        format!(
+            "; its review page is {}: `ccbridge link` in that folder prints a sign-in link",
+            crate::display::line(&p.url)
+        )
+    });
+    Some(format!(
+        "another {ide_name}{pid} already serves {} on port {}{page}. \
+         Claude Code would list both as the same IDE. Use that one, or pass --allow-duplicate \
+         (or another --ide-name) to start a second.",
+        folders.join(", "),
+        first.port.unwrap_or(0),
+    ))
 }
 
 /// What `ccbridge serve` prints for its user.
@@ -249,7 +306,11 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
     let claude = if server.claude() {
         format!(
             "\n  Claude Code finds it by its lock file{lock}:\n  \
-             start `claude` in that folder and it connects (or run `ccbridge claude`).\n"
+             in that folder, `claude --ide` connects at once (or `/ide` in a running claude;\n  \
+             plain `claude` connects by itself only with its auto-connect setting on).\n  \
+             Started without a permission mode, Claude runs in auto mode and writes edits\n  \
+             without asking, so they are not reviewed here: start it with\n  \
+             `--permission-mode default`, or run `ccbridge claude`, which makes every edit ask.\n"
         )
     } else {
         String::new()
