@@ -379,6 +379,44 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
     rig.assert_quiet_console();
 }
 
+/// Issue 19: one stray `A` or `R` decided every hunk of a file. A
+/// whole-file decision by key now asks first: Escape leaves the review as
+/// it was, Enter decides.
+#[test]
+fn a_whole_file_decision_by_key_asks_first() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("keys.txt", SEVEN);
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-confirm");
+    let id = rig.review_id(&f);
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"2\"]"));
+    rig.browser.press(PAGE, "j");
+    rig.browser.press(PAGE, "R");
+    rig.browser.wait_for(PAGE, "dialog[data-confirm][open]");
+    assert!(rig
+        .browser
+        .text(PAGE, "dialog[data-confirm]")
+        .contains("Reject all of keys.txt?"),);
+    rig.browser.press(PAGE, "Escape");
+    rig.browser.wait_gone(PAGE, "dialog[data-confirm][open]");
+    assert_eq!(
+        rig.browser
+            .attribute(PAGE, &format!("[data-review=\"{id}\"]"), "data-status")
+            .as_deref(),
+        Some("pending"),
+        "Escape decided the file"
+    );
+    rig.browser.press(PAGE, "A");
+    rig.browser.wait_for(PAGE, "dialog[data-confirm][open]");
+    assert!(rig
+        .browser
+        .text(PAGE, "dialog[data-confirm]")
+        .contains("3 undecided hunks"));
+    rig.browser.press(PAGE, "Enter");
+    assert_eq!(rig.outcome(call), vec!["FILE_SAVED", SEVEN_PROPOSED]);
+    rig.assert_quiet_console();
+}
+
 #[test]
 fn keyboard_only_review() {
     let mut rig = Rig::start("light");

@@ -1,14 +1,16 @@
 // The event stream (/api/events): a snapshot first, then one JSON event per
 // message. When the stream drops, the page says so calmly and reconnects
 // with a growing delay; a reconnect starts with a fresh snapshot. A stream
-// that fails because the page is not signed in (401) is not retried.
+// that fails because the page is not signed in (401) is not retried, and
+// once ccbridge has not answered at all for GIVE_UP_MS the page says it has
+// stopped and stops trying (a button starts again).
 //
 // Read with fetch rather than EventSource: EventSource cannot send the
 // session header (only cookies, which the server does not take).
 
 import { api, ApiError, authHeaders, session, type ServerEvent } from "./api";
 
-export type StreamState = "connecting" | "open" | "reconnecting" | "unauthorized";
+export type StreamState = "connecting" | "open" | "reconnecting" | "unauthorized" | "stopped";
 
 export interface StreamHandlers {
   event(e: ServerEvent): void;
@@ -17,6 +19,36 @@ export interface StreamHandlers {
 
 const MIN_DELAY = 1000;
 const MAX_DELAY = 15_000;
+/** No answer at all for this long: ccbridge has stopped. */
+export const GIVE_UP_MS = 120_000;
+
+/** When to try again after the stream dropped, and when to stop trying. */
+export class Retry {
+  delay = MIN_DELAY;
+  /** Since when nothing answered; null while ccbridge answers. */
+  private downSince: number | null = null;
+
+  /** The stream is open again. */
+  opened(): void {
+    this.delay = MIN_DELAY;
+    this.downSince = null;
+  }
+
+  /** A try failed (`answered`: ccbridge answered something); the wait
+   * before the next, or null to stop trying. */
+  failed(answered: boolean, now: number): number | null {
+    if (answered) this.downSince = null;
+    else this.downSince ??= now;
+    if (this.downSince !== null && now - this.downSince >= GIVE_UP_MS) return null;
+    const wait = this.delay;
+    this.delay = Math.min(this.delay * 2, MAX_DELAY);
+    return wait;
+  }
+
+  get first(): boolean {
+    return this.delay === MIN_DELAY;
+  }
+}
 
 /** Splits a text/event-stream into the data of its events. */
 export class EventParser {
@@ -42,7 +74,7 @@ export class EventParser {
 
 export class EventStream {
   private abort: AbortController | null = null;
-  private delay = MIN_DELAY;
+  private retry = new Retry();
   private timer = 0;
   private stopped = false;
 
@@ -50,6 +82,7 @@ export class EventStream {
 
   start(): void {
     this.stopped = false;
+    this.retry = new Retry();
     void this.connect();
   }
 
@@ -68,7 +101,7 @@ export class EventStream {
   }
 
   private async connect(): Promise<void> {
-    this.h.state(this.delay === MIN_DELAY ? "connecting" : "reconnecting");
+    this.h.state(this.retry.first ? "connecting" : "reconnecting");
     const abort = new AbortController();
     this.abort = abort;
     try {
@@ -83,7 +116,7 @@ export class EventStream {
         return;
       }
       if (!resp.ok || !resp.body) throw new Error(`${resp.status}`);
-      this.delay = MIN_DELAY;
+      this.retry.opened();
       this.h.state("open");
       const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
       const parser = new EventParser();
@@ -118,6 +151,7 @@ export class EventStream {
 
   private async afterError(): Promise<void> {
     if (this.stopped) return;
+    let answered = true;
     try {
       await api.state();
     } catch (e) {
@@ -125,9 +159,15 @@ export class EventStream {
         this.unauthorized();
         return;
       }
+      answered = !(e instanceof ApiError && e.status === 0);
     }
-    const wait = this.delay + Math.floor(Math.random() * 300);
-    this.delay = Math.min(this.delay * 2, MAX_DELAY);
+    const next = this.retry.failed(answered, Date.now());
+    if (next === null) {
+      this.stopped = true;
+      this.h.state("stopped");
+      return;
+    }
+    const wait = next + Math.floor(Math.random() * 300);
     this.h.state("reconnecting", wait);
     this.timer = window.setTimeout(() => void this.connect(), wait);
   }

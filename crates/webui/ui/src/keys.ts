@@ -26,7 +26,7 @@ export interface KeyActions {
 export const KEY_LIST: [string, string][] = [
   ["j / k", "next / previous hunk"],
   ["a / r", "accept / reject the hunk"],
-  ["A / R", "accept / reject the whole file"],
+  ["A / R", "accept / reject the whole file (asks first)"],
   ["n / p", "next / previous review"],
   ["l", "side by side ⇄ unified (this review)"],
   ["L", "side by side ⇄ unified (every review)"],
@@ -60,7 +60,8 @@ export function showKeys(): void {
 export function installKeys(a: KeyActions): void {
   document.addEventListener("keydown", (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (dialog?.open) return;
+    // No shortcut acts behind an open dialog (keys, link, confirmation).
+    if (document.querySelector("dialog[open]")) return;
     if (isTyping(e.target)) return;
     const inReviews = a.currentView() === "reviews";
     const inFiles = a.currentView() === "files";

@@ -90,6 +90,7 @@ function showView(v: ViewName, focus = false): void {
 
 const streamBanner = h("div", { class: "banner", "data-stream": "", role: "status", hidden: true });
 const linkDialog = h("dialog", { class: "link-dialog", "aria-labelledby": "link-title" });
+const confirmDialog = h("dialog", { class: "link-dialog", "aria-labelledby": "confirm-title", "data-confirm": "" });
 const app = h("div", { class: "app" });
 
 function buildShell(): void {
@@ -156,7 +157,7 @@ function buildShell(): void {
   );
   const statusbar = h("div", { class: "statusbar" }, connection.el);
   replace(app, header, statusbar, streamBanner, main);
-  replace(document.body, app, notesElement(), keysDialog(), linkDialog);
+  replace(document.body, app, notesElement(), keysDialog(), linkDialog, confirmDialog);
   const saved = prefs.view();
   showView(VIEWS.some((v) => v.name === saved) ? (saved as ViewName) : "reviews");
 }
@@ -194,6 +195,49 @@ async function showLink(): Promise<void> {
   );
   linkDialog.showModal();
   input.select();
+}
+
+/** A whole-file decision made by key (`A`/`R`) is confirmed first: one
+ * stray key must not decide every hunk of a file. Enter confirms, Escape
+ * cancels. */
+function confirmFileByKey(kind: "accept" | "reject"): void {
+  const card = reviews.focused();
+  if (!card) return;
+  const name = baseName(card.review.path);
+  const undecided = card.review.hunks.filter((x) => !x.accepted).length;
+  const verb = kind === "accept" ? "Accept" : "Reject";
+  const yes = h(
+    "button",
+    {
+      type: "button",
+      class: kind === "accept" ? "btn primary" : "btn reject",
+      "data-action": "confirm",
+      onclick: () => {
+        confirmDialog.close();
+        void card.fileAction(kind);
+      },
+    },
+    `${verb} the whole file`,
+  );
+  replace(
+    confirmDialog,
+    h("h2", { id: "confirm-title" }, `${verb} all of ${name}?`),
+    h(
+      "p",
+      null,
+      kind === "accept"
+        ? `Every change on the right is accepted, ${undecided} undecided hunk${undecided === 1 ? "" : "s"} included.`
+        : "Every change to this file is rejected; the file stays as it is.",
+    ),
+    h(
+      "div",
+      { class: "dialog-actions" },
+      h("button", { type: "button", class: "btn", "data-action": "cancel", onclick: () => confirmDialog.close() }, "Cancel"),
+      yes,
+    ),
+  );
+  confirmDialog.showModal();
+  yes.focus();
 }
 
 /** The page cannot use the API: say why and how to get in. */
@@ -303,6 +347,17 @@ function onStreamState(s: StreamState, retryInMs?: number): void {
     showSignedOut();
     return;
   }
+  if (s === "stopped") {
+    app.classList.add("is-offline");
+    replace(
+      streamBanner,
+      h("span", null, "ccbridge has stopped: it has not answered for two minutes."),
+      " Start it again (its new link signs this page in), or ",
+      h("button", { type: "button", class: "btn small quiet", onclick: () => stream.start() }, "try again"),
+    );
+    streamBanner.hidden = false;
+    return;
+  }
   if (s === "connecting") {
     // Only say so if it takes a while.
     bannerTimer = window.setTimeout(() => {
@@ -343,8 +398,8 @@ async function boot(): Promise<void> {
       const c = reviews.focused();
       if (c) void c.decideHunk(c.current, "reject");
     },
-    acceptFile: () => void reviews.focused()?.fileAction("accept"),
-    rejectFile: () => void reviews.focused()?.fileAction("reject"),
+    acceptFile: () => confirmFileByKey("accept"),
+    rejectFile: () => confirmFileByKey("reject"),
     nextReview: () => reviews.moveReview(1),
     prevReview: () => reviews.moveReview(-1),
     toggleLayout: () => reviews.focused()?.toggleLayout(),
