@@ -215,7 +215,8 @@ impl Frontend for StdioFrontend {
             return Err(FrontendError::Unsupported("openDiff"));
         }
         // Any result means "shown"; the verdict comes as `diffResolved`.
-        self.call(method::SHOW_DIFF, &diff, self.bounded())
+        let params = messages::ShowDiffParams::new(diff);
+        self.call(method::SHOW_DIFF, &params, self.bounded())
             .await
             .map(drop)
     }
@@ -420,10 +421,12 @@ mod tests {
         });
         let req = next_request(&mut editor).await;
         assert_eq!(req.method, "showDiff");
-        assert_eq!(
-            req.params_value(),
-            Some(serde_json::to_value(diff()).unwrap())
-        );
+        // The view, and the engine's hunks between its two texts.
+        let mut want = serde_json::to_value(diff()).unwrap();
+        want["hunks"] = serde_json::json!([
+            {"oldStart": 0, "oldLines": 1, "newStart": 0, "newLines": 1}
+        ]);
+        assert_eq!(req.params_value(), Some(want));
         assert_eq!(
             req.params_value().unwrap()["tabName"],
             "✻ [Claude Code] a.rs ⧉"

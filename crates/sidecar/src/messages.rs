@@ -3,7 +3,7 @@
 //! One place names every method and fixes every field's spelling, so the
 //! session, the frontend, the tests and the document cannot drift apart.
 //! Types the engine already defines with the right wire shape are reused
-//! (`DiffView` is `showDiff`'s params, `ClientInfo` is `clientConnected`'s,
+//! (`DiffView` is most of `showDiff`'s params, `ClientInfo` is `clientConnected`'s,
 //! `Capabilities`, `EditorTab`, `Diagnostic`, `AtMentioned`); the rest live
 //! here. Everything is camelCase on the wire. Incoming types are lenient
 //! where the document says a field is optional and strict elsewhere, so a
@@ -15,8 +15,9 @@ use ccbridge_protocol::jsonrpc::RawJson;
 use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::uri::{normalize, percent_decode};
+use ccbridge_server::hunks::{self, Hunk};
 use ccbridge_server::{
-    Capabilities, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, EditorEvent,
+    Capabilities, ClientId, ClientInfo, CloseReason, DiffDecision, DiffId, DiffView, EditorEvent,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,7 +27,8 @@ pub const PROTOCOL_VERSION: u32 = 3;
 /// Versions an editor may ask for in `initialize`. Each version only adds
 /// to the one before (version 2: the `dismissed` verdict,
 /// `invalidNotification`, the workspace tools; version 3: the other
-/// agents, and which agent each session and diff is), so an older editor
+/// agents, and which agent each session and diff is; later, without a new
+/// number, `showDiff`'s `hunks`), so an older editor
 /// keeps working; it is just not sent what it would not know.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [u32; 3] = [1, 2, 3];
 
@@ -447,8 +449,33 @@ pub struct InvalidNotificationParams {
 
 // ------------------------------------------------------------ requests out
 
-/// `showDiff` params: the engine's view, which has the wire shape.
-pub type ShowDiffParams = ccbridge_server::DiffView;
+/// `showDiff` params: the engine's view, which has the wire shape, and the
+/// hunks between its original and its proposal as the engine computes them
+/// ([`ccbridge_server::hunks`]), so an editor offering per-hunk decisions
+/// shows exactly the hunks the browser UI shows instead of diffing again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShowDiffParams {
+    #[serde(flatten)]
+    pub view: DiffView,
+    /// `None` when the original could not be read (there is nothing to
+    /// diff against: only the whole file can be decided). A new file is
+    /// diffed against the empty text: one hunk of every line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hunks: Option<Vec<Hunk>>,
+}
+
+impl ShowDiffParams {
+    /// The params for `view`, its hunks computed.
+    pub fn new(view: DiffView) -> ShowDiffParams {
+        let original = match (&view.original_contents, view.is_new_file) {
+            (Some(text), _) => Some(text.as_str()),
+            (None, true) => Some(""),
+            (None, false) => None,
+        };
+        let hunks = original.map(|o| hunks::hunks(o, &view.proposed_contents));
+        ShowDiffParams { view, hunks }
+    }
+}
 
 /// `closeDiff` params; `reason` (version 2) says why, for an editor that
 /// wants to tell the user.
@@ -528,7 +555,7 @@ mod tests {
     use super::*;
     use ccbridge_protocol::editor::{Position, Severity};
     use ccbridge_server::AgentKind;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn initialize_params_from_the_document() {
@@ -780,9 +807,71 @@ mod tests {
         );
     }
 
+    fn view(original: Option<&str>, is_new_file: bool, proposed: &str) -> DiffView {
+        DiffView {
+            id: DiffId(3),
+            client_id: None,
+            tab_name: "t".into(),
+            old_file_path: "/w/a".into(),
+            new_file_path: "/w/a".into(),
+            original_contents: original.map(Into::into),
+            is_new_file,
+            proposed_contents: proposed.into(),
+            agent: None,
+        }
+    }
+
+    fn hunks_sent(view: DiffView) -> Value {
+        serde_json::to_value(ShowDiffParams::new(view)).unwrap()["hunks"].clone()
+    }
+
+    #[test]
+    fn show_diff_carries_the_engines_hunks() {
+        // The same line replaced the same way in three places: three hunks,
+        // each at its own place.
+        let original = "x = 1\na\nx = 1\nb\nx = 1\n";
+        let proposed = "x = 2\na\nx = 2\nb\nx = 2\n";
+        assert_eq!(
+            hunks_sent(view(Some(original), false, proposed)),
+            json!([
+                {"oldStart": 0, "oldLines": 1, "newStart": 0, "newLines": 1},
+                {"oldStart": 2, "oldLines": 1, "newStart": 2, "newLines": 1},
+                {"oldStart": 4, "oldLines": 1, "newStart": 4, "newLines": 1},
+            ])
+        );
+        // A pure insertion and a pure deletion.
+        assert_eq!(
+            hunks_sent(view(Some("a\nb\nc\n"), false, "a\nn\nb\n")),
+            json!([
+                {"oldStart": 1, "oldLines": 0, "newStart": 1, "newLines": 1},
+                {"oldStart": 2, "oldLines": 1, "newStart": 3, "newLines": 0},
+            ])
+        );
+        // A last line without a newline counts as a line; adding the
+        // newline changes that line.
+        assert_eq!(
+            hunks_sent(view(Some("a\nb"), false, "a\nb\n")),
+            json!([{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1}])
+        );
+        // A new file is diffed against nothing: one hunk of every line.
+        assert_eq!(
+            hunks_sent(view(None, true, "a\nb\n")),
+            json!([{"oldStart": 0, "oldLines": 0, "newStart": 0, "newLines": 2}])
+        );
+        // No change: an empty list, not an absent field.
+        assert_eq!(hunks_sent(view(Some("a\n"), false, "a\n")), json!([]));
+        // An unreadable original: nothing to diff against, no field.
+        assert_eq!(hunks_sent(view(None, false, "a\n")), Value::Null);
+        // The params read back, with and without the field.
+        let p = ShowDiffParams::new(view(Some(original), false, proposed));
+        let back: ShowDiffParams =
+            serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+
     #[test]
     fn outgoing_shapes() {
-        let v = serde_json::to_value(ShowDiffParams {
+        let v = serde_json::to_value(ShowDiffParams::new(DiffView {
             id: DiffId(1),
             client_id: None,
             tab_name: "t".into(),
@@ -792,15 +881,16 @@ mod tests {
             is_new_file: false,
             proposed_contents: "x".into(),
             agent: None,
-        })
+        }))
         .unwrap();
+        // An unreadable original: no hunks, the field is left out.
         assert_eq!(
             v,
             json!({"id": 1, "clientId": null, "tabName": "t", "oldFilePath": "/w/a",
                    "newFilePath": "/w/a", "originalContents": null, "isNewFile": false,
                    "proposedContents": "x"})
         );
-        let v = serde_json::to_value(ShowDiffParams {
+        let v = serde_json::to_value(ShowDiffParams::new(DiffView {
             id: DiffId(2),
             client_id: Some(ClientId(4)),
             tab_name: "t".into(),
@@ -810,9 +900,13 @@ mod tests {
             is_new_file: false,
             proposed_contents: "x".into(),
             agent: Some(AgentKind::Qwen),
-        })
+        }))
         .unwrap();
         assert_eq!(v["agent"], json!({"id": "qwen", "name": "Qwen Code"}));
+        assert_eq!(
+            v["hunks"],
+            json!([{"oldStart": 0, "oldLines": 1, "newStart": 0, "newLines": 1}])
+        );
         let v = serde_json::to_value(ClientInfo {
             id: ClientId(2),
             name: "claude-code".into(),

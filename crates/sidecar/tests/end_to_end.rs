@@ -281,6 +281,42 @@ async fn accepted_diff_reaches_claude_and_eof_removes_the_lock_file() {
     }
 }
 
+/// Issue 21, item 3: the editors showed hunks from diffs of their own;
+/// `showDiff` now carries the engine's, the ones the browser UI shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_diff_carries_the_engines_hunks_for_a_multi_hunk_proposal() {
+    let mut ed = start();
+    let init = ed.initialize().await;
+    let port = u16::try_from(init["port"].as_u64().expect("port")).expect("u16");
+    let lock_path = PathBuf::from(init["lockFile"].as_str().expect("lockFile"));
+    let file = ed.workspace.path().join("a.txt");
+    // The same line replaced the same way three times, a line added and
+    // one removed; no final newline.
+    std::fs::write(&file, "x = 1\na\nx = 1\nb\nx = 1\ngone\nend").expect("write");
+    let file = file.to_string_lossy().into_owned();
+    let mut ws = connect(port, &lock_path).await;
+    ws_send(
+        &mut ws,
+        open_diff(1, &file, "new\nx = 2\na\nx = 2\nb\nx = 2\nend"),
+    )
+    .await;
+    let req = ed.recv_non_notification().await;
+    assert_eq!(req["method"], "showDiff", "{req}");
+    assert_eq!(
+        req["params"]["hunks"],
+        json!([
+            {"oldStart": 0, "oldLines": 1, "newStart": 0, "newLines": 2},
+            {"oldStart": 2, "oldLines": 1, "newStart": 3, "newLines": 1},
+            {"oldStart": 4, "oldLines": 2, "newStart": 5, "newLines": 1},
+        ]),
+        "{req}"
+    );
+    ed.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": null}))
+        .await;
+    ed.close_input();
+    assert_eq!(ed.finish().await.0.expect("clean"), ExitReason::InputClosed);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_file_exists_before_the_editor_says_anything() {
     let mut ed = start();
@@ -320,6 +356,11 @@ async fn shutdown_answers_then_settles_open_diffs_and_removes_the_lock_file() {
     let req = ed.recv_non_notification().await;
     assert_eq!(req["method"], "showDiff");
     assert_eq!(req["params"]["originalContents"], Value::Null, "new file");
+    assert_eq!(
+        req["params"]["hunks"],
+        json!([{"oldStart": 0, "oldLines": 0, "newStart": 0, "newLines": 1}]),
+        "a new file is one hunk of every line"
+    );
     ed.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": null}))
         .await;
 
