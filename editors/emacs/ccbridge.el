@@ -239,6 +239,7 @@ Version 3 adds the other agents (Gemini CLI, Qwen Code) to the
                                 (:copier nil))
   "A proposal under review."
   id session path tab-name original new-file eol crlf agent client-id
+  hunks whole
   buffer orig-buffer control window-config window prev-window view
   decided closed)
 
@@ -382,7 +383,7 @@ region ending at the start of a line leaves that line out."
            when v collect k and collect v))
 
 
-;;;; Line diff and conflicts (pure)
+;;;; Hunks and conflicts (pure)
 
 (defun ccbridge--split-lines (text)
   "TEXT as (LINES . EOL): its lines, and whether it ends in a newline."
@@ -392,102 +393,54 @@ region ending at the start of a line leaves that line out."
             (split-string (if eol (substring text 0 -1) text) "\n"))
           eol)))
 
-(defconst ccbridge--diff-max-cost 1000
-  "Past this many line edits the changed middle is one hunk.")
+(defun ccbridge--line-count (text)
+  "The number of lines of TEXT, counted as the sidecar counts them.
+A line ends in a newline; text after the last newline is one more."
+  (length (car (ccbridge--split-lines text))))
 
-(defun ccbridge--diff-lines (a b)
-  "Hunks turning line list A into line list B.
-Each hunk is (A-START A-COUNT B-START B-COUNT), 0-based, in order."
-  (let* ((va (vconcat a)) (vb (vconcat b))
-         (n (length va)) (m (length vb))
-         (pre 0) (suf 0))
-    (while (and (< pre n) (< pre m) (equal (aref va pre) (aref vb pre)))
-      (cl-incf pre))
-    (while (and (< suf (- n pre)) (< suf (- m pre))
-                (equal (aref va (- n suf 1)) (aref vb (- m suf 1))))
-      (cl-incf suf))
-    (let ((x (cl-subseq va pre (- n suf)))
-          (y (cl-subseq vb pre (- m suf))))
-      (mapcar (lambda (h)
-                (list (+ pre (nth 0 h)) (nth 1 h) (+ pre (nth 2 h)) (nth 3 h)))
-              (ccbridge--myers x y)))))
+(defun ccbridge--parse-hunks (value original proposed)
+  "The hunks of `showDiff''s VALUE, checked against ORIGINAL and PROPOSED.
+VALUE is the sidecar's list of hunks (the diff between the two texts,
+computed once, by ccbridge, for every editor and the browser).  Each
+becomes (A-START A-COUNT B-START B-COUNT), 0-based, in order.
+Signals an error naming the problem when VALUE does not describe
+the two texts."
+  (let ((n (ccbridge--line-count original))
+        (m (ccbridge--line-count proposed))
+        (a 0) (b 0) (out nil))
+    (unless (or (vectorp value) (listp value))
+      (error "hunks is not a list"))
+    (dolist (h (append value nil))
+      (let ((as (and (listp h) (plist-get h :oldStart)))
+            (ac (and (listp h) (plist-get h :oldLines)))
+            (bs (and (listp h) (plist-get h :newStart)))
+            (bc (and (listp h) (plist-get h :newLines))))
+        (unless (cl-every #'natnump (list as ac bs bc))
+          (error "a hunk's oldStart, oldLines, newStart and newLines \
+must be natural numbers"))
+        ;; The unchanged run before it has the same length on both sides.
+        (unless (and (>= as a) (= (- as a) (- bs b))
+                     (<= (+ as ac) n) (<= (+ bs bc) m))
+          (error "hunk %S does not fit the texts (%d and %d lines)"
+                 (list as ac bs bc) n m))
+        (push (list as ac bs bc) out)
+        (setq a (+ as ac) b (+ bs bc))))
+    (unless (= (- n a) (- m b))
+      (error "the hunks leave the texts' ends unequal (%d and %d lines)" n m))
+    (nreverse out)))
 
-(defun ccbridge--myers (x y)
-  "Hunks between vectors X and Y, by Myers' greedy algorithm.
-The V array of each step is kept (its [-D-1, D+1] slice) to walk
-back; past `ccbridge--diff-max-cost' steps, X and Y are one hunk."
-  (let* ((n (length x)) (m (length y)) (max (+ n m))
-         (off (1+ max)) (v (make-vector (+ 3 (* 2 max)) 0))
-         (trace nil) (found nil) (d 0))
-    (cond
-     ((and (= n 0) (= m 0)) nil)
-     ((or (= n 0) (= m 0)) (list (list 0 n 0 m)))
-     (t
-      (while (and (not found) (<= d (min max ccbridge--diff-max-cost)))
-        (push (cl-subseq v (- off d 1) (+ off d 2)) trace)
-        (let ((k (- d)))
-          (while (and (not found) (<= k d))
-            (let* ((xx (if (or (= k (- d))
-                               (and (/= k d)
-                                    (< (aref v (+ off k -1)) (aref v (+ off k 1)))))
-                           (aref v (+ off k 1))
-                         (1+ (aref v (+ off k -1)))))
-                   (yy (- xx k)))
-              (while (and (< xx n) (< yy m) (equal (aref x xx) (aref y yy)))
-                (cl-incf xx) (cl-incf yy))
-              (aset v (+ off k) xx)
-              (when (and (>= xx n) (>= yy m)) (setq found t)))
-            (cl-incf k 2)))
-        (unless found (cl-incf d)))
-      (if (not found)
-          (list (list 0 n 0 m))
-        (ccbridge--myers-hunks (vconcat (nreverse trace)) n m d))))))
-
-(defun ccbridge--myers-hunks (trace n m d)
-  "Walk TRACE (the V slice of each step) back from (N, M) over D edits.
-Returns the hunks, as `ccbridge--diff-lines' does."
-  (let ((xx n) (yy m) (ops nil))
-    (while (> d 0)
-      (let* ((slice (aref trace d))
-             (vk (lambda (k) (aref slice (+ k d 1))))
-             (k (- xx yy))
-             (prev-k (if (or (= k (- d))
-                             (and (/= k d)
-                                  (< (funcall vk (1- k)) (funcall vk (1+ k)))))
-                         (1+ k) (1- k)))
-             (prev-x (funcall vk prev-k))
-             (prev-y (- prev-x prev-k)))
-        (while (and (> xx prev-x) (> yy prev-y))
-          (cl-decf xx) (cl-decf yy))
-        (push (list (if (= xx prev-x) 'ins 'del) prev-x prev-y) ops)
-        (setq xx prev-x yy prev-y)
-        (cl-decf d)))
-    ;; Consecutive edits make one hunk.
-    (let ((hunks nil) (cur nil))
-      (dolist (op ops)
-        (let ((ax (nth 1 op)) (by (nth 2 op)))
-          (if (and cur
-                   (= ax (+ (nth 0 cur) (nth 1 cur)))
-                   (= by (+ (nth 2 cur) (nth 3 cur))))
-              (if (eq (car op) 'del)
-                  (setf (nth 1 cur) (1+ (nth 1 cur)))
-                (setf (nth 3 cur) (1+ (nth 3 cur))))
-            (when cur (push cur hunks))
-            (setq cur (if (eq (car op) 'del)
-                          (list ax 1 by 0)
-                        (list ax 0 by 1))))))
-      (when cur (push cur hunks))
-      (nreverse hunks))))
-
-(defun ccbridge--conflict-text (original proposed &optional agent)
+(defun ccbridge--conflict-text (original proposed hunks &optional agent)
   "The review text of PROPOSED against ORIGINAL, both strings.
-Every hunk is a conflict: ORIGINAL's lines above, PROPOSED's below,
-labelled with AGENT's name.  Lines end in newlines."
-  (let* ((a (car (ccbridge--split-lines original)))
-         (b (car (ccbridge--split-lines proposed)))
-         (va (vconcat a)) (vb (vconcat b))
+Every hunk of HUNKS (as `ccbridge--parse-hunks' returns them) is a
+conflict: ORIGINAL's lines above, PROPOSED's below, labelled with
+AGENT's name.  Lines end in newlines, CRLF ends included (the final
+text gets the proposal's line ends back)."
+  (let* ((va (vconcat (car (ccbridge--split-lines
+                            (string-replace "\r\n" "\n" original)))))
+         (vb (vconcat (car (ccbridge--split-lines
+                            (string-replace "\r\n" "\n" proposed)))))
          (bi 0) (out nil))
-    (dolist (h (ccbridge--diff-lines a b))
+    (dolist (h hunks)
       (pcase-let ((`(,as ,ac ,bs ,bc) h))
         (while (< bi bs) (push (aref vb bi) out) (cl-incf bi))
         (push "<<<<<<< original" out)
@@ -1265,29 +1218,47 @@ reverted: M-x revert-buffer takes the file's text, C-x C-s keeps yours"
   (let ((id (plist-get params :id))
         (path (plist-get params :newFilePath))
         (proposed (plist-get params :proposedContents))
-        (original (plist-get params :originalContents)))
+        (original (plist-get params :originalContents))
+        (new-file (eq (plist-get params :isNewFile) t))
+        (value (plist-get params :hunks)))
     (unless (and (integerp id) (stringp path) (stringp proposed))
       (jsonrpc-error :code -32602
                      :message "showDiff needs id, newFilePath and proposedContents"))
-    (when-let ((old (ccbridge--find-review session id)))
-      (ccbridge--review-forget old "replaced"))
-    (let* ((crlf (and (string-search "\r\n" proposed) t))
-           (r (ccbridge--review-create
-               :id id :session session :path path
-               :tab-name (plist-get params :tabName)
-               :original (if (stringp original) original "")
-               :new-file (eq (plist-get params :isNewFile) t)
-               :eol (string-suffix-p "\n" proposed)
-               :crlf crlf
-               :agent (ccbridge--agent-name params)
-               :client-id (plist-get params :clientId)
-               :view ccbridge-diff-view
-               :prev-window (selected-window))))
-      (push r (ccbridge--session-reviews session))
-      (run-at-time 0 nil #'ccbridge--review-open r
-                   (if crlf (string-replace "\r\n" "\n" proposed) proposed))
-      (force-mode-line-update t)
-      nil)))
+    (let ((hunks (and value
+                      (condition-case err
+                          (ccbridge--parse-hunks
+                           value (if (stringp original) original "") proposed)
+                        (error (jsonrpc-error
+                                :code -32602
+                                :message (format "showDiff: %s"
+                                                 (error-message-string err)))))))
+          (crlf (and (string-search "\r\n" proposed) t)))
+      (when (and (not value) (or (stringp original) new-file))
+        (ccbridge--once 'no-hunks :warning
+                        "this ccbridge sends no hunks (it is older than \
+ccbridge.el): update it to decide proposals hunk by hunk"))
+      (when-let ((old (ccbridge--find-review session id)))
+        (ccbridge--review-forget old "replaced"))
+      (let ((r (ccbridge--review-create
+                :id id :session session :path path
+                :tab-name (plist-get params :tabName)
+                :original (if (stringp original) original "")
+                :new-file new-file
+                ;; Without the sidecar's hunks (an unreadable original)
+                ;; only the whole proposal is decided: no diff is made
+                ;; up here.
+                :hunks hunks :whole (not value)
+                :eol (string-suffix-p "\n" proposed)
+                :crlf crlf
+                :agent (ccbridge--agent-name params)
+                :client-id (plist-get params :clientId)
+                :view ccbridge-diff-view
+                :prev-window (selected-window))))
+        (push r (ccbridge--session-reviews session))
+        (run-at-time 0 nil #'ccbridge--review-open r
+                     (if crlf (string-replace "\r\n" "\n" proposed) proposed))
+        (force-mode-line-update t)
+        nil))))
 
 (defun ccbridge--review-set-mode (path)
   "Set the current buffer's major mode from PATH, without mode hooks.
@@ -1318,10 +1289,12 @@ in a scratch buffer."
        (concat
         "  \\<ccbridge-review-mode-map>\\[ccbridge-review-accept] accept  "
         "\\[ccbridge-review-reject] reject"
-        (if (eq (ccbridge--review-view r) 'smerge)
-            "  \\[ccbridge-review-accept-hunk]/\\[ccbridge-review-reject-hunk] \
-hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
-          "  (control panel: a takes a hunk back)")))))))
+        (cond
+         ((not (eq (ccbridge--review-view r) 'smerge))
+          "  (control panel: a takes a hunk back)")
+         ((ccbridge--review-whole r) "  (the whole file only: no hunks)")
+         (t "  \\[ccbridge-review-accept-hunk]/\\[ccbridge-review-reject-hunk] \
+hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"))))))))
 
 (defun ccbridge--make-review-buffer (r kind text)
   "A new buffer of review R: KIND \"proposal\" or \"original\", with TEXT."
@@ -1360,14 +1333,19 @@ hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
   (require 'smerge-mode)
   (let ((buf (ccbridge--make-review-buffer
               r "proposal"
-              (ccbridge--conflict-text (ccbridge--review-original r) proposed
-                                       (ccbridge--review-agent r)))))
+              (if (ccbridge--review-whole r)
+                  proposed
+                (ccbridge--conflict-text (ccbridge--review-original r) proposed
+                                         (ccbridge--review-hunks r)
+                                         (ccbridge--review-agent r))))))
     (setf (ccbridge--review-buffer r) buf)
     (with-current-buffer buf
       (smerge-mode 1)
       (ccbridge-review-mode 1)
       (setq header-line-format '(:eval (ccbridge--review-header ccbridge--current-review)))
-      (ignore-errors (smerge-next)))
+      ;; On the first hunk: `smerge-next' would skip one on the first line.
+      (unless (looking-at-p "<<<<<<< ")
+        (ignore-errors (smerge-next))))
     (let ((win (display-buffer buf ccbridge-review-display-action)))
       (setf (ccbridge--review-window r) win)
       (when (and win ccbridge-review-focus) (select-window win)))))

@@ -683,6 +683,77 @@ async fn hunks_are_decided_one_by_one_and_saving_the_proposal_accepts_it() {
     assert_saved(&text, &HELLO.replace("hello ", "hi "));
 }
 
+/// Issue 21, item 3: the conflicts are the sidecar's hunks (the page's),
+/// not a diff of the package's own. The same line replaced the same way
+/// three times, the first on line 1: the cursor starts on the first hunk
+/// (it started on the second), and accepting the second alone changes the
+/// second alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_hunks_from_the_sidecar_are_decided_each_at_its_place() {
+    let rig = rig("");
+    let original = "x = 1\nprint(x)\nx = 1\nprint(x)\nx = 1\n";
+    std::fs::write(rig.ws.join("repeat.py"), original).unwrap();
+    let c = rig.claude().await;
+    let task = start_open_diff(
+        c,
+        rig.path("repeat.py"),
+        &original.replace("x = 1", "x = 2"),
+    );
+    rig.emacs
+        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    assert_eq!(
+        rig.emacs.json(
+            "(and (equal (ccbridge--review-hunks ccbridge--current-review) \
+                         '((0 1 0 1) (2 1 2 1) (4 1 4 1))) \
+                  (= 3 (how-many \"^<<<<<<< \" (point-min) (point-max))) \
+                  (= (point) (point-min)))"
+        ),
+        true,
+        "{}",
+        rig.emacs.screen()
+    );
+    // Reject the first, accept the second, reject the third.
+    rig.emacs.keys("C-c C-r");
+    rig.emacs.wait(
+        "two conflicts left",
+        "(= 2 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-a");
+    rig.emacs.wait(
+        "one conflict left",
+        "(= 1 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-r");
+    rig.wait_message("no hunk left");
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
+}
+
+/// A file that cannot be read (not UTF-8) has no hunks: the proposal is
+/// shown whole, without conflicts, and decided whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_for_an_unreadable_file_is_shown_whole() {
+    let rig = rig("");
+    std::fs::write(rig.ws.join("latin1.txt"), b"caf\xe9\n").unwrap();
+    let c = rig.claude().await;
+    let task = start_open_diff(c, rig.path("latin1.txt"), "café\n");
+    rig.emacs
+        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    assert_eq!(
+        rig.emacs
+            .string("(buffer-substring-no-properties (point-min) (point-max))"),
+        "café\n"
+    );
+    let header = rig.emacs.string("(format-mode-line header-line-format)");
+    assert!(header.contains("the whole file only"), "{header}");
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, "café\n");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smerge_keys_decide_hunks_and_rejecting_all_is_a_rejection() {
     let (rig, task) = review("", TWO_HUNKS).await;

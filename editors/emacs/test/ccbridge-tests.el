@@ -3,9 +3,9 @@
 ;;; Commentary:
 
 ;; The parts of ccbridge.el that need no sidecar: positions (UTF-16
-;; columns, surrogate pairs), the messages sent to the sidecar, the line
-;; diff and the review's conflict text, the agent terminal's environment,
-;; the mode line.  The behaviour with a real Emacs, the real sidecar and
+;; columns, surrogate pairs), the messages sent to the sidecar, the
+;; sidecar's hunks and the review's conflict text, the agent terminal's
+;; environment, the mode line.  The behaviour with a real Emacs, the real sidecar and
 ;; a WebSocket client playing Claude is tested from Rust
 ;; (crates/ccbridge/tests/emacs_package.rs), which also runs this file:
 ;;
@@ -161,58 +161,52 @@
     (should (string-prefix-p "Qwen Code proposes a change to a.py"
                              (ccbridge--review-header r)))))
 
-;;;; Diff and conflicts
+;;;; Hunks and conflicts
 
-(defun ccbridge-test-apply-hunks (a b hunks)
-  "Apply HUNKS (from A to B) to line list A, taking new lines from B."
-  (let ((out nil) (ai 0))
-    (dolist (h hunks)
-      (pcase-let ((`(,as ,ac ,bs ,bc) h))
-        (while (< ai as) (push (nth ai a) out) (setq ai (1+ ai)))
-        (dotimes (i bc) (push (nth (+ bs i) b) out))
-        (setq ai (+ as ac))))
-    (while (< ai (length a)) (push (nth ai a) out) (setq ai (1+ ai)))
-    (nreverse out)))
+(defun ccbridge-test-hunks (json)
+  "The `hunks' of a showDiff whose params hold JSON, parsed as jsonrpc.el does."
+  (plist-get (json-parse-string (format "{\"hunks\": %s}" json)
+                                :object-type 'plist :null-object nil
+                                :false-object :json-false)
+             :hunks))
 
-(ert-deftest ccbridge-test-diff-lines-finds-minimal-hunks ()
-  (should (null (ccbridge--diff-lines '("a" "b") '("a" "b"))))
-  (should (equal (ccbridge--diff-lines '("a" "b" "c") '("a" "x" "c"))
+(ert-deftest ccbridge-test-parse-hunks-takes-the-sidecars-hunks ()
+  (should (equal (ccbridge--parse-hunks
+                  (ccbridge-test-hunks
+                   "[{\"oldStart\": 1, \"oldLines\": 1, \"newStart\": 1, \"newLines\": 2},
+                     {\"oldStart\": 3, \"oldLines\": 1, \"newStart\": 4, \"newLines\": 0}]")
+                  "a\nb\nc\nd\n" "a\nB\nB2\nc\n")
+                 '((1 1 1 2) (3 1 4 0))))
+  (should (null (ccbridge--parse-hunks (ccbridge-test-hunks "[]") "a\n" "a\n")))
+  ;; Lines as the sidecar counts them: no final newline, a last line.
+  (should (equal (ccbridge--parse-hunks
+                  (ccbridge-test-hunks
+                   "[{\"oldStart\": 1, \"oldLines\": 1, \"newStart\": 1, \"newLines\": 1}]")
+                  "a\nb" "a\nb\n")
                  '((1 1 1 1))))
-  (should (equal (ccbridge--diff-lines '("a" "b") '("z" "a" "b"))
-                 '((0 0 0 1))))
-  (should (equal (ccbridge--diff-lines '("a" "b" "c") '("a" "b"))
-                 '((2 1 2 0))))
-  (should (equal (ccbridge--diff-lines nil '("a")) '((0 0 0 1))))
-  (should (equal (ccbridge--diff-lines '("a") nil) '((0 1 0 0))))
-  ;; Two separate changes are two hunks.
-  (should (equal (ccbridge--diff-lines '("1" "2" "3" "4" "5" "6")
-                                       '("1" "X" "3" "4" "5" "Y"))
-                 '((1 1 1 1) (5 1 5 1)))))
+  ;; A new file: every line, against nothing.
+  (should (equal (ccbridge--parse-hunks
+                  (ccbridge-test-hunks
+                   "[{\"oldStart\": 0, \"oldLines\": 0, \"newStart\": 0, \"newLines\": 2}]")
+                  "" "a\nb\n")
+                 '((0 0 0 2)))))
 
-(ert-deftest ccbridge-test-diff-lines-hunks-rebuild-the-proposal ()
-  ;; Random line lists from a small alphabet, a fixed seed: applying the
-  ;; hunks to A gives B, and unchanged lines are never inside a hunk
-  ;; when the lists are equal.
-  (let ((state (cl-make-random-state 42)))
-    (dotimes (_ 300)
-      (let* ((gen (lambda ()
-                    (cl-loop repeat (cl-random 12 state)
-                             collect (nth (cl-random 4 state) '("a" "b" "c" "d")))))
-             (a (funcall gen)) (b (funcall gen))
-             (hunks (ccbridge--diff-lines a b)))
-        (should (equal (ccbridge-test-apply-hunks a b hunks) b))
-        ;; Hunks are in order and do not touch.
-        (let ((prev-end -1))
-          (dolist (h hunks)
-            (should (> (nth 0 h) prev-end))
-            (setq prev-end (+ (nth 0 h) (nth 1 h)))))))))
-
-(ert-deftest ccbridge-test-diff-of-many-changes-is-one-hunk-past-the-limit ()
-  (let* ((ccbridge--diff-max-cost 5)
-         (a (number-sequence 1 20))
-         (b (mapcar #'- a))
-         (hunks (ccbridge--diff-lines a b)))
-    (should (equal hunks '((0 20 0 20))))))
+(ert-deftest ccbridge-test-parse-hunks-refuses-hunks-that-do-not-fit ()
+  (dolist (bad '(;; Missing and negative fields.
+                 "[{\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 0}]"
+                 "[{\"oldStart\": -1, \"oldLines\": 1, \"newStart\": 0, \"newLines\": 1}]"
+                 "[1]"
+                 ;; Past the end of the original (2 lines).
+                 "[{\"oldStart\": 2, \"oldLines\": 1, \"newStart\": 2, \"newLines\": 1}]"
+                 ;; Unchanged runs of different lengths on the two sides.
+                 "[{\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 1, \"newLines\": 1}]"
+                 ;; Out of order.
+                 "[{\"oldStart\": 1, \"oldLines\": 1, \"newStart\": 1, \"newLines\": 1},
+                   {\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 0, \"newLines\": 1}]"
+                 ;; The ends left unequal (a line added, not said).
+                 "[]"))
+    (should-error (ccbridge--parse-hunks (ccbridge-test-hunks bad) "a\nb\n" "a\nB\nc\n")))
+  (should-error (ccbridge--parse-hunks "nonsense" "a\n" "b\n")))
 
 (defconst ccbridge-test-original "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n")
 
@@ -220,7 +214,8 @@
   (let* ((proposed (replace-regexp-in-string "world" "you"
                                              (replace-regexp-in-string
                                               "hello " "hi " ccbridge-test-original)))
-         (text (ccbridge--conflict-text ccbridge-test-original proposed "Claude")))
+         (text (ccbridge--conflict-text ccbridge-test-original proposed
+                                        '((1 1 1 1) (6 1 6 1)) "Claude")))
     (should (equal text
                    (concat "def greet(name):\n"
                            "<<<<<<< original\n"
@@ -240,10 +235,43 @@
                    ccbridge-test-original))))
 
 (ert-deftest ccbridge-test-conflict-text-of-a-new-file-is-one-hunk ()
-  (let ((text (ccbridge--conflict-text "" "a\nb\n" "Gemini CLI")))
+  (let ((text (ccbridge--conflict-text "" "a\nb\n" '((0 0 0 2)) "Gemini CLI")))
     (should (equal text "<<<<<<< original\n=======\na\nb\n>>>>>>> Gemini CLI\n"))
     (should (equal (ccbridge--final-text (ccbridge--resolve-conflicts text 'lower) t nil)
                    "a\nb\n"))))
+
+(ert-deftest ccbridge-test-identical-hunks-are-decided-each-at-its-place ()
+  ;; Issue 21, item 3: the same line replaced the same way three times;
+  ;; accepting the second (and rejecting the others) changes only it.
+  (require 'smerge-mode)
+  (let* ((original "x = 1\na\nx = 1\nb\nx = 1\n")
+         (proposed "x = 2\na\nx = 2\nb\nx = 2\n")
+         (hunks (ccbridge--parse-hunks
+                 (ccbridge-test-hunks
+                  "[{\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 0, \"newLines\": 1},
+                    {\"oldStart\": 2, \"oldLines\": 1, \"newStart\": 2, \"newLines\": 1},
+                    {\"oldStart\": 4, \"oldLines\": 1, \"newStart\": 4, \"newLines\": 1}]")
+                 original proposed)))
+    (with-temp-buffer
+      (insert (ccbridge--conflict-text original proposed hunks))
+      (smerge-mode 1)
+      (goto-char (point-min))
+      (smerge-keep-upper)
+      (smerge-next) (smerge-keep-lower)
+      (smerge-next) (smerge-keep-upper)
+      (should (equal (buffer-string) "x = 1\na\nx = 2\nb\nx = 1\n")))))
+
+(ert-deftest ccbridge-test-conflict-text-of-crlf-texts-has-no-carriage-returns ()
+  ;; Rejecting a hunk of a CRLF file gave "\r\r\n" ends: the original's
+  ;; lines kept their "\r" and the final text added another.
+  (let* ((original "a\r\nb\r\nc\r\n")
+         (proposed "a\r\nB\r\nc\r\n")
+         (text (ccbridge--conflict-text original proposed '((1 1 1 1)))))
+    (should-not (string-search "\r" text))
+    (should (equal (ccbridge--final-text (ccbridge--resolve-conflicts text 'upper) t t)
+                   original))
+    (should (equal (ccbridge--final-text (ccbridge--resolve-conflicts text 'lower) t t)
+                   proposed))))
 
 (ert-deftest ccbridge-test-final-text-keeps-the-proposals-line-ends ()
   (should (equal (ccbridge--final-text "a\nb\n" t nil) "a\nb\n"))
