@@ -250,6 +250,28 @@ export interface ShowDiffParams {
   /** Tells a new file from an unreadable one when `originalContents` is `null`. */
   isNewFile: boolean;
   proposedContents: string;
+  /**
+   * The changes between `originalContents` (empty for a new file) and
+   * `proposedContents` as ccbridge computes them, the hunks the browser UI
+   * shows: use these for per-hunk decisions instead of a diff of your own.
+   * Absent when the original could not be read (only the whole proposal can
+   * be decided), and from a ccbridge older than the field.
+   */
+  hunks?: Hunk[];
+}
+
+/**
+ * One change of a `showDiff`: lines `oldStart` to `oldStart + oldLines - 1`
+ * of the original became lines `newStart` to `newStart + newLines - 1` of
+ * the proposal. 0-based; either count may be 0. A line ends with its `\n`
+ * (`\r` included); text after the last `\n` is a line too, so a change of
+ * the final newline alone is a hunk of the last line.
+ */
+export interface Hunk {
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
 }
 
 /** Why ccbridge closes a diff. */

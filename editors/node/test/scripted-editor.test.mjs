@@ -64,6 +64,8 @@ test("the scripted editor: accept with edits, reject, selection, stop", async (t
   const args = (contents) => ({ old_file_path: hello, new_file_path: hello, new_file_contents: contents, tab_name: "t" });
   const accepted = claude.callTool("openDiff", args("print('hello')\n"), 30_000);
   const { diff } = await ed.event("showDiff");
+  // ccbridge's hunks come with the proposal (issue 21, item 3).
+  assert.deepEqual(diff.hunks, [{ oldStart: 0, oldLines: 1, newStart: 0, newLines: 1 }]);
   ed.send({ cmd: "resolve", id: diff.id, decision: "accepted", contents: diff.proposedContents + "# edited\n" });
   assert.deepEqual(FakeClaude.texts(await accepted), ["FILE_SAVED", "print('hello')\n# edited\n"]);
   // As the CLI does after a verdict: close the tab; the editor hears why.

@@ -8,6 +8,7 @@ import {
   type CommandEvent,
   type DiffVerdict,
   type ShowDiffParams,
+  type Hunk,
   BridgeError,
   SpawnError,
   SidecarExitedError,
@@ -22,6 +23,8 @@ export async function usage(): Promise<void> {
 
   bridge.onShowDiff(async (diff: ShowDiffParams, { signal }) => {
     void signal.aborted;
+    const changed: number = (diff.hunks ?? []).reduce((n, h: Hunk) => n + h.newLines, 0);
+    void changed;
     return { decision: "accepted", contents: diff.proposedContents };
   });
   bridge.onShowDiff(() => ({ decision: "rejected" }));
