@@ -361,7 +361,7 @@ export class ReviewCard {
     if (this.editors) return;
     const t = performance.now();
     this.build();
-    // For measurements (dev/check-page.mjs): how long building the editors took.
+    // A performance mark (shown in the browser's performance tools): how long building the editors took.
     performance.measure(`ccbridge:mount:${this.id}`, { start: t, end: performance.now() });
   }
 
