@@ -45,6 +45,49 @@ impl Sandbox {
         c
     }
 
+    /// Starts `ccbridge serve` with `args` (and `pre_exec` before it runs);
+    /// the running child, the link it printed and its lock file.
+    fn serve_with_link(
+        &self,
+        args: &[&str],
+        pre_exec: Option<fn() -> std::io::Result<()>>,
+    ) -> (Child, String, PathBuf) {
+        use std::io::{BufRead, BufReader};
+        use std::os::unix::process::CommandExt;
+        let mut all = vec!["serve"];
+        all.extend_from_slice(args);
+        let mut cmd = self.command(&all);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(f) = pre_exec {
+            // SAFETY: the callers' functions only make async-signal-safe
+            // calls (setrlimit), as between fork and exec they must.
+            unsafe {
+                cmd.pre_exec(f);
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let link = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with("http://127.0.0.1:"))
+                    .map(str::to_owned)
+            })
+            .expect("the link is printed");
+        // The rest is read too: a closed pipe would end ccbridge at its
+        // next line.
+        std::thread::spawn(move || lines.for_each(drop));
+        let lock = poll_until(Duration::from_secs(10), POLL, || {
+            lock_files(&self.ide()).into_iter().next()
+        })
+        .expect("a lock file");
+        (child, link, lock)
+    }
+
     /// Gemini CLI's discovery files (`$TMPDIR/gemini/ide`).
     fn gemini_files(&self) -> Vec<PathBuf> {
         files_in(&self.home.path().join("gemini/ide"))
@@ -481,47 +524,21 @@ fn serve_offers_the_agents_asked_for_and_removes_their_files() {
 /// signed-in clients: the user, Claude and the tools' client still get in.
 #[test]
 fn idle_socket_floods_lock_nobody_out_under_a_1024_file_limit() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::os::unix::process::CommandExt;
-    let sb = Sandbox::new();
-    let mut cmd = sb.command(&["serve"]);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = rustix::process::Rlimit {
-                current: Some(1024),
-                maximum: Some(1024),
-            };
-            rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)
-                .map_err(std::io::Error::from)
-        });
+    use std::io::Write;
+    fn limit_files() -> std::io::Result<()> {
+        let limit = rustix::process::Rlimit {
+            current: Some(1024),
+            maximum: Some(1024),
+        };
+        rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)
+            .map_err(std::io::Error::from)
     }
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_whitespace()
-                .find(|w| w.starts_with("http://127.0.0.1:"))
-                .map(str::to_owned)
-        })
-        .expect("the link is printed");
+    let sb = Sandbox::new();
+    let (mut child, url, lock) = sb.serve_with_link(&[], Some(limit_files));
     let (base, token) = url.split_once("/#token=").unwrap();
     let ui_port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
-    let lock = poll_until(Duration::from_secs(10), POLL, || {
-        lock_files(&sb.ide()).into_iter().next()
-    })
-    .expect("a lock file");
     let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
-    let ide_port: u16 = lock
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .and_then(|s| s.parse().ok())
-        .unwrap();
+    let ide_port = parsed_port(&lock);
     let tools = parsed.tools.clone().expect("the tools server");
     let tools_port = ccbridge_testkit::http::url_port(&tools.url);
     // The flood: far more sockets than ccbridge may open files.
@@ -586,29 +603,8 @@ fn idle_socket_floods_lock_nobody_out_under_a_1024_file_limit() {
 /// neither command prints it.
 #[test]
 fn link_prints_a_fresh_one_time_link_from_another_terminal() {
-    use std::io::{BufRead, BufReader};
     let sb = Sandbox::new();
-    let mut child = sb
-        .command(&["serve"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let printed = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_whitespace()
-                .find(|w| w.starts_with("http://127.0.0.1:"))
-                .map(str::to_owned)
-        })
-        .expect("the link is printed");
-    let lock = poll_until(Duration::from_secs(10), POLL, || {
-        lock_files(&sb.ide()).into_iter().next()
-    })
-    .expect("a lock file");
+    let (mut child, printed, lock) = sb.serve_with_link(&[], None);
     let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
     let page = parsed.page.clone().expect("the page is in the lock file");
     let base = printed.split('#').next().unwrap();
@@ -699,17 +695,7 @@ fn parsed_port(lock: &std::path::Path) -> u16 {
 #[test]
 fn a_second_serve_in_the_same_folder_points_to_the_first() {
     let sb = Sandbox::new();
-    let mut first = sb
-        .command(&["serve", "--no-tools"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lock = poll_until(Duration::from_secs(10), POLL, || {
-        lock_files(&sb.ide()).into_iter().next()
-    })
-    .expect("a lock file");
+    let (mut first, _, lock) = sb.serve_with_link(&["--no-tools"], None);
     let second = sb.command(&["serve", "--no-tools"]).output().unwrap();
     assert!(!second.status.success(), "{second:?}");
     let err = String::from_utf8_lossy(&second.stderr);

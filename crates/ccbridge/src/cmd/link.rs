@@ -34,12 +34,7 @@ const ANSWER: Duration = Duration::from_secs(5);
 const MAX_ANSWER: u64 = 64 << 10;
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = match args.workspace {
-        Some(d) => d,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let dir = std::fs::canonicalize(&dir)
-        .with_context(|| format!("cannot use {}", crate::display::path(&dir)))?;
+    let dir = super::workspace_dir(args.workspace)?;
     let env = Env::from_process();
     let scan = super::scan_lock_files(&env);
     let page = discovery::matching_workspace(&scan.entries, &dir, env.wsl_distro.as_deref())

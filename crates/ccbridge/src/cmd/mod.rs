@@ -22,3 +22,17 @@ pub(crate) fn scan_lock_files(
     }
     scan
 }
+
+/// The workspace folder a command is about: `--workspace DIR`, else the
+/// current directory; canonical, as lock files record folders.
+pub(crate) fn workspace_dir(
+    asked: Option<std::path::PathBuf>,
+) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    let dir = match asked {
+        Some(d) => d,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    std::fs::canonicalize(&dir)
+        .with_context(|| format!("cannot use {}", crate::display::path(&dir)))
+}
