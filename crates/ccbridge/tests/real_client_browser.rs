@@ -215,6 +215,51 @@ fn edit_changed_in_the_page_then_accepted_is_written_as_changed() {
     rig.assert_closed_quietly(&id);
 }
 
+/// Issue 19: a reviewer can tell the agent why. A rejection with a note in
+/// the page reaches the model with the user's next prompt (through the
+/// `UserPromptSubmit` hook `ccbridge claude` gives Claude), once.
+#[test]
+fn a_rejection_with_a_note_puts_the_note_in_claudes_next_request() {
+    let mut rig = rig();
+    let id = rig.propose(OLD, NEW);
+    rig.browser
+        .click(PAGE, &card(&id, "[data-action=reject-note]"));
+    rig.browser
+        .wait_for(PAGE, "dialog[data-reject-note][open] textarea");
+    rig.browser
+        .type_text(PAGE, "NOTE-42: keep print, log with logging.info");
+    rig.browser.click(
+        PAGE,
+        "dialog[data-reject-note] [data-action=reject-with-note]",
+    );
+    rig.claude
+        .tmux
+        .wait_for_text("Rejected update to hello.py", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.claude.wait_prompt(STEP).unwrap();
+    assert_eq!(rig.on_disk(), HELLO_PY);
+    // The next prompt carries the note to the model.
+    rig.claude.type_and_submit("what now?", STEP).unwrap();
+    let asked = rig
+        .mock
+        .wait_for_request_containing("NOTE-42: keep print, log with logging.info", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert!(
+        ccbridge_testkit::mock_anthropic::request_text(&asked.body).contains("hello.py"),
+        "the note says which file"
+    );
+    // Given once: the prompt after that does not repeat it.
+    rig.mock.push(Turn::text("Noted again."));
+    rig.claude.wait_prompt(STEP).unwrap();
+    rig.claude.type_and_submit("and now?", STEP).unwrap();
+    let last = rig
+        .mock
+        .wait_for_request_containing("and now?", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let text = ccbridge_testkit::mock_anthropic::request_text(&last.body);
+    assert!(text.matches("NOTE-42").count() <= 1, "given twice: {text}");
+}
+
 #[test]
 fn edit_rejected_in_the_page_is_not_written() {
     let mut rig = rig();

@@ -111,6 +111,20 @@ pub enum ActionError {
     NoTools,
 }
 
+/// What a reviewer told the agent when rejecting its change: for the
+/// launcher of that agent to pass on (`ccbridge claude` adds it to
+/// Claude's next request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewerNote {
+    /// The agent whose proposal it was (`None`: the workspace tools).
+    pub agent: Option<AgentKind>,
+    pub path: String,
+    pub note: String,
+}
+
+/// Longest note kept, in bytes (cut on a character boundary).
+pub const MAX_NOTE: usize = 4096;
+
 /// The shared state; cheap to clone (`Arc`).
 pub struct Hub {
     inner: Mutex<Inner>,
@@ -121,6 +135,7 @@ pub struct Hub {
     server: OnceLock<ServerView>,
     /// The tools server, or why it does not run.
     tools: OnceLock<Result<ToolsLink, String>>,
+    notes: broadcast::Sender<ReviewerNote>,
 }
 
 impl Default for Hub {
@@ -132,6 +147,7 @@ impl Default for Hub {
             engine: OnceLock::new(),
             server: OnceLock::new(),
             tools: OnceLock::new(),
+            notes: broadcast::channel(EVENT_BACKLOG).0,
         }
     }
 }
@@ -181,6 +197,29 @@ impl Hub {
 
     pub fn engine(&self) -> Option<&EngineHandle> {
         self.engine.get()
+    }
+
+    /// The reviewer's notes from now on (see [`ReviewerNote`]).
+    pub fn reviewer_notes(&self) -> broadcast::Receiver<ReviewerNote> {
+        self.notes.subscribe()
+    }
+
+    /// Passes on the note a reviewer gave with a rejection of `review`.
+    pub fn note(&self, review: &Review, note: &str) {
+        let mut end = note.len().min(MAX_NOTE);
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        let note = note[..end].trim();
+        if note.is_empty() {
+            return;
+        }
+        // Nobody listening (no launcher that passes notes on) is fine.
+        let _ = self.notes.send(ReviewerNote {
+            agent: review.session.as_ref().map(|s| s.agent),
+            path: review.path.clone(),
+            note: note.to_owned(),
+        });
     }
 
     /// Follows every change from now on.
@@ -470,6 +509,28 @@ mod tests {
             proposed_contents: "b\n".into(),
             agent: Some(AgentKind::Gemini),
         }
+    }
+
+    #[test]
+    fn a_reviewers_note_names_the_agent_and_file_and_is_bounded() {
+        let hub = Hub::new();
+        let mut notes = hub.reviewer_notes();
+        hub.client_connected(&ClientInfo {
+            id: ClientId(7),
+            name: "gemini-cli".into(),
+            version: "0.61.0".into(),
+            pid: None,
+            agent: AgentKind::Gemini,
+        });
+        hub.show_diff(view(1));
+        let review = hub.lock().reviews.get(&DiffId(1)).unwrap().clone();
+        hub.note(&review, "   ");
+        hub.note(&review, &"é".repeat(MAX_NOTE));
+        let n = notes.try_recv().expect("a note");
+        assert_eq!(n.agent, Some(AgentKind::Gemini));
+        assert_eq!(n.path, "/w/a.py");
+        assert!(n.note.len() <= MAX_NOTE && n.note.chars().all(|c| c == 'é'));
+        assert!(notes.try_recv().is_err(), "a blank note is not passed on");
     }
 
     #[test]

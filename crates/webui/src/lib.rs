@@ -28,5 +28,5 @@ pub mod server;
 pub mod standalone;
 
 pub use frontend::BrowserFrontend;
-pub use hub::Hub;
+pub use hub::{Hub, ReviewerNote};
 pub use standalone::{Options, Standalone, StartError};

@@ -493,8 +493,23 @@ async fn review_accept(
     )
 }
 
-async fn review_reject(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
-    review_answer(ui.hub.review_action(DiffId(id), |r| r.reject()).await)
+#[derive(Deserialize)]
+struct RejectBody {
+    /// Why, for the agent (passed on where its launcher allows).
+    #[serde(default)]
+    note: Option<String>,
+}
+
+async fn review_reject(
+    State(ui): State<Arc<Ui>>,
+    Path(id): Path<u64>,
+    Json(b): Json<RejectBody>,
+) -> Response {
+    let answer = ui.hub.review_action(DiffId(id), |r| r.reject()).await;
+    if let (Ok(review), Some(note)) = (&answer, &b.note) {
+        ui.hub.note(review, note);
+    }
+    review_answer(answer)
 }
 
 async fn review_dismiss(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {

@@ -202,6 +202,12 @@ impl Standalone {
         self.ui.port
     }
 
+    /// What reviewers say when they reject a proposal with a note, from
+    /// now on (`ccbridge claude` passes Claude's on to it).
+    pub fn reviewer_notes(&self) -> tokio::sync::broadcast::Receiver<crate::ReviewerNote> {
+        self.ui.hub.reviewer_notes()
+    }
+
     pub fn engine(&self) -> &EngineHandle {
         &self.handle
     }

@@ -62,12 +62,36 @@ const EDIT_TOOLS: &str = "Edit|MultiEdit|Write";
 /// answers "ask", whatever the permission mode would have done.
 const ASK_HOOK: &str = "cat >/dev/null; printf '%s\\n' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ccbridge: every edit is reviewed in the IDE\"}}'";
 
+/// The hook that hands Claude the reviewer's notes with the user's next
+/// prompt: ccbridge writes `notes` as the hook's whole answer (JSON it
+/// made, so nothing is quoted in the shell); the hook takes the file by
+/// renaming it, so a note is given once.
+fn notes_hook(notes: &Path) -> Option<String> {
+    let f = notes.to_str().filter(|f| !f.contains('\''))?;
+    Some(format!(
+        "cat >/dev/null; f='{f}'; mv \"$f\" \"$f.taken\" 2>/dev/null && cat \"$f.taken\" && rm -f \"$f.taken\"; exit 0"
+    ))
+}
+
 /// Claude's settings for this session (`--settings`): edits ask unless
 /// `review_edits` is off, the workspace tools (whose writes and commands
-/// the page asks about) are allowed when `tools` is on, and Claude's status
-/// line shows `status` (where the review page is) when given.
-fn settings(review_edits: bool, tools: bool, status: Option<&str>) -> serde_json::Value {
+/// the page asks about) are allowed when `tools` is on, Claude's status
+/// line shows `status` (where the review page is) when given, and the
+/// reviewer's notes reach Claude's next request through `notes_hook`.
+fn settings(
+    review_edits: bool,
+    tools: bool,
+    status: Option<&str>,
+    notes_hook: Option<&str>,
+) -> serde_json::Value {
     let mut s = serde_json::Map::new();
+    let mut hooks = serde_json::Map::new();
+    if let Some(command) = notes_hook {
+        hooks.insert(
+            "UserPromptSubmit".into(),
+            serde_json::json!([{"hooks": [{"type": "command", "command": command}]}]),
+        );
+    }
     if let Some(line) = status {
         // `'` cannot occur: the line is ccbridge's own ASCII text.
         s.insert(
@@ -77,11 +101,14 @@ fn settings(review_edits: bool, tools: bool, status: Option<&str>) -> serde_json
         );
     }
     if review_edits {
-        s.insert(
-            "hooks".into(),
-            serde_json::json!({"PreToolUse": [{"matcher": EDIT_TOOLS,
-                "hooks": [{"type": "command", "command": ASK_HOOK}]}]}),
+        hooks.insert(
+            "PreToolUse".into(),
+            serde_json::json!([{"matcher": EDIT_TOOLS,
+                "hooks": [{"type": "command", "command": ASK_HOOK}]}]),
         );
+    }
+    if !hooks.is_empty() {
+        s.insert("hooks".into(), serde_json::Value::Object(hooks));
     }
     if tools {
         s.insert(
@@ -98,6 +125,8 @@ struct ClaudeFiles {
     _dir: tempfile::TempDir,
     mcp_config: Option<PathBuf>,
     settings: PathBuf,
+    /// The reviewer's notes not yet taken by Claude's hook.
+    notes: PathBuf,
 }
 
 impl ClaudeFiles {
@@ -129,14 +158,17 @@ impl ClaudeFiles {
                 )
             })
             .transpose()?;
+        let notes = dir.path().join("notes.json");
+        let hook = notes_hook(&notes);
         let settings = write(
             "settings.json",
-            settings(review_edits, tools.is_some(), status),
+            settings(review_edits, tools.is_some(), status, hook.as_deref()),
         )?;
         Ok(ClaudeFiles {
             _dir: dir,
             mcp_config,
             settings,
+            notes,
         })
     }
 }
@@ -157,6 +189,47 @@ fn users_status_line(cwd: &Path) -> bool {
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
             .is_some_and(|v| v.get("statusLine").is_some())
     })
+}
+
+/// Writes each note a reviewer gives with a rejection of Claude's proposal
+/// to `file`, as the `UserPromptSubmit` hook's answer (`additionalContext`),
+/// so it reaches Claude's next request. Notes pile up until the hook takes
+/// the file (it renames it away).
+async fn pass_on_notes(
+    mut notes: tokio::sync::broadcast::Receiver<ccbridge_webui::ReviewerNote>,
+    file: PathBuf,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut pending: Vec<String> = Vec::new();
+    loop {
+        let n = match notes.recv().await {
+            Ok(n) => n,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        };
+        if n.agent
+            .is_some_and(|a| a != ccbridge_server::AgentKind::Claude)
+        {
+            continue;
+        }
+        if !file.exists() {
+            // Taken by the hook (or never written): those were given.
+            pending.clear();
+        }
+        pending.push(format!(
+            "The user rejected your proposed change to {} in the review and said: {}",
+            n.path, n.note
+        ));
+        let answer = serde_json::json!({"hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": pending.join("\n\n"),
+        }});
+        if let Err(e) =
+            ccbridge_server::lockfile::replace_file(&file, answer.to_string().as_bytes(), 0o600)
+        {
+            tracing::warn!("cannot keep the reviewer's note for Claude: {e}");
+        }
+    }
 }
 
 /// The permission mode the user gave Claude, if any (`--permission-mode X`,
@@ -298,6 +371,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot start {}", claude.display()))?;
     let child_pid = child.id();
 
+    let notes = tokio::spawn(pass_on_notes(
+        standalone.reviewer_notes(),
+        files.notes.clone(),
+    ));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(standalone.run(async move {
         let _ = stopped.await;
@@ -327,6 +404,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let _ = stop.send(());
+    notes.abort();
     server.await.context("the IDE server task")??;
     Ok(exit_code(status))
 }

@@ -335,8 +335,10 @@ export const api = {
     const body = text === undefined ? { version } : { version, text };
     return expectReview(await request("POST", `/api/reviews/${id}/accept`, body));
   },
-  async reviewReject(id: number): Promise<Review> {
-    return expectReview(await request("POST", `/api/reviews/${id}/reject`, {}));
+  /** Rejects the whole proposal; `note` (why) is passed on to the agent
+   * where its launcher allows. */
+  async reviewReject(id: number, note?: string): Promise<Review> {
+    return expectReview(await request("POST", `/api/reviews/${id}/reject`, note ? { note } : {}));
   },
   async reviewDismiss(id: number): Promise<Review> {
     return expectReview(await request("POST", `/api/reviews/${id}/dismiss`, {}));

@@ -323,6 +323,7 @@ export class ReviewCard {
         "div",
         { class: "group decide" },
         btn("dismiss", "Dismiss", "Close without deciding: Claude's prompt in the terminal decides", () => void this.fileAction("dismiss")),
+        btn("reject-note", "Reject with a note…", "Reject every change to this file and tell the agent why", () => this.rejectWithNote(), "btn quiet"),
         btn("reject-file", "Reject file", "Reject every change to this file (R)", () => void this.fileAction("reject"), "btn reject"),
         btn("accept-file", "Accept file", "Accept the file as it is on the right (A)", () => void this.fileAction("accept"), "btn primary"),
       ),
@@ -917,7 +918,40 @@ export class ReviewCard {
     return Math.max(0, Math.min(from, n - 1));
   }
 
-  async fileAction(kind: "accept" | "reject" | "dismiss"): Promise<void> {
+  /** Asks for a note, then rejects the file with it: the agent is told
+   * why (Claude Code with its next request, when `ccbridge claude` runs
+   * it). */
+  rejectWithNote(): void {
+    if (!this.pending) {
+      note(`${baseName(this.review.path)} is already ${this.review.status}.`);
+      return;
+    }
+    const text = h("textarea", { rows: 4, "data-note-text": "", "aria-label": "Note for the agent" }) as HTMLTextAreaElement;
+    const dialog = h("dialog", { class: "link-dialog", "data-reject-note": "", "aria-labelledby": "reject-note-title" }) as HTMLDialogElement;
+    const done = (send: boolean): void => {
+      const said = text.value.trim();
+      dialog.close();
+      dialog.remove();
+      if (send) void this.fileAction("reject", said || undefined);
+    };
+    replace(
+      dialog,
+      h("h2", { id: "reject-note-title" }, `Reject ${baseName(this.review.path)}: tell the agent why`),
+      text,
+      h(
+        "div",
+        { class: "dialog-actions" },
+        h("button", { type: "button", class: "btn", "data-action": "cancel", onclick: () => done(false) }, "Cancel"),
+        h("button", { type: "button", class: "btn reject", "data-action": "reject-with-note", onclick: () => done(true) }, "Reject with this note"),
+      ),
+    );
+    dialog.addEventListener("cancel", () => dialog.remove());
+    document.body.append(dialog);
+    dialog.showModal();
+    text.focus();
+  }
+
+  async fileAction(kind: "accept" | "reject" | "dismiss", why?: string): Promise<void> {
     if (!this.pending) {
       note(`${baseName(this.review.path)} is already ${this.review.status}.`);
       return;
@@ -948,7 +982,7 @@ export class ReviewCard {
       } else {
         window.clearTimeout(this.timer);
         this.dirty = false;
-        r = kind === "reject" ? await api.reviewReject(this.id) : await api.reviewDismiss(this.id);
+        r = kind === "reject" ? await api.reviewReject(this.id, why) : await api.reviewDismiss(this.id);
       }
       this.busy = false;
       this.apply(r);
