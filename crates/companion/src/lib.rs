@@ -1,4 +1,4 @@
-//! The IDE companion server Gemini CLI and Qwen Code connect to (issue 10):
+//! The IDE companion server Gemini CLI and Qwen Code connect to:
 //! MCP over Streamable HTTP at `http://127.0.0.1:<port>/mcp`, behind the
 //! same checks as the workspace tools server (`ccbridge_mcp::guard`:
 //! loopback `Host`, no foreign `Origin`, `Authorization: Bearer` in

@@ -1,6 +1,6 @@
 //! The workspace tools server: MCP over Streamable HTTP at
-//! `http://127.0.0.1:<port>/mcp`, for Claude Code and any MCP client
-//! (issue 9). Loopback only; every request passes [`guard`] (loopback
+//! `http://127.0.0.1:<port>/mcp`, for Claude Code and any MCP client.
+//! Loopback only; every request passes [`guard`] (loopback
 //! `Host`, no browser `Origin`, `Authorization: Bearer <token>` compared in
 //! constant time, never a token in the URL) before the MCP layer
 //! ([`service`], the one module that uses `rmcp`) sees it.

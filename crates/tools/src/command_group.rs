@@ -1,5 +1,5 @@
 //! A command's process group dies with the ccbridge that started it, even
-//! one killed with `kill -9` (security issue 20, item 11), and what an
+//! one killed with `kill -9`, and what an
 //! earlier, killed ccbridge left behind is swept at the next start.
 //!
 //! # The watcher

@@ -1,4 +1,4 @@
-//! The workspace tools Claude calls through ccbridge's MCP server (issue 9),
+//! The workspace tools Claude calls through ccbridge's MCP server,
 //! one file per tool, each free of any transport: arguments in, a result or
 //! an error written for a model to read out. Every path goes through
 //! [`ccbridge_workspace::Workspace`], so nothing outside the workspace

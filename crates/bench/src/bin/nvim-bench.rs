@@ -1,4 +1,4 @@
-//! `nvim-bench`: the Neovim plugin's costs (issue 7), beside claudecode.nvim
+//! `nvim-bench`: the Neovim plugin's costs, beside claudecode.nvim
 //! at a pinned commit when a checkout of it is given, as a Markdown table
 //! (or JSON with `--json`). Progress goes to stderr.
 //!

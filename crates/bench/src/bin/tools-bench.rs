@@ -1,4 +1,4 @@
-//! `tools-bench`: the workspace tools (issue 9) beside what a user would
+//! `tools-bench`: the workspace tools beside what a user would
 //! otherwise run, side by side in one run, as a Markdown table. Progress
 //! goes to stderr.
 //!

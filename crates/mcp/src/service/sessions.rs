@@ -3,7 +3,7 @@
 //! rmcp's `LocalSessionManager` keeps every session until it is idle for
 //! its `keep_alive`, however many there are: 5,000 `initialize` requests
 //! (a token holder in a loop, or a buggy client) added 272 MB and lived
-//! 30 minutes (security issue 20, item 9). [`CappedSessions`] keeps at
+//! 30 minutes. [`CappedSessions`] keeps at
 //! most a fixed number ([`MAX_SESSIONS`] for ccbridge's servers); creating
 //! one more first closes the least recently used *idle* session. A session
 //! is busy while a request of it is in flight or one of its event streams
