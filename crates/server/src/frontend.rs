@@ -246,17 +246,20 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
-    /// A short note for a person.
-    pub fn describe(self) -> &'static str {
+    /// A short note for a person, naming `agent` (the one that proposed
+    /// the diff: "Gemini CLI", or "the agent" when unknown). The wire names
+    /// (`claudeClosed`, ...) stay as they are for editors that match them;
+    /// what a person reads names the agent it is about.
+    pub fn describe(self, agent: &str) -> String {
         match self {
-            CloseReason::Decided => "done: Claude has your decision",
+            CloseReason::Decided => format!("done: {agent} has your decision"),
             CloseReason::ClaudeClosed => {
-                "closed by Claude (answered in the terminal, or cancelled)"
+                format!("closed by {agent} (answered in the terminal, or cancelled)")
             }
-            CloseReason::NewPrompt => "closed by Claude at a new prompt",
-            CloseReason::Replaced => "replaced by a newer proposal for the same file",
-            CloseReason::Disconnected => "the Claude session disconnected",
-            CloseReason::Shutdown => "ccbridge is stopping",
+            CloseReason::NewPrompt => format!("closed by {agent} at a new prompt"),
+            CloseReason::Replaced => "replaced by a newer proposal for the same file".into(),
+            CloseReason::Disconnected => format!("the {agent} session disconnected"),
+            CloseReason::Shutdown => "ccbridge is stopping".into(),
         }
     }
 }

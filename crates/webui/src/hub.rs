@@ -216,7 +216,7 @@ impl Hub {
         }
         // Nobody listening (no launcher that passes notes on) is fine.
         let _ = self.notes.send(ReviewerNote {
-            agent: review.session.as_ref().map(|s| s.agent),
+            agent: review.agent,
             path: review.path.clone(),
             note: note.to_owned(),
         });
@@ -321,7 +321,8 @@ impl Hub {
         let Some(review) = inner.reviews.remove(&id) else {
             return;
         };
-        let note = format!("{}: {}", review.path, reason.describe());
+        let agent = review.agent.map_or("the agent", AgentKind::display_name);
+        let note = format!("{}: {}", review.path, reason.describe(agent));
         self.publish(json!({"type": "closed", "id": id, "reason": reason, "note": note}));
         self.log(
             &mut inner,
@@ -569,7 +570,13 @@ mod tests {
             kinds.push(v["type"].as_str().unwrap().to_owned());
             if v["type"] == "closed" {
                 assert_eq!(v["reason"], "newPrompt");
-                assert!(v["note"].as_str().unwrap().starts_with("/w/a.py: "));
+                let note = v["note"].as_str().unwrap();
+                assert!(note.starts_with("/w/a.py: "), "{note}");
+                // Named after the agent that proposed it, not always Claude.
+                assert!(
+                    note.ends_with("closed by Gemini CLI at a new prompt"),
+                    "{note}"
+                );
             }
         }
         assert_eq!(

@@ -76,6 +76,9 @@ pub struct Review {
     /// The accepted hunks.
     #[serde(skip)]
     accepted: HashSet<Mark>,
+    /// The agent that proposed it, when known (also without a session).
+    #[serde(skip)]
+    pub agent: Option<AgentKind>,
 }
 
 /// An accepted hunk: its lines in the original, and a fingerprint of its
@@ -126,7 +129,9 @@ pub enum ReviewError {
 impl Review {
     pub fn new(view: DiffView, session: Option<Asker>, created_at: u64) -> Review {
         let original_unreadable = view.original_contents.is_none() && !view.is_new_file;
+        let agent = view.agent.or(session.as_ref().map(|s| s.agent));
         let mut r = Review {
+            agent,
             id: view.id,
             tab_name: view.tab_name,
             path: view.new_file_path,

@@ -10,10 +10,10 @@ const KEPT = 1000;
 
 const REASONS: Record<string, string> = {
   decided: "decided",
-  claudeClosed: "closed by Claude",
+  claudeClosed: "closed by the agent",
   newPrompt: "a new prompt started",
   replaced: "replaced by a newer proposal",
-  disconnected: "Claude disconnected",
+  disconnected: "the agent disconnected",
   shutdown: "ccbridge stopped",
 };
 
