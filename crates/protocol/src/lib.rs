@@ -24,6 +24,7 @@
 
 pub mod editor;
 pub mod jsonrpc;
+pub mod language;
 pub mod lockfile;
 pub mod mcp;
 pub mod notifications;

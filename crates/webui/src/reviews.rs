@@ -62,6 +62,9 @@ pub struct Review {
     pub id: DiffId,
     pub tab_name: String,
     pub path: String,
+    /// VS Code's language id of the file (`ccbridge_protocol::language`),
+    /// for highlighting.
+    pub language: &'static str,
     pub is_new_file: bool,
     /// `None` for a new file, or when the original cannot be shown.
     pub original: Option<String>,
@@ -132,6 +135,7 @@ impl Review {
         let agent = view.agent.or(session.as_ref().map(|s| s.agent));
         let mut r = Review {
             agent,
+            language: ccbridge_protocol::language::language_id(&view.new_file_path),
             id: view.id,
             tab_name: view.tab_name,
             path: view.new_file_path,
@@ -474,6 +478,7 @@ mod tests {
             "id",
             "tabName",
             "path",
+            "language",
             "isNewFile",
             "original",
             "originalUnreadable",

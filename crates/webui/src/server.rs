@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use ccbridge_mcp::ApprovalMode;
 use ccbridge_protocol::editor::{EditorTab, Position, Range, Selection};
+use ccbridge_protocol::language::language_id;
 use ccbridge_protocol::notifications::AtMentioned;
 use ccbridge_server::{DiffId, EditorEvent, RunId};
 use ccbridge_workspace::{FileText, Workspace, WorkspaceError};
@@ -582,32 +583,6 @@ async fn tree(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response
     }
 }
 
-/// A language id for syntax highlighting, from the file name.
-pub fn language_of(path: &str) -> &'static str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name
-        .rsplit_once('.')
-        .map_or("", |(_, e)| e)
-        .to_ascii_lowercase();
-    match ext.as_str() {
-        "rs" => "rust",
-        "py" | "pyi" => "python",
-        "js" | "mjs" | "cjs" | "jsx" => "javascript",
-        "ts" | "tsx" | "mts" | "cts" => "typescript",
-        "json" => "json",
-        "md" | "markdown" => "markdown",
-        "html" | "htm" => "html",
-        "css" => "css",
-        "go" => "go",
-        "java" => "java",
-        "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" => "cpp",
-        "yaml" | "yml" => "yaml",
-        "toml" => "toml",
-        "sh" | "bash" => "shell",
-        _ => "text",
-    }
-}
-
 async fn file(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response {
     let Some(path) = q.path else {
         return error(StatusCode::BAD_REQUEST, "?path= is required");
@@ -622,7 +597,7 @@ async fn file(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response
     match read {
         Some(Ok((abs, FileText::Text { text }))) => {
             let p = abs.display().to_string();
-            Json(json!({"path": p, "kind": "text", "text": text, "language": language_of(&p)}))
+            Json(json!({"path": p, "kind": "text", "text": text, "language": language_id(&p)}))
                 .into_response()
         }
         Some(Ok((abs, FileText::Binary { size }))) => {
@@ -705,7 +680,7 @@ async fn tabs(State(ui): State<Arc<Ui>>, Json(t): Json<Tabs>) -> Response {
             path: p.clone(),
             is_active: active.as_deref() == Some(p.as_str()),
             is_dirty: false,
-            language_id: Some(language_of(p).to_owned()),
+            language_id: Some(language_id(p).to_owned()),
             label: None,
             is_untitled: false,
         })

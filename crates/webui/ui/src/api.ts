@@ -47,6 +47,8 @@ export interface Review {
   id: number;
   tabName: string;
   path: string;
+  /** VS Code's language id of the file (`plaintext` when none is known). */
+  language: string;
   isNewFile: boolean;
   original: string | null;
   originalUnreadable: boolean;

@@ -12,7 +12,7 @@ import { EditorView, type ViewUpdate } from "@codemirror/view";
 import { api, ApiError, type FileContent, type Position, type Tabs, type TreeEntry } from "./api";
 import { baseEditor } from "./editor";
 import { lineSeparatorOf } from "./hunks";
-import { languageExtension, languageOf } from "./languages";
+import { languageExtension } from "./languages";
 import { trackScheme } from "./theme";
 import { baseName, displayPath, flag, h, replace } from "./dom";
 import { note } from "./notes";
@@ -456,7 +456,7 @@ export class FilesView {
             doc: f.content.text,
             extensions: [
               baseEditor({ lineSeparator: sep, editable: false, onEscape: () => this.treeEl.focus(), label: `${baseName(f.path)} (read-only; s sends the selection to Claude)` }),
-              languageExtension(f.content.language && f.content.language !== "text" ? f.content.language : languageOf(f.path)),
+              languageExtension(f.content.language),
               EditorView.updateListener.of((u) => this.onViewerUpdate(u)),
             ],
           });

@@ -18,7 +18,7 @@ import { MergeView, unifiedMergeView, updateOriginalDoc } from "@codemirror/merg
 import { api, ApiError, type Review } from "./api";
 import { baseEditor } from "./editor";
 import { ServerDiff, installExactChunks, lineSeparatorOf, serverDiffConfig, textOf } from "./hunks";
-import { languageForPath } from "./languages";
+import { languageExtension } from "./languages";
 import { forgetScheme, trackScheme } from "./theme";
 import { baseName, clock, displayPath, flag, h, replace } from "./dom";
 import { note } from "./notes";
@@ -382,7 +382,7 @@ export class ReviewCard {
         onEscape: () => this.el.focus(),
         label: `Proposed text of ${baseName(this.review.path)} (editable; Escape leaves it)`,
       }),
-      languageForPath(this.review.path),
+      languageExtension(this.review.language),
       EditorView.editorAttributes.of({ "data-side": "proposed" }),
       EditorView.lineWrapping,
       this.readOnly.of(EditorState.readOnly.of(!this.pending)),
@@ -409,7 +409,7 @@ export class ReviewCard {
               onEscape: () => this.el.focus(),
               label: `Original text of ${baseName(this.review.path)} (read-only)`,
             }),
-            languageForPath(this.review.path),
+            languageExtension(this.review.language),
             EditorView.editorAttributes.of({ "data-side": "original" }),
             EditorView.lineWrapping,
             hunkDeco,
