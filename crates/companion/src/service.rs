@@ -290,7 +290,7 @@ impl Companion {
         };
         let proposal = Proposal {
             requester: None,
-            title: format!("{} ⟷ proposed ({})", file_name(&path), self.session),
+            title: self.title(&path),
             path: path.clone(),
             original,
             proposed: args.new_content,
@@ -349,7 +349,21 @@ impl Companion {
         CallToolResult::success(vec![])
     }
 
+    /// The title of this session's review of `path` (how the engine finds
+    /// it again).
+    fn title(&self, path: &str) -> String {
+        format!("{} ⟷ proposed ({})", file_name(path), self.session)
+    }
+
     async fn close_diff(&self, args: CloseDiffArgs, peer: Peer<RoleServer>) -> CallToolResult {
+        // The user answered in the agent's terminal. Gemini CLI writes the
+        // `content` of this answer when it is not null: the text as the
+        // user left it in the review (their edits), taken before the view
+        // closes with the withdrawn task.
+        let content = self
+            .agent_session
+            .get()
+            .and_then(|s| s.review_text(&self.title(&args.file_path)));
         let gone = self
             .pending
             .lock()
@@ -361,9 +375,9 @@ impl Companion {
                 notify(&peer, "ide/diffClosed", json!({"filePath": args.file_path})).await;
             }
         }
-        // The view's text is the editor's; the client falls back to the
-        // model's proposal.
-        text(json!({ "content": null }).to_string())
+        // Without one (no such review, or an editor that cannot tell), the
+        // client falls back to the model's proposal.
+        text(json!({ "content": content }).to_string())
     }
 }
 

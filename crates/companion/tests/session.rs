@@ -188,7 +188,7 @@ async fn a_diff_is_answered_at_once_and_its_verdict_arrives_as_a_notification() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn close_diff_answers_with_no_content_and_the_editor_context_is_pushed() {
+async fn close_diff_answers_with_the_users_text_and_the_editor_context_is_pushed() {
     let rig = rig().await;
     let file = rig.dir.path().join("a.rs");
     std::fs::write(&file, "fn main() {}\n").unwrap();
@@ -243,24 +243,51 @@ async fn close_diff_answers_with_no_content_and_the_editor_context_is_pushed() {
     assert_eq!(f["isActive"], true);
     assert_eq!(f["cursor"], json!({"line": 1, "character": 8}));
 
-    // The user answered in the terminal: the client closes the diff.
+    // The user answered in the terminal: the client closes the diff, and
+    // takes the text the user left in the review (Gemini CLI writes a
+    // non-null `content`), so edits made in the editor are not lost.
     let p = path.clone();
-    let (_client, answer) = blocking(move || {
+    let mut client = blocking(move || {
         let mut c = client;
         c.call(
             5,
             "openDiff",
             json!({"filePath": p, "newContent": "fn main() { }\n"}),
         );
-        let a = c.call(
+        c
+    })
+    .await;
+    let mut rig = rig;
+    tokio::time::timeout(WAIT, rig.shown.recv())
+        .await
+        .expect("shown")
+        .expect("shown");
+    let p = path.clone();
+    let (mut client, answer) = blocking(move || {
+        let a = client.call(
             6,
             "closeDiff",
             json!({"filePath": p, "suppressNotification": true}),
         );
-        (c, a)
+        (client, a)
     })
     .await;
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"content": format!("fn main() {{ }}\n{}", support::EDITED)})
+    );
+    // Closed: a second closeDiff has no review to take text from.
+    let p = path.clone();
+    let again = blocking(move || {
+        client.call(
+            7,
+            "closeDiff",
+            json!({"filePath": p, "suppressNotification": true}),
+        )
+    })
+    .await;
+    let text = again["result"]["content"][0]["text"].as_str().unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(text).unwrap(),
         json!({"content": null})

@@ -85,6 +85,14 @@ impl DiffRegistry {
         (id, rx, replaced)
     }
 
+    /// The open view named `tab_name` that connection `conn` opened.
+    pub fn find(&self, tab_name: &str, conn: ConnId) -> Option<DiffId> {
+        self.open
+            .iter()
+            .find(|(_, e)| e.tab_name == tab_name && e.conn == conn)
+            .map(|(id, _)| *id)
+    }
+
     fn find_tab(&self, tab_name: &str) -> Option<DiffId> {
         self.open
             .iter()

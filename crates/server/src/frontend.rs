@@ -444,6 +444,15 @@ pub trait Frontend: Send + Sync + 'static {
     /// not the user already decided; `reason` says why.
     async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError>;
 
+    /// The proposed side of an open diff view as the user has left it (their
+    /// edits included), when the frontend can tell at once; `None` when it
+    /// cannot or the view is not open. An agent that is answered in its own
+    /// terminal takes this text instead of its proposal (Gemini CLI's
+    /// `closeDiff`), so the user's edits are not lost.
+    fn review_text(&self, _id: DiffId) -> Option<String> {
+        None
+    }
+
     async fn open_file(&self, _args: OpenFileArgs) -> Result<OpenedFile, FrontendError> {
         Err(FrontendError::Unsupported("openFile"))
     }

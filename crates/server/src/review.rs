@@ -207,6 +207,14 @@ impl AgentSession {
         self.ide.review(proposal).await
     }
 
+    /// The text the user has left in this session's open review titled
+    /// `title` (see [`crate::Frontend::review_text`]); `None` when it is not
+    /// open or the frontend cannot tell.
+    pub fn review_text(&self, title: &str) -> Option<String> {
+        let id = lock(&self.ide.diffs).find(title, self.info.id.0)?;
+        self.ide.frontend.review_text(id)
+    }
+
     /// Tells the frontend this session's call of `tool` was answered.
     pub fn tool_called(&self, tool: &str, is_error: bool, summary: String, elapsed_ms: u64) {
         self.ide.frontend.activity(Activity::ToolCall {

@@ -29,6 +29,10 @@ impl BrowserFrontend {
 
 #[async_trait]
 impl Frontend for BrowserFrontend {
+    fn review_text(&self, id: DiffId) -> Option<String> {
+        self.hub.working_text(id)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             diff: true,

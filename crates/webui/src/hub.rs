@@ -316,6 +316,14 @@ impl Hub {
         inner.reviews.insert(review.id, review);
     }
 
+    /// The right side of review `id` as the reviewer left it, while it is
+    /// pending.
+    pub fn working_text(&self, id: DiffId) -> Option<String> {
+        let inner = self.lock();
+        let r = inner.reviews.get(&id)?;
+        (r.status == crate::reviews::Status::Pending).then(|| r.working.clone())
+    }
+
     pub fn close_diff(&self, id: DiffId, reason: CloseReason) {
         let mut inner = self.lock();
         let Some(review) = inner.reviews.remove(&id) else {
@@ -510,6 +518,15 @@ mod tests {
             proposed_contents: "b\n".into(),
             agent: Some(AgentKind::Gemini),
         }
+    }
+
+    #[test]
+    fn the_working_text_of_a_pending_review_only() {
+        let hub = Hub::new();
+        hub.show_diff(view(1));
+        assert_eq!(hub.working_text(DiffId(1)).as_deref(), Some("b\n"));
+        hub.close_diff(DiffId(1), CloseReason::ClaudeClosed);
+        assert_eq!(hub.working_text(DiffId(1)), None);
     }
 
     #[test]

@@ -18,8 +18,15 @@ use tokio::sync::mpsc;
 pub const WAIT: Duration = Duration::from_secs(10);
 pub const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-/// Shows diffs by handing them to the test.
-struct Shows(mpsc::UnboundedSender<DiffView>);
+/// Shows diffs by handing them to the test, and keeps each one's proposal
+/// with a line the "user" added (what [`EDITED`] says), for `review_text`.
+struct Shows(
+    mpsc::UnboundedSender<DiffView>,
+    std::sync::Mutex<std::collections::HashMap<DiffId, String>>,
+);
+
+/// What the rig's editor adds to every proposal it shows.
+pub const EDITED: &str = "// edited in the editor\n";
 
 #[async_trait]
 impl Frontend for Shows {
@@ -30,10 +37,18 @@ impl Frontend for Shows {
         }
     }
     async fn show_diff(&self, diff: DiffView) -> Result<(), FrontendError> {
+        self.1
+            .lock()
+            .unwrap()
+            .insert(diff.id, format!("{}{EDITED}", diff.proposed_contents));
         let _ = self.0.send(diff);
         Ok(())
     }
-    async fn close_diff(&self, _id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
+    fn review_text(&self, id: DiffId) -> Option<String> {
+        self.1.lock().unwrap().get(&id).cloned()
+    }
+    async fn close_diff(&self, id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
+        self.1.lock().unwrap().remove(&id);
         Ok(())
     }
 }
@@ -52,7 +67,9 @@ pub async fn rig() -> Rig {
     let mut config = Config::new("CompanionTest", vec![ws.display().to_string()]);
     config.lock_dir = Some(ws.join("ide"));
     let (tx, shown) = mpsc::unbounded_channel();
-    let server = Server::bind(config, Arc::new(Shows(tx))).await.unwrap();
+    let server = Server::bind(config, Arc::new(Shows(tx, Default::default())))
+        .await
+        .unwrap();
     let engine = server.handle();
     let companion = CompanionServer::bind(Agent::Gemini, TOKEN, engine.clone())
         .await
