@@ -231,6 +231,9 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
     rig.close_tab("t-whole");
     rig.browser
         .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+    // With nothing left, the view says how the last review ended.
+    let last = rig.browser.text(PAGE, "[data-last-review]");
+    assert!(last.contains("you accepted whole.txt"), "{last}");
 
     // Reject it.
     let call = rig.propose(&f, "nope\n", "t-reject");

@@ -1136,6 +1136,8 @@ export class ReviewList {
   readonly el: HTMLElement;
   private readonly list: HTMLElement;
   private readonly empty: HTMLElement;
+  /** What happened to the last review that left (shown when none is left). */
+  private readonly lastReview: HTMLElement;
   private readonly cards = new Map<number, ReviewCard>();
   private layout: Layout = prefs.layout();
   private focusedId: number | null = null;
@@ -1158,11 +1160,13 @@ export class ReviewList {
       );
     this.layoutButtons = { split: seg("split", "Side by side"), unified: seg("unified", "Unified") };
     this.list = h("div", { class: "review-list" });
+    this.lastReview = h("p", { class: "last-review", "data-last-review": "", hidden: true });
     this.empty = h(
       "div",
       { class: "empty" },
       h("p", { class: "empty-title" }, "Nothing to review"),
-      h("p", null, "When Claude proposes an edit, it appears here for you to accept or reject, hunk by hunk."),
+      this.lastReview,
+      h("p", null, "When an agent proposes an edit, it appears here for you to accept or reject, hunk by hunk."),
     );
     this.el = h(
       "div",
@@ -1236,11 +1240,26 @@ export class ReviewList {
 
   /** Claude closed a review. */
   closed(id: number, noteText: string): void {
-    if (this.cards.has(id)) {
+    const card = this.cards.get(id);
+    if (card) {
       note(noteText);
+      this.remember(card.review, noteText);
       this.remove(id);
       this.count();
     }
+  }
+
+  /** Says, where the list is empty, how the last review ended. */
+  private remember(r: Review, noteText: string): void {
+    const name = baseName(r.path);
+    const what =
+      r.status === "accepted"
+        ? `you accepted ${name}`
+        : r.status === "rejected"
+          ? `you rejected ${name}`
+          : noteText;
+    replace(this.lastReview, `Last review (${clock(Date.now())}): ${what}.`);
+    this.lastReview.hidden = false;
   }
 
   private add(r: Review, fresh: boolean): void {
