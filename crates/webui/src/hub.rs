@@ -330,7 +330,16 @@ impl Hub {
             return;
         };
         let agent = review.agent.map_or("the agent", AgentKind::display_name);
-        let note = format!("{}: {}", review.path, reason.describe(agent));
+        let what = match (reason, review.status) {
+            (CloseReason::Decided, crate::reviews::Status::Accepted) => {
+                format!("you accepted it ({agent} has your decision)")
+            }
+            (CloseReason::Decided, crate::reviews::Status::Rejected) => {
+                format!("you rejected it ({agent} has your decision)")
+            }
+            _ => reason.describe(agent),
+        };
+        let note = format!("{}: {what}", review.path);
         self.publish(json!({"type": "closed", "id": id, "reason": reason, "note": note}));
         self.log(
             &mut inner,

@@ -233,7 +233,10 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
         .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
     // With nothing left, the view says how the last review ended.
     let last = rig.browser.text(PAGE, "[data-last-review]");
-    assert!(last.contains("you accepted whole.txt"), "{last}");
+    assert!(
+        last.contains("whole.txt: you accepted it (Claude Code has your decision)"),
+        "{last}"
+    );
 
     // Reject it.
     let call = rig.propose(&f, "nope\n", "t-reject");

@@ -146,7 +146,9 @@ export class ConnectionStatus {
       const commands: (string | HTMLElement)[] = [];
       offered.forEach((a, i) => {
         if (i > 0) commands.push(i === offered.length - 1 ? " or " : ", ");
-        commands.push(h("code", { "data-agent-command": a.id, title: a.name }, a.id));
+        // A claude started by hand connects at once only with --ide (or
+        // its auto-connect setting).
+        commands.push(h("code", { "data-agent-command": a.id, title: a.name }, a.id === "claude" ? "claude --ide" : a.id));
       });
       const claude = offered.some((a) => a.id === "claude");
       replace(
@@ -159,7 +161,7 @@ export class ConnectionStatus {
           ...commands,
           " in ",
           h("code", { class: "folder" }, folder),
-          ...(claude ? [" (or run ", h("code", null, "ccbridge claude"), ")"] : []),
+          ...(claude ? [" (or run ", h("code", null, "ccbridge claude"), ", which also makes every edit wait for your review)"] : []),
         ),
       );
       return;

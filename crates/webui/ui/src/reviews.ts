@@ -1249,16 +1249,11 @@ export class ReviewList {
     }
   }
 
-  /** Says, where the list is empty, how the last review ended. */
+  /** Says, where the list is empty, how the last review ended (the
+   * server's note: `<path>: you accepted it (...)`, `<path>: closed by ...`). */
   private remember(r: Review, noteText: string): void {
-    const name = baseName(r.path);
-    const what =
-      r.status === "accepted"
-        ? `you accepted ${name}`
-        : r.status === "rejected"
-          ? `you rejected ${name}`
-          : noteText;
-    replace(this.lastReview, `Last review (${clock(Date.now())}): ${what}.`);
+    const what = noteText.startsWith(`${r.path}: `) ? noteText.slice(r.path.length + 2) : noteText;
+    replace(this.lastReview, `Last review (${clock(Date.now())}): ${baseName(r.path)}: ${what}.`);
     this.lastReview.hidden = false;
   }
 
