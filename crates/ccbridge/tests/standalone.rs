@@ -535,7 +535,7 @@ fn idle_socket_floods_lock_nobody_out_under_a_1024_file_limit() {
     }
     let sb = Sandbox::new();
     let (mut child, url, lock) = sb.serve_with_link(&[], Some(limit_files));
-    let (base, token) = url.split_once("/#token=").unwrap();
+    let base = url.split_once("/#token=").unwrap().0;
     let ui_port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
     let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
     let ide_port = parsed_port(&lock);
@@ -551,17 +551,7 @@ fn idle_socket_floods_lock_nobody_out_under_a_1024_file_limit() {
     }
     let wait = Duration::from_secs(10);
     // The page's user signs in and reads the state.
-    let a = ccbridge_testkit::http::request(
-        ui_port,
-        "POST",
-        "/api/session",
-        &[
-            ("Host", &format!("127.0.0.1:{ui_port}")),
-            ("Content-Type", "application/json"),
-        ],
-        &format!("{{\"token\":\"{token}\"}}"),
-        wait,
-    );
+    let a = sign_in(&url);
     assert_eq!(a.status, 200, "the page's user was locked out: {}", a.head);
     let session: serde_json::Value = serde_json::from_str(&a.body).unwrap();
     let auth = format!("Bearer {}", session["session"].as_str().unwrap());
@@ -621,24 +611,13 @@ fn link_prints_a_fresh_one_time_link_from_another_terminal() {
     let link = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     assert!(link.starts_with(&format!("{base}#token=")), "{link}");
     assert_ne!(link, printed, "a fresh link");
-    let sign_in = |link: &str| {
-        let token = link.split_once("#token=").unwrap().1;
-        ccbridge_testkit::http::request(
-            ui_port,
-            "POST",
-            "/api/session",
-            &[
-                ("Host", &format!("127.0.0.1:{ui_port}")),
-                ("Content-Type", "application/json"),
-            ],
-            &format!("{{\"token\":\"{token}\"}}"),
-            Duration::from_secs(10),
-        )
-        .status
-    };
-    assert_eq!(sign_in(&link), 200, "the new link signs in");
-    assert_eq!(sign_in(&link), 401, "once");
-    assert_eq!(sign_in(&printed), 200, "the printed link is still good");
+    assert_eq!(sign_in(&link).status, 200, "the new link signs in");
+    assert_eq!(sign_in(&link).status, 401, "once");
+    assert_eq!(
+        sign_in(&printed).status,
+        200,
+        "the printed link is still good"
+    );
     // The link-making token reads nothing.
     let state = ccbridge_testkit::http::request(
         ui_port,
@@ -679,6 +658,23 @@ fn link_prints_a_fresh_one_time_link_from_another_terminal() {
     );
     signal(&child, rustix::process::Signal::TERM);
     assert!(exits(&mut child).success());
+}
+
+/// `POST /api/session` with the token of a printed `link`, as the page does.
+fn sign_in(link: &str) -> ccbridge_testkit::http::Answer {
+    let (base, token) = link.split_once("/#token=").expect("a link with a token");
+    let port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
+    ccbridge_testkit::http::request(
+        port,
+        "POST",
+        "/api/session",
+        &[
+            ("Host", &format!("127.0.0.1:{port}")),
+            ("Content-Type", "application/json"),
+        ],
+        &format!("{{\"token\":\"{token}\"}}"),
+        Duration::from_secs(10),
+    )
 }
 
 fn parsed_port(lock: &std::path::Path) -> u16 {
