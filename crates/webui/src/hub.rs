@@ -384,8 +384,13 @@ impl Hub {
                 is_error,
                 summary,
                 elapsed_ms,
-            } => json!({"kind": "toolCall", "session": client, "tool": tool,
-                        "isError": is_error, "summary": summary, "elapsedMs": elapsed_ms}),
+            } => {
+                // The start of a result can quote a command or a file:
+                // hidden and look-alike characters are shown, not obeyed.
+                let summary = ccbridge_protocol::reveal::reveal_line(&summary).shown;
+                json!({"kind": "toolCall", "session": client, "tool": tool,
+                       "isError": is_error, "summary": summary, "elapsedMs": elapsed_ms})
+            }
             Activity::SessionReplaced { old, by } => {
                 json!({"kind": "replaced", "old": old, "by": by})
             }
@@ -527,6 +532,26 @@ mod tests {
             proposed_contents: "b\n".into(),
             agent: Some(AgentKind::Gemini),
         }
+    }
+
+    #[test]
+    fn tool_call_summaries_show_hidden_characters() {
+        let hub = Hub::new();
+        hub.activity(Activity::ToolCall {
+            client: ClientId(1),
+            tool: "execute_command".into(),
+            is_error: false,
+            summary: "echo safe \u{2067}; touch X; : #\u{2069}".into(),
+            elapsed_ms: 1,
+        });
+        let summary = hub.snapshot()["activity"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            summary.contains("⟨U+2067⟩") && !summary.contains('\u{2067}'),
+            "{summary}"
+        );
     }
 
     #[test]
