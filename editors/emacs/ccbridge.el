@@ -1867,16 +1867,21 @@ with \\[universal-argument] M-x ccbridge-send"))
               " (sent when Claude connects)"))))))))
 
 (defun ccbridge--offered-agents (init)
-  "Return the agents of INIT as (ID NAME ENV) lists."
+  "Return the agents of INIT as (ID NAME ENV ARGS) lists.
+ARGS are the sidecar's arguments for the agent, given before the
+command's own (for Claude Code, `--settings' with a hook that makes
+every edit ask, so it is reviewed in Emacs even in the auto mode
+Claude starts in)."
   (let ((agents (append (plist-get init :agents) nil)))
     (if (null agents)
-        (list (list "claude" "Claude Code" (plist-get init :env)))
+        (list (list "claude" "Claude Code" (plist-get init :env) nil))
       (mapcar (lambda (a)
                 (list (plist-get a :id) (or (plist-get a :name) (plist-get a :id))
                       (if (and (equal (plist-get a :id) "claude")
                                (null (plist-get a :env)))
                           (plist-get init :env)
-                        (plist-get a :env))))
+                        (plist-get a :env))
+                      (cl-remove-if-not #'stringp (append (plist-get a :args) nil))))
               agents))))
 
 (defun ccbridge--no-proxy (current)
@@ -1983,7 +1988,8 @@ update the ccbridge binary" agent (mapconcat #'car offered ", ")))
                                                 ccbridge-terminal-environment))
            (buf (ccbridge--run-terminal
                  (format "%s: %s" agent (file-name-nondirectory root))
-                 command root env)))
+                 (append (list (car command)) (nth 3 entry) (cdr command))
+                 root env)))
       (with-current-buffer buf
         (setq-local ccbridge--root root)
         (setq-local ccbridge--terminal agent))

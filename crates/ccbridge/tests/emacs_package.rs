@@ -964,13 +964,17 @@ async fn ccbridge_claude_runs_claude_in_a_terminal_with_the_sidecars_environment
     rig.m_x("ccbridge-claude");
     let out = rig.emacs.wait(
         "the terminal's output",
-        "(let ((b (get-buffer \"*claude: ws*\"))) \
-           (and b (string-search \"args=\" (ccbridge-test-buffer-text b)) \
-                (ccbridge-test-buffer-text b)))",
+        "(let* ((b (get-buffer \"*claude: ws*\")) \
+                (text (and b (replace-regexp-in-string \"\n\" \"\" (ccbridge-test-buffer-text b))))) \
+           (and text (string-search \"MultiEdit|Write\" text) text))",
         STEP,
     );
     let out = out.as_str().unwrap();
     assert!(out.contains(&format!("port={port} ide=true")), "{out}");
+    // The sidecar's settings come first: every edit asks, and so is
+    // reviewed here, even in the auto mode claude starts in.
+    assert!(out.contains("args=--settings {"), "{out}");
+    assert!(out.contains("permissionDecision"), "{out}");
     assert!(out.contains("127.0.0.1"), "no_proxy: {out}");
     assert_eq!(rig.emacs.json("major-mode"), "term-mode");
     // Again: the same terminal is shown, no second one starts.

@@ -702,13 +702,20 @@ async fn ccbridge_claude_runs_in_a_terminal_with_the_sidecars_environment() {
         "the terminal's output",
         "(function() local b = require('ccbridge.terminal').buffer(); if not b then return nil end
            local all = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false))
-           return all:find('args=--resume x', 1, true) and all or nil end)()",
+           return all:find('--resume x', 1, true) and all or nil end)()",
         STEP,
     );
     let line = line.as_str().unwrap();
     assert!(line.contains(&format!("port={port} ide=true")), "{line}");
     assert!(line.contains("127.0.0.1"), "no_proxy: {line}");
-    assert!(line.contains("args=--resume x"), "{line}");
+    assert!(line.contains("--resume x"), "{line}");
+    // The sidecar's settings come first: every edit asks, and so is
+    // reviewed here, even in the auto mode claude starts in.
+    assert!(
+        line.contains("args=--settings {\"hooks\"")
+            && line.contains("\"permissionDecision\\\":\\\"ask"),
+        "{line}"
+    );
     // Again: the same terminal, focused, no second one.
     rig.nvim.input("<C-\\><C-n><C-w>p:CCBridgeClaude<CR>");
     rig.nvim.wait(

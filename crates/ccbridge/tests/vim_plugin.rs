@@ -1001,7 +1001,7 @@ fn fake_agents(dir: &Path) -> String {
         std::fs::write(
             &p,
             format!(
-                "#!/bin/sh\necho \"{name} port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy args=$*\"\nenv | sort | sed 's/^/env: /'\nexec sleep 60\n"
+                "#!/bin/sh\necho \"{name} port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy\"\nfor a; do echo \"arg: $a\"; done\nenv | sort | sed 's/^/env: /'\nexec sleep 60\n"
             ),
         )
         .unwrap();
@@ -1041,7 +1041,16 @@ async fn ccbridge_claude_runs_claude_in_a_terminal_with_the_sidecars_environment
     let init = rig.init();
     let port = init["port"].as_u64().unwrap();
     rig.vim.keys(":CCBridgeClaude --resume x<CR>");
-    let text = terminal_text(&mut rig, "claude", "args=--resume x");
+    let text = terminal_text(&mut rig, "claude", "arg: --resume\narg: x");
+    // The sidecar's settings come first: every edit asks, and so is
+    // reviewed here, even in the auto mode claude starts in.
+    let settings = text.find("arg: --settings").expect("--settings");
+    assert!(settings < text.find("arg: --resume").unwrap(), "{text}");
+    // (The long JSON wraps at the terminal's width.)
+    assert!(
+        text.replace('\n', "").contains("permissionDecision"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("claude port={port} ide=true")),
         "{text}"

@@ -196,10 +196,49 @@ pub fn claude_env(port: u16) -> std::collections::BTreeMap<String, String> {
     ])
 }
 
+/// Claude Code's tools that change files.
+pub const CLAUDE_EDIT_TOOLS: &str = "Edit|MultiEdit|Write";
+
+/// A `PreToolUse` hook command that reads the call (Claude writes it to the
+/// hook's stdin) and answers "ask", whatever the permission mode would have
+/// done: the CLI then shows its permission prompt, and with it the IDE's
+/// diff for review.
+pub const CLAUDE_ASK_HOOK: &str = "cat >/dev/null; printf '%s\\n' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ccbridge: every edit is reviewed in the IDE\"}}'";
+
+/// The settings (for `claude --settings`) that make every edit of a
+/// `claude` reach the IDE for review even in auto mode (the default since
+/// 2.1.328, where Edit and Write are allowed without asking, so no
+/// `openDiff` is sent), and allow `allow` (permission rules, such as the
+/// workspace tools the editor asks about itself). The permission mode the
+/// user chose still decides everything else.
+pub fn claude_review_settings(allow: &[&str]) -> serde_json::Value {
+    let mut s = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": CLAUDE_EDIT_TOOLS,
+        "hooks": [{"type": "command", "command": CLAUDE_ASK_HOOK}]}]}});
+    if !allow.is_empty() {
+        s["permissions"] = serde_json::json!({ "allow": allow });
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_review_hook_answers_ask() {
+        let s = claude_review_settings(&["mcp__x"]);
+        assert_eq!(s["hooks"]["PreToolUse"][0]["matcher"], CLAUDE_EDIT_TOOLS);
+        assert_eq!(s["permissions"]["allow"], json!(["mcp__x"]));
+        let out = std::process::Command::new("sh")
+            .args(["-c", CLAUDE_ASK_HOOK])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
+        assert!(claude_review_settings(&[]).get("permissions").is_none());
+    }
 
     #[test]
     fn serializes_every_field_the_client_reads() {

@@ -126,12 +126,17 @@ pub struct InitializeResult {
 }
 
 /// An agent the editor may start in a terminal: `{"id": "gemini", "name":
-/// "Gemini CLI", "env": {...}}` (version 3). `id` is also its command.
+/// "Gemini CLI", "env": {...}, "args"?: [...]}` (version 3). `id` is also
+/// its command; `args` go before the user's own arguments (for Claude Code:
+/// `--settings <json>`, which makes every edit ask, and so reach the
+/// editor's review, even in the auto mode it starts in).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentEnv {
     #[serde(flatten)]
     pub agent: ccbridge_server::AgentKind,
     pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
 }
 
 /// Where the workspace tools are served, the bearer token they take
@@ -605,10 +610,12 @@ mod tests {
                 AgentEnv {
                     agent: AgentKind::Claude,
                     env: claude_env(53117),
+                    args: vec!["--settings".into(), "{}".into()],
                 },
                 AgentEnv {
                     agent: AgentKind::Gemini,
                     env: BTreeMap::from([("GEMINI_CLI_IDE_SERVER_PORT".into(), "41000".into())]),
+                    args: Vec::new(),
                 },
             ],
         };
@@ -620,7 +627,8 @@ mod tests {
                    "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"},
                    "agents": [
                      {"id": "claude", "name": "Claude Code",
-                      "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"}},
+                      "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"},
+                      "args": ["--settings", "{}"]},
                      {"id": "gemini", "name": "Gemini CLI",
                       "env": {"GEMINI_CLI_IDE_SERVER_PORT": "41000"}}]})
         );

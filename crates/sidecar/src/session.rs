@@ -346,6 +346,23 @@ impl Session {
                     (Some(a), Some(p)) => a.env(p, &folders).into_iter().collect(),
                     _ => claude_env(port),
                 },
+                args: match agent {
+                    AgentKind::Claude => {
+                        // Edits ask (so they are reviewed here) in any mode;
+                        // the workspace tools, which the editor asks about
+                        // itself, are not asked about in the terminal too.
+                        let allow: &[&str] = if self.tools.is_some() {
+                            &[ccbridge_mcp::registration::PERMISSION_RULE]
+                        } else {
+                            &[]
+                        };
+                        vec![
+                            "--settings".into(),
+                            ccbridge_protocol::lockfile::claude_review_settings(allow).to_string(),
+                        ]
+                    }
+                    _ => Vec::new(),
+                },
             })
             .collect()
     }

@@ -311,14 +311,15 @@
 (ert-deftest ccbridge-test-offered-agents-without-and-with-the-agents-field ()
   (let ((env '(:CLAUDE_CODE_SSE_PORT "1")))
     (should (equal (ccbridge--offered-agents (list :env env))
-                   (list (list "claude" "Claude Code" env))))
+                   (list (list "claude" "Claude Code" env nil))))
     (should (equal (ccbridge--offered-agents
                     (list :env env
-                          :agents (vector '(:id "claude" :name "Claude Code")
+                          :agents (vector '(:id "claude" :name "Claude Code"
+                                                :args ["--settings" "{}"])
                                           '(:id "gemini" :name "Gemini CLI"
                                                 :env (:GEMINI_CLI_IDE_SERVER_PORT "2")))))
-                   (list (list "claude" "Claude Code" env)
-                         (list "gemini" "Gemini CLI" '(:GEMINI_CLI_IDE_SERVER_PORT "2")))))))
+                   (list (list "claude" "Claude Code" env '("--settings" "{}"))
+                         (list "gemini" "Gemini CLI" '(:GEMINI_CLI_IDE_SERVER_PORT "2") nil))))))
 
 ;;;; The sidecar's command line
 

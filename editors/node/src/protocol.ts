@@ -142,6 +142,12 @@ export interface Agent {
 /** An agent that can find this editor, and the environment of a terminal that starts it connected here. */
 export interface AgentEnv extends Agent {
   env: Record<string, string>;
+  /**
+   * Arguments to give the agent before the user's own. For Claude Code:
+   * `--settings <json>` with a hook that makes every edit ask, so it is
+   * reviewed in this editor even in the auto mode Claude starts in.
+   */
+  args?: string[];
 }
 
 /** A connected agent session (Claude Code, Gemini CLI or Qwen Code). */

@@ -54,14 +54,6 @@ pub struct Args {
     claude_args: Vec<OsString>,
 }
 
-/// Claude Code's tools that change files: each asks (and so opens the
-/// IDE's diff) through the hook of [`settings`].
-const EDIT_TOOLS: &str = "Edit|MultiEdit|Write";
-
-/// The hook: reads the call (Claude writes it to the hook's stdin) and
-/// answers "ask", whatever the permission mode would have done.
-const ASK_HOOK: &str = "cat >/dev/null; printf '%s\\n' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ccbridge: every edit is reviewed in the IDE\"}}'";
-
 /// The hook that hands Claude the reviewer's notes with the user's next
 /// prompt: ccbridge writes `notes` as the hook's whole answer (JSON it
 /// made, so nothing is quoted in the shell); the hook takes the file by
@@ -84,6 +76,7 @@ fn settings(
     status: Option<&str>,
     notes_hook: Option<&str>,
 ) -> serde_json::Value {
+    use ccbridge_protocol::lockfile::{CLAUDE_ASK_HOOK, CLAUDE_EDIT_TOOLS};
     let mut s = serde_json::Map::new();
     let mut hooks = serde_json::Map::new();
     if let Some(command) = notes_hook {
@@ -103,8 +96,8 @@ fn settings(
     if review_edits {
         hooks.insert(
             "PreToolUse".into(),
-            serde_json::json!([{"matcher": EDIT_TOOLS,
-                "hooks": [{"type": "command", "command": ASK_HOOK}]}]),
+            serde_json::json!([{"matcher": CLAUDE_EDIT_TOOLS,
+                "hooks": [{"type": "command", "command": CLAUDE_ASK_HOOK}]}]),
         );
     }
     if !hooks.is_empty() {

@@ -215,10 +215,20 @@ async fn initialize_answers_and_updates_the_workspace() {
     // version the newest is spoken.
     let r = ed.call(2, "initialize", json!({})).await;
     assert_eq!(r["result"]["protocolVersion"], 3);
+    // Claude's args make every edit ask (so it is reviewed in the editor)
+    // even in the auto mode a `claude` starts in.
+    let args = &r["result"]["agents"][0]["args"];
+    assert_eq!(args[0], "--settings", "{args}");
+    let settings: Value = serde_json::from_str(args[1].as_str().unwrap()).unwrap();
+    assert_eq!(
+        settings,
+        ccbridge_protocol::lockfile::claude_review_settings(&[])
+    );
     assert_eq!(
         r["result"]["agents"],
         json!([{"id": "claude", "name": "Claude Code",
-                "env": {"CLAUDE_CODE_SSE_PORT": "43210", "ENABLE_IDE_INTEGRATION": "true"}}]),
+                "env": {"CLAUDE_CODE_SSE_PORT": "43210", "ENABLE_IDE_INTEGRATION": "true"},
+                "args": args}]),
         "version 3 lists the agents offered"
     );
     let r = ed

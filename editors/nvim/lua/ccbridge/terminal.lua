@@ -3,7 +3,9 @@
 --- this Neovim at once, and with loopback excluded from any HTTP proxy.
 --- One terminal per Neovim: the command shows it again (or focuses it) while
 --- Claude runs in it, and starts a new one once Claude has exited;
---- `:CCBridgeClaude!` starts another at any time.
+--- `:CCBridgeClaude!` starts another at any time. The sidecar's arguments
+--- for Claude (`--settings` with a hook that makes every edit ask, so it is
+--- reviewed here even in the auto mode Claude starts in) come first.
 local config = require("ccbridge.config")
 
 local M = {}
@@ -72,7 +74,13 @@ function M.open(args, new)
       no_proxy = no_proxy(vim.env.no_proxy),
       NO_PROXY = no_proxy(vim.env.NO_PROXY),
     }, t.env)
-    local cmd = vim.list_extend(vim.deepcopy(t.cmd), args)
+    local cmd = vim.deepcopy(t.cmd)
+    for _, agent in ipairs(init.agents or {}) do
+      if agent.id == "claude" then
+        vim.list_extend(cmd, agent.args or {})
+      end
+    end
+    vim.list_extend(cmd, args)
     if vim.fn.executable(cmd[1]) ~= 1 then
       vim.notify(("ccbridge: `%s` not found (set terminal.cmd)"):format(cmd[1]), vim.log.levels.ERROR)
       return

@@ -114,6 +114,13 @@ def Launch(agent: string, args: list<string>, init: dict<any>, err: string)
   env.NO_PROXY = NoProxy(getenv('NO_PROXY') == v:null ? '' : getenv('NO_PROXY'))
   extend(env, t.env)
   map(env, (_, v) => type(v) == v:t_string ? v : string(v))
+  # The sidecar's arguments for the agent come first (for Claude Code,
+  # --settings with a hook that makes every edit ask, so it is reviewed
+  # here even in the auto mode Claude starts in).
+  const own = has_key(offered, agent) ? get(offered[agent], 'args', []) : []
+  if type(own) == v:t_list
+    cmd += mapnew(own, (_, v) => type(v) == v:t_string ? v : string(v))
+  endif
   cmd += args
   if empty(cmd) || !executable(cmd[0])
     bridge.Message(printf('`%s` not found (set g:ccbridge.terminal.%s)', empty(cmd) ? '' : cmd[0],
