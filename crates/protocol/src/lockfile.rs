@@ -205,15 +205,19 @@ pub const CLAUDE_EDIT_TOOLS: &str = "Edit|MultiEdit|Write";
 /// diff for review.
 pub const CLAUDE_ASK_HOOK: &str = "cat >/dev/null; printf '%s\\n' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"ccbridge: every edit is reviewed in the IDE\"}}'";
 
-/// The settings (for `claude --settings`) that make every edit of a
-/// `claude` reach the IDE for review even in auto mode (the default since
-/// 2.1.328, where Edit and Write are allowed without asking, so no
-/// `openDiff` is sent), and allow `allow` (permission rules, such as the
+/// The settings (for `claude --settings`) ccbridge gives a `claude` it
+/// starts. With `review_edits`, every edit reaches the IDE for review even
+/// in auto mode (the default since 2.1.328, where Edit and Write are
+/// allowed without asking, so no `openDiff` is sent): a `PreToolUse` hook
+/// answers "ask" for them. `allow` adds permission rules (such as the
 /// workspace tools the editor asks about itself). The permission mode the
 /// user chose still decides everything else.
-pub fn claude_review_settings(allow: &[&str]) -> serde_json::Value {
-    let mut s = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": CLAUDE_EDIT_TOOLS,
-        "hooks": [{"type": "command", "command": CLAUDE_ASK_HOOK}]}]}});
+pub fn claude_settings(review_edits: bool, allow: &[&str]) -> serde_json::Value {
+    let mut s = serde_json::json!({});
+    if review_edits {
+        s["hooks"] = serde_json::json!({"PreToolUse": [{"matcher": CLAUDE_EDIT_TOOLS,
+            "hooks": [{"type": "command", "command": CLAUDE_ASK_HOOK}]}]});
+    }
     if !allow.is_empty() {
         s["permissions"] = serde_json::json!({ "allow": allow });
     }
@@ -227,7 +231,7 @@ mod tests {
 
     #[test]
     fn the_review_hook_answers_ask() {
-        let s = claude_review_settings(&["mcp__x"]);
+        let s = claude_settings(true, &["mcp__x"]);
         assert_eq!(s["hooks"]["PreToolUse"][0]["matcher"], CLAUDE_EDIT_TOOLS);
         assert_eq!(s["permissions"]["allow"], json!(["mcp__x"]));
         let out = std::process::Command::new("sh")
@@ -237,7 +241,8 @@ mod tests {
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
-        assert!(claude_review_settings(&[]).get("permissions").is_none());
+        assert!(claude_settings(true, &[]).get("permissions").is_none());
+        assert_eq!(claude_settings(false, &[]), json!({}));
     }
 
     #[test]

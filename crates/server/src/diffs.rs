@@ -87,17 +87,15 @@ impl DiffRegistry {
 
     /// The open view named `tab_name` that connection `conn` opened.
     pub fn find(&self, tab_name: &str, conn: ConnId) -> Option<DiffId> {
-        self.open
-            .iter()
-            .find(|(_, e)| e.tab_name == tab_name && e.conn == conn)
-            .map(|(id, _)| *id)
+        self.find_where(|e| e.tab_name == tab_name && e.conn == conn)
     }
 
     fn find_tab(&self, tab_name: &str) -> Option<DiffId> {
-        self.open
-            .iter()
-            .find(|(_, e)| e.tab_name == tab_name)
-            .map(|(id, _)| *id)
+        self.find_where(|e| e.tab_name == tab_name)
+    }
+
+    fn find_where(&self, pred: impl Fn(&Entry) -> bool) -> Option<DiffId> {
+        self.open.iter().find(|(_, e)| pred(e)).map(|(id, _)| *id)
     }
 
     /// The user's verdict. The view stays registered until it is closed.

@@ -358,7 +358,7 @@ impl Session {
                         };
                         vec![
                             "--settings".into(),
-                            ccbridge_protocol::lockfile::claude_review_settings(allow).to_string(),
+                            ccbridge_protocol::lockfile::claude_settings(true, allow).to_string(),
                         ]
                     }
                     _ => Vec::new(),

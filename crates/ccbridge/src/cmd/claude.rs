@@ -65,51 +65,34 @@ fn notes_hook(notes: &Path) -> Option<String> {
     ))
 }
 
-/// Claude's settings for this session (`--settings`): edits ask unless
-/// `review_edits` is off, the workspace tools (whose writes and commands
-/// the page asks about) are allowed when `tools` is on, Claude's status
-/// line shows `status` (where the review page is) when given, and the
-/// reviewer's notes reach Claude's next request through `notes_hook`.
+/// Claude's settings for this session (`--settings`): the ones every
+/// ccbridge-started `claude` gets (`claude_settings`: edits ask unless
+/// `review_edits` is off; the workspace tools, whose writes and commands
+/// the page asks about, allowed when `tools` is on), plus Claude's status
+/// line showing `status` (where the review page is) when given, and the
+/// reviewer's notes reaching Claude's next request through `notes_hook`.
 fn settings(
     review_edits: bool,
     tools: bool,
     status: Option<&str>,
     notes_hook: Option<&str>,
 ) -> serde_json::Value {
-    use ccbridge_protocol::lockfile::{CLAUDE_ASK_HOOK, CLAUDE_EDIT_TOOLS};
-    let mut s = serde_json::Map::new();
-    let mut hooks = serde_json::Map::new();
+    let allow: &[&str] = if tools {
+        &[ccbridge_mcp::registration::PERMISSION_RULE]
+    } else {
+        &[]
+    };
+    let mut s = ccbridge_protocol::lockfile::claude_settings(review_edits, allow);
     if let Some(command) = notes_hook {
-        hooks.insert(
-            "UserPromptSubmit".into(),
-            serde_json::json!([{"hooks": [{"type": "command", "command": command}]}]),
-        );
+        s["hooks"]["UserPromptSubmit"] =
+            serde_json::json!([{"hooks": [{"type": "command", "command": command}]}]);
     }
     if let Some(line) = status {
         // `'` cannot occur: the line is ccbridge's own ASCII text.
-        s.insert(
-            "statusLine".into(),
-            serde_json::json!({"type": "command",
-                "command": format!("cat >/dev/null; printf '%s\\n' '{line}'")}),
-        );
+        s["statusLine"] = serde_json::json!({"type": "command",
+            "command": format!("cat >/dev/null; printf '%s\\n' '{line}'")});
     }
-    if review_edits {
-        hooks.insert(
-            "PreToolUse".into(),
-            serde_json::json!([{"matcher": CLAUDE_EDIT_TOOLS,
-                "hooks": [{"type": "command", "command": CLAUDE_ASK_HOOK}]}]),
-        );
-    }
-    if !hooks.is_empty() {
-        s.insert("hooks".into(), serde_json::Value::Object(hooks));
-    }
-    if tools {
-        s.insert(
-            "permissions".into(),
-            serde_json::json!({"allow": [ccbridge_mcp::registration::PERMISSION_RULE]}),
-        );
-    }
-    serde_json::Value::Object(s)
+    s
 }
 
 /// What ccbridge hands Claude in files: `--mcp-config` for the tools
@@ -169,9 +152,7 @@ impl ClaudeFiles {
 /// Whether the user set a status line of their own (user, project or
 /// local settings): ccbridge's would replace it, so then it adds none.
 fn users_status_line(cwd: &Path) -> bool {
-    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
+    let config = ccbridge_client::discovery::Env::from_process().config_dir();
     let files = config.map(|c| c.join("settings.json")).into_iter().chain([
         cwd.join(".claude/settings.json"),
         cwd.join(".claude/settings.local.json"),

@@ -222,7 +222,7 @@ async fn initialize_answers_and_updates_the_workspace() {
     let settings: Value = serde_json::from_str(args[1].as_str().unwrap()).unwrap();
     assert_eq!(
         settings,
-        ccbridge_protocol::lockfile::claude_review_settings(&[])
+        ccbridge_protocol::lockfile::claude_settings(true, &[])
     );
     assert_eq!(
         r["result"]["agents"],
