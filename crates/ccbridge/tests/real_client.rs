@@ -423,10 +423,14 @@ fn edit_rejected_in_editor_leaves_file_unchanged() {
         )
         .unwrap();
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(std::fs::read_to_string(&rig.hello).unwrap(), HELLO_PY);
     // The turn ends with the rejection: the model is not asked again.
     assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());

@@ -233,10 +233,14 @@ fn a_rejection_with_a_note_puts_the_note_in_claudes_next_request() {
         "dialog[data-reject-note] [data-action=reject-with-note]",
     );
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), HELLO_PY);
     // The next prompt carries the note to the model.
     rig.claude.type_and_submit("what now?", STEP).unwrap();
@@ -273,10 +277,14 @@ fn edit_rejected_in_the_page_is_not_written() {
     rig.browser
         .click(PAGE, &card(&id, "[data-action=reject-file]"));
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), HELLO_PY);
     // The turn ends with the rejection: the model is not asked again.
     assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());

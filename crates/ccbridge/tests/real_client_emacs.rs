@@ -214,10 +214,14 @@ fn an_edited_proposal_accepted_with_c_c_c_c_is_written_as_edited_and_a_second_re
     rig.propose("    return message", "    return message + \"!\"");
     rig.emacs.keys("C-c C-k");
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), accepted);
     rig.assert_review_closed();
     rig.assert_buffer_shows(&accepted);

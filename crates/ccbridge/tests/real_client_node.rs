@@ -240,8 +240,13 @@ fn the_handler_accepts_its_own_edit_then_rejects_the_next_and_a_selection_reache
     rig.editor
         .send(json!({"cmd": "resolve", "id": diff["id"], "decision": "rejected"}));
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), edited, "{}", rig.context());
 }

@@ -213,10 +213,14 @@ fn closing_the_proposal_window_rejects_and_the_file_stays() {
     rig.propose(OLD, NEW);
     rig.nvim.input(":q<CR>");
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), HELLO_PY);
     assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
     rig.assert_review_closed();

@@ -215,10 +215,14 @@ fn an_edited_proposal_written_with_w_lands_as_edited_and_a_rejected_one_changes_
     rig.propose("    return message", "    return None");
     rig.vim.keys(":CCBridgeReject<CR>");
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), edited);
     rig.assert_review_closed(2);
     // A rejection ends Claude's turn: the model was not asked again.
@@ -231,10 +235,14 @@ fn closing_the_proposal_window_rejects_and_the_file_stays() {
     rig.propose(OLD, NEW);
     rig.vim.keys(":q<CR>");
     rig.claude
-        .tmux
-        .wait_for_text("Rejected update to hello.py", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.claude.wait_prompt(STEP).unwrap();
+        .wait_rejected("hello.py", STEP)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e:?}
+{}",
+                rig.context()
+            )
+        });
     assert_eq!(rig.on_disk(), HELLO_PY);
     assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
     rig.assert_review_closed(1);

@@ -323,6 +323,14 @@ impl Claude {
         self.tmux.capture_all()
     }
 
+    /// Waits until the CLI says the user rejected its update to `file_name`
+    /// (a base name) and shows its input box again: a rejection ends the turn.
+    pub fn wait_rejected(&self, file_name: &str, timeout: Duration) -> Result<(), Timeout> {
+        self.tmux
+            .wait_for_text(&format!("Rejected update to {file_name}"), timeout)?;
+        self.wait_prompt(timeout).map(drop)
+    }
+
     /// Waits until the input box is shown on the visible screen.
     pub fn wait_prompt(&self, timeout: Duration) -> Result<String, Timeout> {
         self.tmux
