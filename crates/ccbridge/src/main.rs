@@ -53,6 +53,9 @@ enum Command {
     /// Print (or --register) the Claude Code MCP entry of a running
     /// ccbridge's workspace tools.
     McpConfig(cmd::mcp_config::Args),
+    /// The hook `ccbridge claude` gives Claude Code to report its edits.
+    #[command(hide = true)]
+    HookReport(cmd::hook_report::Args),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
             Command::Clean(a) => cmd::clean::run(a).await,
             Command::McpConfig(a) => cmd::mcp_config::run(a).await,
             Command::Link(a) => cmd::link::run(a).await,
+            Command::HookReport(a) => Ok(cmd::hook_report::run(a)),
         }
     });
     // A blocking stdin read may still be parked on a runtime thread; all the

@@ -136,6 +136,8 @@ pub struct Hub {
     /// The tools server, or why it does not run.
     tools: OnceLock<Result<ToolsLink, String>>,
     notes: broadcast::Sender<ReviewerNote>,
+    /// The session review, when ccbridge watches the workspace.
+    changes: OnceLock<ccbridge_changes::Changes>,
 }
 
 impl Default for Hub {
@@ -148,6 +150,7 @@ impl Default for Hub {
             server: OnceLock::new(),
             tools: OnceLock::new(),
             notes: broadcast::channel(EVENT_BACKLOG).0,
+            changes: OnceLock::new(),
         }
     }
 }
@@ -173,6 +176,29 @@ impl Hub {
         let _ = self
             .tools
             .set(tools.map(|(endpoint, ctx)| ToolsLink { endpoint, ctx }));
+    }
+
+    /// Shows the session review (`changes`) and tells pages of each change
+    /// to it (a `changes` event; the page fetches the list). Needs a Tokio
+    /// runtime; the forwarding ends when the hub goes.
+    pub fn attach_changes(self: &Arc<Self>, changes: ccbridge_changes::Changes) {
+        let mut revisions = changes.subscribe();
+        if self.changes.set(changes).is_err() {
+            return;
+        }
+        let hub = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while revisions.changed().await.is_ok() {
+                let revision = *revisions.borrow_and_update();
+                let Some(hub) = hub.upgrade() else { return };
+                hub.publish(json!({"type": "changes", "revision": revision}));
+            }
+        });
+    }
+
+    /// The session review, if the workspace is watched.
+    pub fn changes(&self) -> Option<&ccbridge_changes::Changes> {
+        self.changes.get()
     }
 
     /// The running tools server, if it runs.
@@ -248,6 +274,7 @@ impl Hub {
             "tools": self.tools(),
             "approvals": inner.runs.pending(),
             "runs": inner.runs.runs(),
+            "changes": self.changes.get().is_some(),
         })
     }
 
@@ -486,6 +513,13 @@ impl Hub {
                 error,
                 review: Box::new(review.clone()),
             })?;
+            if let (Outcome::Accept(text), Some(changes)) = (&outcome, self.changes.get()) {
+                // Seen on disk, this write is the reviewed one.
+                let agent = review
+                    .agent
+                    .map_or("the workspace tools", |a| a.display_name());
+                changes.expect_reviewed(&review.path, text.as_bytes(), agent);
+            }
             let decision = match outcome {
                 Outcome::Pending if review.status == crate::reviews::Status::Dismissed => {
                     Some(DiffDecision::Dismissed)

@@ -73,6 +73,8 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/reviews/{id}/accept", post(review_accept))
         .route("/reviews/{id}/reject", post(review_reject))
         .route("/reviews/{id}/dismiss", post(review_dismiss))
+        .route("/changes", get(changes))
+        .route("/changes/{action}", post(change_action))
         .route("/approvals/{id}", post(approval))
         .route("/tools/approval-mode", post(approval_mode))
         .route("/tree", get(tree))
@@ -521,6 +523,107 @@ async fn review_dismiss(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Respo
             })
             .await,
     )
+}
+
+// ------------------------------------------------------------ changes
+
+async fn changes(State(ui): State<Arc<Ui>>) -> Response {
+    match ui.hub.changes() {
+        Some(c) => Json(c.view()).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "the workspace is not watched (ccbridge was started with --no-changes)",
+        ),
+    }
+}
+
+/// A decision in the session review: `keep`, `revert` (one hunk with
+/// `key`, else the whole file), `viewed`, `keep-all`, `revert-all`, `undo`.
+#[derive(Deserialize)]
+struct ChangeBody {
+    path: Option<String>,
+    key: Option<String>,
+    /// The file's version the page showed; a decision on another is refused.
+    version: Option<String>,
+    viewed: Option<bool>,
+}
+
+fn change_error(e: ccbridge_changes::ChangeError) -> Response {
+    use ccbridge_changes::ChangeError as E;
+    let msg = e.to_string();
+    match e {
+        E::Conflict(c) => (
+            StatusCode::CONFLICT,
+            Json(json!({ "error": msg, "conflict": c })),
+        )
+            .into_response(),
+        E::Stale(_) => (
+            StatusCode::CONFLICT,
+            Json(json!({ "error": msg, "stale": true })),
+        )
+            .into_response(),
+        E::NoChange(_) | E::NoHunk { .. } | E::NothingToUndo => error(StatusCode::NOT_FOUND, msg),
+        E::Workspace(w) => workspace_error(w),
+        E::UnknownBefore(_) | E::NotText(_) => error(StatusCode::BAD_REQUEST, msg),
+    }
+}
+
+async fn change_action(
+    State(ui): State<Arc<Ui>>,
+    Path(action): Path<String>,
+    Json(b): Json<ChangeBody>,
+) -> Response {
+    let Some(changes) = ui.hub.changes().cloned() else {
+        return error(StatusCode::NOT_FOUND, "the workspace is not watched");
+    };
+    /// Why a request cannot be carried out: a missing field (400), or
+    /// what the review said.
+    enum Refused {
+        Missing(&'static str),
+        Change(ccbridge_changes::ChangeError),
+        NoSuchAction,
+    }
+    let need = |v: Option<String>, what: &'static str| v.ok_or(Refused::Missing(what));
+    let done = tokio::task::spawn_blocking(move || -> Result<Value, Refused> {
+        let done = match action.as_str() {
+            "keep" => changes.keep(
+                &need(b.path, "path")?,
+                b.key.as_deref(),
+                &need(b.version, "version")?,
+            ),
+            "revert" => changes.revert(
+                &need(b.path, "path")?,
+                b.key.as_deref(),
+                &need(b.version, "version")?,
+            ),
+            "viewed" => changes.set_viewed(&need(b.path, "path")?, b.viewed.unwrap_or(true)),
+            "keep-all" => {
+                changes.keep_all();
+                Ok(())
+            }
+            "revert-all" => {
+                let failed: Vec<String> = changes
+                    .revert_all()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                return Ok(json!({ "failed": failed }));
+            }
+            "undo" => changes.undo(),
+            _ => return Err(Refused::NoSuchAction),
+        };
+        done.map(|()| json!({})).map_err(Refused::Change)
+    })
+    .await;
+    match done {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(Refused::Change(e))) => change_error(e),
+        Ok(Err(Refused::Missing(what))) => {
+            error(StatusCode::BAD_REQUEST, format!("{what} is missing"))
+        }
+        Ok(Err(Refused::NoSuchAction)) => error(StatusCode::NOT_FOUND, "no such action"),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the decision failed"),
+    }
 }
 
 // ------------------------------------------------------------ files

@@ -43,6 +43,8 @@ pub struct Options {
     pub claude: bool,
     /// The companion servers for Gemini CLI / Qwen Code; `None`: none.
     pub companion: Option<ccbridge_companion::launch::Options>,
+    /// Watch the workspace for the session review (the Changes view).
+    pub changes: bool,
 }
 
 impl Default for Options {
@@ -53,6 +55,7 @@ impl Default for Options {
             tools: None,
             claude: true,
             companion: None,
+            changes: false,
         }
     }
 }
@@ -155,6 +158,13 @@ impl Standalone {
                 agents: agents.clone(),
             },
         );
+        if options.changes {
+            // Before Claude can connect, so its first edit is seen.
+            match ccbridge_changes::Changes::start(&folders) {
+                Ok(c) => hub.attach_changes(c),
+                Err(e) => tracing::warn!("the session review cannot watch the workspace: {e}"),
+            }
+        }
         let token = credentials.new_link().ok_or(StartError::Random)?;
         let url = format!("http://127.0.0.1:{port}/#token={token}");
         let ui = Arc::new(Ui {
@@ -210,6 +220,11 @@ impl Standalone {
 
     pub fn engine(&self) -> &EngineHandle {
         &self.handle
+    }
+
+    /// The session review, when the workspace is watched.
+    pub fn changes(&self) -> Option<&ccbridge_changes::Changes> {
+        self.ui.hub.changes()
     }
 
     /// Serves until `shutdown` resolves; the lock file is removed, pending

@@ -49,12 +49,26 @@ impl Rig {
 
     /// [`Rig::start`], with the workspace tools server when `tools` says.
     fn start_with(color_scheme: &str, tools: Option<ccbridge_mcp::launch::Options>) -> Rig {
+        Rig::start_full(color_scheme, tools, &[], false)
+    }
+
+    /// [`Rig::start_with`], with `files` in the workspace before the server
+    /// starts, and the session review on when `changes` says.
+    fn start_full(
+        color_scheme: &str,
+        tools: Option<ccbridge_mcp::launch::Options>,
+        files: &[(&str, &str)],
+        changes: bool,
+    ) -> Rig {
         let rt = Runtime::new().unwrap();
         let ws_dir = tempfile::tempdir().unwrap();
         let cfg = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(ws_dir.path()).unwrap();
         std::fs::create_dir_all(ws.join("src")).unwrap();
         std::fs::write(ws.join("src/a.py"), "one\ntwo\nthree\n😀é\n").unwrap();
+        for (name, text) in files {
+            std::fs::write(ws.join(name), text).unwrap();
+        }
         let mut config = Config::new("BrowserTest", vec![ws.display().to_string()]);
         config.lock_dir = Some(cfg.path().join("ide"));
         config.notify_delay = Duration::from_millis(10);
@@ -62,6 +76,7 @@ impl Rig {
         config.multi_client = true;
         let options = ccbridge_webui::Options {
             tools,
+            changes,
             ..Default::default()
         };
         let s = rt.block_on(Standalone::start(config, options)).unwrap();
@@ -381,6 +396,95 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
         out[1].contains("fn f1() {\n    let g = m.lock().expect"),
         "{}",
         out[1]
+    );
+    rig.assert_quiet_console();
+}
+
+/// Issue 19, the session review: an agent that writes without asking (auto
+/// mode, a `claude` started elsewhere) is noticed, its change listed in
+/// Changes against the file's content before the session, and a decision
+/// reaches the one hunk pointed at, however many look the same: revert
+/// hunk 3 of 7 identical ones, keep hunk 1, undo the revert, mark viewed,
+/// revert the file after a confirmation.
+#[test]
+fn the_changes_view_lists_an_unreviewed_edit_and_reverts_one_of_identical_hunks() {
+    let original: String = (0..7)
+        .map(|i| format!("fn f{i}() {{\n    let g = m.lock().unwrap();\n}}\n"))
+        .collect();
+    let mut rig = Rig::start_full("light", None, &[("db.rs", &original)], true);
+    let edited = original.replace(".lock().unwrap()", ".lock().expect(\"poisoned\")");
+    // The agent writes the file itself, without any review.
+    rig.write("db.rs", &edited);
+    let note = rig.browser.wait_until(
+        PAGE,
+        "() => { const n = document.querySelector('[data-note]'); return n && !n.hidden && n.textContent.includes('without a review') ? n.textContent : null; }",
+        json!(null),
+    );
+    assert!(note.as_str().unwrap().contains("db.rs"), "{note}");
+    rig.browser.click(PAGE, "[data-tab=changes]");
+    let file = "[data-change-file$='/db.rs']";
+    rig.browser
+        .wait_for(PAGE, &format!("{file} [data-hunk=\"6\"]"));
+    assert_eq!(
+        rig.browser.text(PAGE, &format!("{file} [data-source]")),
+        "changed on disk while ccbridge ran"
+    );
+    rig.shot("changes-light");
+    rig.browser.click(
+        PAGE,
+        &format!("{file} [data-hunk=\"2\"] [data-action=revert-hunk]"),
+    );
+    let hunks_are = |rig: &mut Rig, n: u64| {
+        rig.browser.wait_until(
+            PAGE,
+            "([sel, n]) => document.querySelectorAll(sel).length === n",
+            json!([format!("{file} [data-hunk]"), n]),
+        );
+    };
+    hunks_are(&mut rig, 6);
+    let now = std::fs::read_to_string(rig.ws.join("db.rs")).unwrap();
+    assert_eq!(now.matches(".lock().unwrap()").count(), 1, "{now}");
+    assert!(
+        now.contains("fn f2() {\n    let g = m.lock().unwrap();"),
+        "{now}"
+    );
+    rig.browser.click(
+        PAGE,
+        &format!("{file} [data-hunk=\"0\"] [data-action=keep-hunk]"),
+    );
+    rig.browser
+        .wait_for(PAGE, &format!("{file} [data-hunk=\"0\"][data-kept=true]"));
+    assert_eq!(
+        rig.browser
+            .count(PAGE, &format!("{file} [data-hunk][data-kept=true]")),
+        1,
+        "keeping one hunk kept more"
+    );
+    rig.browser.click(PAGE, "[data-action=undo-revert]");
+    hunks_are(&mut rig, 7);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("db.rs")).unwrap(),
+        edited
+    );
+    assert_eq!(
+        rig.browser.text(PAGE, "[data-changes-progress]"),
+        "0 of 1 file reviewed"
+    );
+    rig.browser
+        .click(PAGE, &format!("{file} [data-action=viewed]"));
+    rig.browser.wait_until(
+        PAGE,
+        "() => document.querySelector('[data-changes-progress]').textContent === '1 of 1 file reviewed'",
+        json!(null),
+    );
+    rig.browser
+        .click(PAGE, &format!("{file} [data-action=revert-file]"));
+    rig.browser
+        .click(PAGE, "[data-changes-dialog] [data-action=confirm]");
+    rig.browser.wait_gone(PAGE, file);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("db.rs")).unwrap(),
+        original
     );
     rig.assert_quiet_console();
 }

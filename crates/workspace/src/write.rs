@@ -79,6 +79,41 @@ impl Workspace {
         })
     }
 
+    /// Removes the file at `path` if it holds what `expected` says right
+    /// before (else [`WorkspaceError::Changed`] and nothing is removed): the
+    /// session review's revert of a file an agent created. A link or a
+    /// directory there is refused, never followed or emptied.
+    pub fn remove(&self, path: &str, expected: Expected<'_>) -> Result<(), WorkspaceError> {
+        let at = self.locate(path)?;
+        let (Some(name), parent) = (at.rel.file_name(), at.rel.parent()) else {
+            return Err(WorkspaceError::NotAFile(at.asked));
+        };
+        let here = Located {
+            root: at.root,
+            rel: parent.unwrap_or(Path::new("")).to_owned(),
+            asked: at.asked.clone(),
+        };
+        let dir = self.open_beneath(&here, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => {}
+                FileType::Symlink => return Err(WorkspaceError::IsALink(at.asked.clone())),
+                _ => return Err(WorkspaceError::NotAFile(at.asked.clone())),
+            },
+            Err(rustix::io::Errno::NOENT) => return Err(WorkspaceError::NotFound(at.asked)),
+            Err(e) => return Err(io_error(&at.asked, e)),
+        }
+        if !holds(&dir, name, expected).map_err(|error| WorkspaceError::Io {
+            path: at.asked.clone(),
+            error,
+        })? {
+            return Err(WorkspaceError::Changed(at.asked));
+        }
+        rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| io_error(&at.asked, e))?;
+        let _ = rustix::fs::fsync(&dir);
+        Ok(())
+    }
+
     /// The parent directory's descriptor, creating what is missing of it;
     /// also the directories created (relative to the folder).
     fn parent_dir(
@@ -426,5 +461,36 @@ mod tests {
         );
         assert!(leftovers(d.path()).is_empty());
         assert!(ws.write_atomic(".", b"x").is_err());
+    }
+
+    #[test]
+    fn remove_takes_only_the_expected_file() {
+        use crate::Expected;
+        let (d, ws) = ws();
+        let p = d.path().join("made.txt");
+        std::fs::write(&p, "agent's\n").unwrap();
+        assert!(matches!(
+            ws.remove("made.txt", Expected::Bytes(b"other\n")),
+            Err(WorkspaceError::Changed(_))
+        ));
+        assert!(p.exists());
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("link")).unwrap();
+        assert!(matches!(
+            ws.remove("link", Expected::Any),
+            Err(WorkspaceError::IsALink(_))
+        ));
+        std::fs::create_dir(d.path().join("adir")).unwrap();
+        assert!(matches!(
+            ws.remove("adir", Expected::Any),
+            Err(WorkspaceError::NotAFile(_))
+        ));
+        ws.remove("made.txt", Expected::Bytes(b"agent's\n"))
+            .unwrap();
+        assert!(!p.exists());
+        assert!(matches!(
+            ws.remove("made.txt", Expected::Any),
+            Err(WorkspaceError::NotFound(_))
+        ));
+        assert!(ws.remove("../x", Expected::Any).is_err());
     }
 }

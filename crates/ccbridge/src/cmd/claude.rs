@@ -65,17 +65,28 @@ fn notes_hook(notes: &Path) -> Option<String> {
     ))
 }
 
+/// The hook that reports each of Claude's edits (tool and file) for the
+/// session review: `ccbridge hook-report` appending to `reports`.
+fn edits_hook(reports: &Path) -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = exe.to_str().filter(|f| !f.contains('\''))?;
+    let f = reports.to_str().filter(|f| !f.contains('\''))?;
+    Some(format!("'{exe}' hook-report '{f}'"))
+}
+
 /// Claude's settings for this session (`--settings`): the ones every
 /// ccbridge-started `claude` gets (`claude_settings`: edits ask unless
 /// `review_edits` is off; the workspace tools, whose writes and commands
 /// the page asks about, allowed when `tools` is on), plus Claude's status
-/// line showing `status` (where the review page is) when given, and the
-/// reviewer's notes reaching Claude's next request through `notes_hook`.
+/// line showing `status` (where the review page is) when given, the
+/// reviewer's notes reaching Claude's next request through `notes_hook`,
+/// and each edit reported to the session review through `edits_hook`.
 fn settings(
     review_edits: bool,
     tools: bool,
     status: Option<&str>,
     notes_hook: Option<&str>,
+    edits_hook: Option<&str>,
 ) -> serde_json::Value {
     let allow: &[&str] = if tools {
         &[ccbridge_mcp::registration::PERMISSION_RULE]
@@ -87,6 +98,10 @@ fn settings(
         s["hooks"]["UserPromptSubmit"] =
             serde_json::json!([{"hooks": [{"type": "command", "command": command}]}]);
     }
+    if let Some(command) = edits_hook {
+        s["hooks"]["PostToolUse"] = serde_json::json!([{"matcher": EDIT_TOOLS_REPORTED,
+            "hooks": [{"type": "command", "command": command}]}]);
+    }
     if let Some(line) = status {
         // `'` cannot occur: the line is ccbridge's own ASCII text.
         s["statusLine"] = serde_json::json!({"type": "command",
@@ -94,6 +109,9 @@ fn settings(
     }
     s
 }
+
+/// The tools whose edits Claude's `PostToolUse` hook reports.
+const EDIT_TOOLS_REPORTED: &str = "Edit|MultiEdit|Write|NotebookEdit";
 
 /// What ccbridge hands Claude in files: `--mcp-config` for the tools
 /// server, `--settings`; in a private folder removed when dropped.
@@ -103,6 +121,9 @@ struct ClaudeFiles {
     settings: PathBuf,
     /// The reviewer's notes not yet taken by Claude's hook.
     notes: PathBuf,
+    /// Claude's reports of its edits (`ccbridge hook-report`), when the
+    /// session review runs.
+    edits: Option<PathBuf>,
 }
 
 impl ClaudeFiles {
@@ -110,6 +131,7 @@ impl ClaudeFiles {
         tools: Option<&ccbridge_protocol::lockfile::McpEndpoint>,
         review_edits: bool,
         status: Option<&str>,
+        report_edits: bool,
     ) -> anyhow::Result<ClaudeFiles> {
         use ccbridge_mcp::registration::{entry, SERVER_NAME};
         // 0700 (tempfile's default follows the umask), random name: only
@@ -136,15 +158,24 @@ impl ClaudeFiles {
             .transpose()?;
         let notes = dir.path().join("notes.json");
         let hook = notes_hook(&notes);
+        let edits = report_edits.then(|| dir.path().join("edits.jsonl"));
+        let edits_hook = edits.as_deref().and_then(edits_hook);
         let settings = write(
             "settings.json",
-            settings(review_edits, tools.is_some(), status, hook.as_deref()),
+            settings(
+                review_edits,
+                tools.is_some(),
+                status,
+                hook.as_deref(),
+                edits_hook.as_deref(),
+            ),
         )?;
         Ok(ClaudeFiles {
             _dir: dir,
             mcp_config,
             settings,
             notes,
+            edits,
         })
     }
 }
@@ -203,6 +234,44 @@ async fn pass_on_notes(
         {
             tracing::warn!("cannot keep the reviewer's note for Claude: {e}");
         }
+    }
+}
+
+/// Follows Claude's reports of its edits (one JSON line each, appended by
+/// `ccbridge hook-report`) and names Claude and the tool on those files in
+/// the session review. Paths are made canonical as the watcher sees them.
+async fn follow_edit_reports(changes: ccbridge_changes::Changes, file: PathBuf) {
+    let mut at = 0usize;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        let Ok(bytes) = tokio::fs::read(&file).await else {
+            continue;
+        };
+        let Some(new) = bytes.get(at..) else { continue };
+        // Only whole lines; a line being written is read next time.
+        let Some(end) = new.iter().rposition(|b| *b == b'\n') else {
+            continue;
+        };
+        for line in new[..=end].split(|b| *b == b'\n') {
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
+                continue;
+            };
+            let (Some(tool), Some(path)) = (v["tool"].as_str(), v["path"].as_str()) else {
+                continue;
+            };
+            let path = Path::new(path);
+            let canonical = match (path.parent(), path.file_name()) {
+                (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+                    .map(|d| d.join(name))
+                    .unwrap_or_else(|_| path.to_owned()),
+                _ => path.to_owned(),
+            };
+            if let Some(p) = canonical.to_str() {
+                changes.reported(p, ccbridge_server::AgentKind::Claude.display_name(), tool);
+            }
+        }
+        at += end + 1;
     }
 }
 
@@ -326,6 +395,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         standalone.tools().ok(),
         review_edits,
         (!keep_theirs).then_some(status.as_str()),
+        standalone.changes().is_some(),
     )?;
     let mut command = tokio::process::Command::new(&claude);
     if let Some(file) = &files.mcp_config {
@@ -349,6 +419,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         standalone.reviewer_notes(),
         files.notes.clone(),
     ));
+    let reports = match (standalone.changes(), &files.edits) {
+        (Some(c), Some(f)) => Some(tokio::spawn(follow_edit_reports(c.clone(), f.clone()))),
+        _ => None,
+    };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(standalone.run(async move {
         let _ = stopped.await;
@@ -379,6 +453,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let _ = stop.send(());
     notes.abort();
+    if let Some(r) = reports {
+        r.abort();
+    }
     server.await.context("the IDE server task")??;
     Ok(exit_code(status))
 }

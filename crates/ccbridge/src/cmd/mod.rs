@@ -3,6 +3,7 @@
 pub mod call;
 pub mod claude;
 pub mod clean;
+pub mod hook_report;
 pub mod link;
 pub mod list;
 pub mod mcp_config;

@@ -48,6 +48,11 @@ pub struct UiArgs {
     /// entries).
     #[arg(long)]
     pub allow_duplicate: bool,
+    /// Do not watch the workspace for the session review (the page's
+    /// Changes view: every file changed while ccbridge runs, with
+    /// keep/revert per hunk).
+    #[arg(long)]
+    pub no_changes: bool,
 }
 
 /// What every mode of the IDE server takes.
@@ -231,6 +236,7 @@ pub async fn start_standalone(
         tools: server.tools(),
         claude: server.claude(),
         companion: server.companion(),
+        changes: !ui.no_changes,
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)
 }

@@ -162,6 +162,63 @@ export interface Snapshot {
   tools: ToolsInfo | null;
   approvals: ApprovalRequest[];
   runs: Run[];
+  /** The workspace is watched for the session review (Changes). */
+  changes: boolean;
+}
+
+/** Who changed a file in the session review, as far as ccbridge knows. */
+export type ChangeSource =
+  | { kind: "reviewed"; agent: string }
+  | { kind: "agent"; agent: string; tool: string }
+  | { kind: "disk" };
+
+export type ChangeStatus = "created" | "modified" | "deleted" | "binary" | "unknown";
+
+export interface ChangeHunk {
+  /** Names this hunk (its place and content) in a decision. */
+  key: string;
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  contextBefore: string[];
+  removed: string[];
+  added: string[];
+  contextAfter: string[];
+  cut: boolean;
+  kept: boolean;
+}
+
+export interface ChangedFile {
+  path: string;
+  status: ChangeStatus;
+  sources: ChangeSource[];
+  version: string;
+  viewed: boolean;
+  reviewed: boolean;
+  added: number;
+  removed: number;
+  hunks: ChangeHunk[];
+  moreHunks: number;
+  revertible: boolean;
+  changedAt: number;
+}
+
+export interface ChangesList {
+  ready: boolean;
+  files: ChangedFile[];
+  reviewed: number;
+  canUndo: boolean;
+  watchedFolders: number;
+  limit: string | null;
+}
+
+/** The three versions a refused revert carries (409). */
+export interface RevertConflict {
+  path: string;
+  before: string | null;
+  shown: string | null;
+  disk: string | null;
 }
 
 export type ServerEvent =
@@ -178,7 +235,8 @@ export type ServerEvent =
   | { type: "approvalClosed"; id: number; allowed: boolean | null }
   | { type: "run"; run: Run }
   | { type: "runOutput"; id: number; data: string }
-  | { type: "runExited"; id: number; exit: RunExit };
+  | { type: "runExited"; id: number; exit: RunExit }
+  | { type: "changes"; revision: number };
 
 export type EntryKind = "dir" | "file" | "symlink" | "other";
 
@@ -375,6 +433,19 @@ export const api = {
   /** When the workspace tools ask, until ccbridge restarts. */
   async setApprovalMode(mode: ApprovalMode): Promise<ToolsInfo> {
     return (await request("POST", "/api/tools/approval-mode", { mode })) as ToolsInfo;
+  },
+  async changes(): Promise<ChangesList> {
+    const v = (await request("GET", "/api/changes")) as ChangesList | null;
+    if (!v || !Array.isArray(v.files)) throw new ApiError(500, "no files in the session review", v);
+    return v;
+  },
+  /** A decision in the session review. `key` names one hunk; without it
+   * the whole file. `version` is the file's as the page showed it. */
+  async changeAction(
+    action: "keep" | "revert" | "viewed" | "keep-all" | "revert-all" | "undo",
+    body: { path?: string; key?: string; version?: string; viewed?: boolean } = {},
+  ): Promise<{ failed?: string[] }> {
+    return ((await request("POST", `/api/changes/${action}`, body)) ?? {}) as { failed?: string[] };
   },
   async diagnostics(): Promise<{ diagnostics: FileDiagnostics[]; diagnosticsSource: boolean }> {
     return (await request("GET", "/api/diagnostics")) as { diagnostics: FileDiagnostics[]; diagnosticsSource: boolean };

@@ -5,7 +5,7 @@
 import { h, isTyping } from "./dom";
 
 export interface KeyActions {
-  view(n: 1 | 2 | 3 | 4 | 5): void;
+  view(n: 1 | 2 | 3 | 4 | 5 | 6): void;
   nextHunk(): void;
   prevHunk(): void;
   acceptHunk(): void;
@@ -32,7 +32,7 @@ export const KEY_LIST: [string, string][] = [
   ["L", "side by side ⇄ unified (every review)"],
   ["e", "show all lines ⇄ fold unchanged lines"],
   ["i", "edit the proposed text (Escape to leave it)"],
-  ["1 – 5", "Reviews, Files, Diagnostics, Activity, Tools"],
+  ["1 – 6", "Reviews, Files, Diagnostics, Activity, Tools, Changes"],
   ["t", "the file tree (Files)"],
   ["s", "send the selected lines (or the file) to Claude (Files)"],
   ["Ctrl-F", "search in an editor"],
@@ -72,6 +72,7 @@ export function installKeys(a: KeyActions): void {
       case "3": a.view(3); break;
       case "4": a.view(4); break;
       case "5": a.view(5); break;
+      case "6": a.view(6); break;
       case "?": showKeys(); break;
       case "j": if (inReviews) a.nextHunk(); else done = false; break;
       case "k": if (inReviews) a.prevHunk(); else done = false; break;

@@ -3,6 +3,7 @@
 
 import { api, ApiError, type ServerEvent, type ServerInfo, type Snapshot } from "./api";
 import { ActivityView, ConnectionStatus } from "./activity";
+import { ChangesView } from "./changes";
 import { DiagnosticsView } from "./diagnostics";
 import { baseName, h, replace } from "./dom";
 import { EventStream, type StreamState } from "./events";
@@ -14,13 +15,14 @@ import { prefs } from "./prefs";
 import { ReviewList } from "./reviews";
 import { ToolsView } from "./tools";
 
-type ViewName = "reviews" | "files" | "diagnostics" | "activity" | "tools";
+type ViewName = "reviews" | "files" | "diagnostics" | "activity" | "tools" | "changes";
 const VIEWS: { name: ViewName; label: string }[] = [
   { name: "reviews", label: "Reviews" },
   { name: "files", label: "Files" },
   { name: "diagnostics", label: "Diagnostics" },
   { name: "activity", label: "Activity" },
   { name: "tools", label: "Tools" },
+  { name: "changes", label: "Changes" },
 ];
 
 let server: ServerInfo | null = null;
@@ -53,6 +55,14 @@ const tools = new ToolsView({
   },
 });
 const files = new FilesView({ folders, show: () => showView("files") });
+const changes = new ChangesView({
+  folders,
+  counted: (n) => setBadge("changes", n),
+  unreviewed: (path, by) => {
+    const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} changed on disk`;
+    if (currentView !== "changes") note(`${what} without a review: see Changes (6).`, "warn");
+  },
+});
 const diagnostics = new DiagnosticsView({
   folders,
   open: (path, line) => {
@@ -130,6 +140,7 @@ function buildShell(): void {
     diagnostics: diagnostics.el,
     activity: activity.el,
     tools: tools.el,
+    changes: changes.el,
   };
   const main = h("main", { class: "main" });
   for (const { name } of VIEWS) {
@@ -157,7 +168,7 @@ function buildShell(): void {
   );
   const statusbar = h("div", { class: "statusbar" }, connection.el);
   replace(app, header, statusbar, streamBanner, main);
-  replace(document.body, app, notesElement(), keysDialog(), linkDialog, confirmDialog);
+  replace(document.body, app, notesElement(), keysDialog(), linkDialog, confirmDialog, changes.dialog);
   const saved = prefs.view();
   showView(VIEWS.some((v) => v.name === saved) ? (saved as ViewName) : "reviews");
 }
@@ -280,6 +291,7 @@ function onSnapshot(s: Snapshot): void {
   files.restoreTabs(s.tabs);
   tools.setTools(s.tools);
   tools.setAll(s.approvals, s.runs);
+  changes.setEnabled(s.changes);
   if (firstSnapshot && tokenRefused) note("That link was already used; this browser is still signed in.");
   firstSnapshot = false;
 }
@@ -331,6 +343,9 @@ function onEvent(e: ServerEvent): void {
       break;
     case "runExited":
       tools.runExited(e.id, e.exit);
+      break;
+    case "changes":
+      void changes.refresh();
       break;
   }
 }

@@ -1,0 +1,280 @@
+//! What each file held when the session began: the left side of every
+//! diff in the session review.
+//!
+//! A watcher hears of a change after it happened, when the old content is
+//! gone, so the old content has to be known in advance without copying a
+//! whole tree. In a git work tree it mostly is: a file git reports clean
+//! holds exactly its blob in `HEAD` (read with `git cat-file --filters`, so
+//! line-ending and smudge filters apply as in the checkout), and only the
+//! few files that differ from `HEAD` at the start (modified, staged,
+//! untracked) are copied now. The commit is remembered by id, so commits
+//! the agent makes later change nothing. Outside git, the files not
+//! ignored are copied up to a budget. A file that did not exist at the
+//! start has no earlier content ("created"); a file beyond the budget has
+//! an unknown one (listed, never reverted).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Largest file copied at the start.
+pub const MAX_SNAPSHOT_FILE: u64 = 1 << 20;
+/// Most bytes copied at the start, in all.
+pub const SNAPSHOT_BUDGET: u64 = 64 << 20;
+
+/// What a file held at the start of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Before {
+    /// It did not exist.
+    Absent,
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// It existed, but its content was not kept (too large, or over the
+    /// budget, or git could not give it).
+    Unknown,
+}
+
+/// One git work tree holding (part of) a workspace folder.
+#[derive(Debug)]
+struct Repo {
+    top: PathBuf,
+    /// `HEAD` at the start (None: no commit yet).
+    commit: Option<String>,
+    /// Files git tracked at the start (absolute).
+    tracked: HashSet<PathBuf>,
+}
+
+/// The state of the workspace at the session's start.
+#[derive(Debug, Default)]
+pub struct Baseline {
+    repos: Vec<Repo>,
+    /// Files copied at the start: dirty ones in git, all outside it.
+    copies: HashMap<PathBuf, Before>,
+}
+
+impl Baseline {
+    /// Takes the baseline of `folders` (absolute, canonical). `files` are
+    /// the files not ignored, as the watcher found them; used outside git.
+    pub fn take(folders: &[PathBuf], files: &[PathBuf]) -> Baseline {
+        let mut b = Baseline::default();
+        let mut budget = SNAPSHOT_BUDGET;
+        for folder in folders {
+            match git_repo(folder) {
+                Some(repo) => {
+                    for f in dirty_files(&repo.top, folder) {
+                        let before = copy(&f, &mut budget);
+                        b.copies.insert(f, before);
+                    }
+                    b.repos.push(repo);
+                }
+                None => {
+                    for f in files.iter().filter(|f| f.starts_with(folder)) {
+                        let before = copy(f, &mut budget);
+                        b.copies.insert(f.clone(), before);
+                    }
+                }
+            }
+        }
+        b
+    }
+
+    /// What `path` held at the start.
+    pub fn before(&self, path: &Path) -> Before {
+        if let Some(c) = self.copies.get(path) {
+            return c.clone();
+        }
+        // Repositories nested in a folder first (the deepest top wins).
+        let repo = self
+            .repos
+            .iter()
+            .filter(|r| path.starts_with(&r.top))
+            .max_by_key(|r| r.top.as_os_str().len());
+        let Some(repo) = repo else {
+            // Outside git, every file there at the start was copied or is
+            // recorded as unknown.
+            return Before::Absent;
+        };
+        if !repo.tracked.contains(path) {
+            return Before::Absent;
+        }
+        let (Some(commit), Ok(rel)) = (&repo.commit, path.strip_prefix(&repo.top)) else {
+            return Before::Unknown;
+        };
+        let Some(rel) = rel.to_str() else {
+            return Before::Unknown;
+        };
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&repo.top)
+            .args(["cat-file", "--filters"])
+            .arg(format!("{commit}:{rel}"))
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Before::Bytes(o.stdout),
+            _ => Before::Unknown,
+        }
+    }
+}
+
+/// A file's content for the baseline, within the budget.
+fn copy(path: &Path, budget: &mut u64) -> Before {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(
+            rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32,
+        )
+        .open(path);
+    let Ok(file) = file else {
+        return Before::Absent;
+    };
+    match file.metadata() {
+        Ok(m) if m.is_file() && m.len() <= MAX_SNAPSHOT_FILE && m.len() <= *budget => {}
+        Ok(m) if m.is_file() => return Before::Unknown,
+        _ => return Before::Absent,
+    }
+    let mut bytes = Vec::new();
+    match file.take(MAX_SNAPSHOT_FILE + 1).read_to_end(&mut bytes) {
+        Ok(n) if (n as u64) <= MAX_SNAPSHOT_FILE => {
+            *budget = budget.saturating_sub(n as u64);
+            Before::Bytes(bytes)
+        }
+        _ => Before::Unknown,
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
+}
+
+fn trim_line(mut b: Vec<u8>) -> Option<String> {
+    while b.last().is_some_and(|c| *c == b'\n' || *c == b'\r') {
+        b.pop();
+    }
+    String::from_utf8(b).ok().filter(|s| !s.is_empty())
+}
+
+/// The git work tree `folder` is in, with what it tracks.
+fn git_repo(folder: &Path) -> Option<Repo> {
+    let top = PathBuf::from(trim_line(git(folder, &["rev-parse", "--show-toplevel"])?)?);
+    let top = top.canonicalize().unwrap_or(top);
+    let commit = git(&top, &["rev-parse", "--verify", "-q", "HEAD"]).and_then(trim_line);
+    let listed = git(folder, &["ls-files", "-z", "--full-name"])?;
+    let tracked = listed
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| std::str::from_utf8(p).ok())
+        .map(|p| top.join(p))
+        .collect();
+    Some(Repo {
+        top,
+        commit,
+        tracked,
+    })
+}
+
+/// The files under `folder` that differ from `HEAD` (modified, staged,
+/// untracked, not ignored), absolute. Deleted ones are left out: they do
+/// not exist, and a file created there later is then new.
+fn dirty_files(top: &Path, folder: &Path) -> Vec<PathBuf> {
+    let Some(out) = git(
+        folder,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--",
+            ".",
+        ],
+    ) else {
+        return Vec::new();
+    };
+    out.split(|b| *b == 0)
+        .filter(|e| e.len() > 3)
+        .filter_map(|e| {
+            let (xy, path) = e.split_at(3);
+            let path = std::str::from_utf8(path).ok()?;
+            let deleted = xy[1] == b'D' || (xy[0] == b'D' && xy[1] == b' ');
+            (!deleted).then(|| top.join(path))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn a_git_tree_gives_head_for_clean_files_and_copies_of_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        run(&root, &["init", "-q"]);
+        std::fs::write(root.join("clean.txt"), "committed\n").unwrap();
+        std::fs::write(root.join("dirty.txt"), "committed\n").unwrap();
+        run(&root, &["add", "."]);
+        run(&root, &["commit", "-qm", "one"]);
+        std::fs::write(root.join("dirty.txt"), "edited before the session\n").unwrap();
+        std::fs::write(root.join("untracked.txt"), "mine\n").unwrap();
+        let b = Baseline::take(std::slice::from_ref(&root), &[]);
+        // The session begins; the agent changes everything and commits.
+        std::fs::write(root.join("clean.txt"), "agent\n").unwrap();
+        std::fs::write(root.join("dirty.txt"), "agent\n").unwrap();
+        run(&root, &["commit", "-qam", "two"]);
+        assert_eq!(
+            b.before(&root.join("clean.txt")),
+            Before::Bytes(b"committed\n".to_vec())
+        );
+        assert_eq!(
+            b.before(&root.join("dirty.txt")),
+            Before::Bytes(b"edited before the session\n".to_vec())
+        );
+        assert_eq!(
+            b.before(&root.join("untracked.txt")),
+            Before::Bytes(b"mine\n".to_vec())
+        );
+        assert_eq!(b.before(&root.join("new.txt")), Before::Absent);
+    }
+
+    #[test]
+    fn outside_git_the_files_found_are_copied() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let f = root.join("a.txt");
+        std::fs::write(&f, "a\n").unwrap();
+        let big = root.join("big.bin");
+        std::fs::write(&big, vec![b'x'; MAX_SNAPSHOT_FILE as usize + 1]).unwrap();
+        let b = Baseline::take(std::slice::from_ref(&root), &[f.clone(), big.clone()]);
+        assert_eq!(b.before(&f), Before::Bytes(b"a\n".to_vec()));
+        assert_eq!(b.before(&big), Before::Unknown);
+        assert_eq!(b.before(&root.join("later.txt")), Before::Absent);
+    }
+}

@@ -1,0 +1,222 @@
+//! The session review against a real folder and real inotify events.
+
+use super::*;
+use std::time::Instant;
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    changes: Changes,
+}
+
+fn rig(files: &[(&str, &str)]) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for (name, text) in files {
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let changes = Changes::start(std::slice::from_ref(&root)).unwrap();
+    let r = Rig {
+        _dir: dir,
+        root,
+        changes,
+    };
+    r.wait("the review is ready", |v| v.ready);
+    r
+}
+
+impl Rig {
+    fn path(&self, name: &str) -> String {
+        self.root.join(name).to_str().unwrap().to_owned()
+    }
+
+    /// Waits (10 s at most) until the view satisfies `cond`.
+    fn wait(&self, what: &str, cond: impl Fn(&ChangesView) -> bool) -> ChangesView {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let v = self.changes.view();
+            if cond(&v) {
+                return v;
+            }
+            assert!(
+                Instant::now() < end,
+                "timed out waiting for: {what}; last view: {v:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn file(&self, name: &str) -> FileView {
+        let p = self.path(name);
+        self.changes
+            .view()
+            .files
+            .into_iter()
+            .find(|f| f.path == p)
+            .unwrap_or_else(|| panic!("{name} is not listed"))
+    }
+
+    fn listed(&self, name: &str) -> FileView {
+        let p = self.path(name);
+        self.wait(&format!("{name} listed"), |v| {
+            v.files.iter().any(|f| f.path == p)
+        });
+        self.file(name)
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.root.join(name)).unwrap()
+    }
+}
+
+const SEVEN_LOCKS: &str = "fn a() { m.lock().unwrap(); }\nx\nfn b() { m.lock().unwrap(); }\ny\nfn c() { m.lock().unwrap(); }\nz\nfn d() { m.lock().unwrap(); }\n";
+
+#[test]
+fn regression_identical_hunks_are_decided_one_by_one() {
+    let r = rig(&[("db.rs", SEVEN_LOCKS)]);
+    let edited = SEVEN_LOCKS.replace(".lock().unwrap()", ".lock().expect(\"poisoned\")");
+    std::fs::write(r.root.join("db.rs"), &edited).unwrap();
+    let f = r.wait("four hunks", |v| {
+        v.files.first().is_some_and(|f| f.hunks.len() == 4)
+    });
+    let f = &f.files[0];
+    assert_eq!(f.status, FileStatus::Modified);
+    assert_eq!(f.sources, vec![Source::Disk]);
+    // The four hunks look the same; their keys do not.
+    let keys: BTreeSet<_> = f.hunks.iter().map(|h| h.key.clone()).collect();
+    assert_eq!(keys.len(), 4);
+    // Keep the second: only the second is kept.
+    let path = r.path("db.rs");
+    r.changes
+        .keep(&path, Some(&f.hunks[1].key), &f.version)
+        .unwrap();
+    let kept: Vec<bool> = r.file("db.rs").hunks.iter().map(|h| h.kept).collect();
+    assert_eq!(kept, vec![false, true, false, false]);
+    // Revert the third: only the third line goes back.
+    r.changes
+        .revert(&path, Some(&f.hunks[2].key), &f.version)
+        .unwrap();
+    let text = r.read("db.rs");
+    assert_eq!(text.matches(".lock().unwrap()").count(), 1);
+    assert!(text.contains("fn c() { m.lock().unwrap(); }"));
+    let f = r.file("db.rs");
+    assert_eq!(f.hunks.len(), 3);
+    // The kept mark stayed with the hunk it was given to.
+    let kept: Vec<bool> = f.hunks.iter().map(|h| h.kept).collect();
+    assert_eq!(kept, vec![false, true, false]);
+    assert!(f.hunks[1].context_before.iter().any(|l| l == "x"));
+}
+
+#[test]
+fn a_created_file_is_reverted_by_removing_it_and_undo_brings_it_back() {
+    let r = rig(&[("keep.txt", "k\n")]);
+    std::fs::write(r.root.join("new.txt"), "made by the agent\n").unwrap();
+    let f = r.listed("new.txt");
+    assert_eq!(f.status, FileStatus::Created);
+    r.changes.revert(&f.path, None, &f.version).unwrap();
+    assert!(!r.root.join("new.txt").exists());
+    r.wait("nothing listed", |v| v.files.is_empty() && v.can_undo);
+    r.changes.undo().unwrap();
+    assert_eq!(r.read("new.txt"), "made by the agent\n");
+    assert_eq!(r.listed("new.txt").status, FileStatus::Created);
+    assert!(matches!(r.changes.undo(), Err(ChangeError::NothingToUndo)));
+}
+
+#[test]
+fn a_deleted_file_is_brought_back() {
+    let r = rig(&[("gone.txt", "was here\n")]);
+    std::fs::remove_file(r.root.join("gone.txt")).unwrap();
+    let f = r.listed("gone.txt");
+    assert_eq!(f.status, FileStatus::Deleted);
+    assert_eq!(f.removed, 1);
+    r.changes.revert(&f.path, None, &f.version).unwrap();
+    assert_eq!(r.read("gone.txt"), "was here\n");
+}
+
+#[test]
+fn a_revert_never_overwrites_a_newer_change() {
+    let r = rig(&[("a.txt", "one\ntwo\n")]);
+    std::fs::write(r.root.join("a.txt"), "one\nTWO\n").unwrap();
+    let f = r.wait("a.txt listed", |v| v.files.len() == 1).files[0].clone();
+    // Someone writes again before the review has seen it.
+    std::fs::write(r.root.join("a.txt"), "one\nTWO\nthree\n").unwrap();
+    let e = r
+        .changes
+        .revert(&f.path, Some(&f.hunks[0].key), &f.version)
+        .unwrap_err();
+    let ChangeError::Conflict(c) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(c.before.as_deref(), Some("one\ntwo\n"));
+    assert_eq!(c.shown.as_deref(), Some("one\nTWO\n"));
+    assert_eq!(c.disk.as_deref(), Some("one\nTWO\nthree\n"));
+    assert_eq!(r.read("a.txt"), "one\nTWO\nthree\n");
+    // Once the review has caught up, the old version is stale.
+    let f2 = r.wait("the newer text", |v| {
+        v.files.first().is_some_and(|x| x.version != f.version)
+    });
+    assert!(matches!(
+        r.changes.revert(&f.path, None, &f.version),
+        Err(ChangeError::Stale(_))
+    ));
+    r.changes
+        .revert(&f.path, None, &f2.files[0].version)
+        .unwrap();
+    assert_eq!(r.read("a.txt"), "one\ntwo\n");
+}
+
+#[test]
+fn a_reviewed_write_is_marked_and_a_reported_one_named() {
+    let r = rig(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let a = r.path("a.txt");
+    r.changes.expect_reviewed(&a, b"A\n", "Claude Code");
+    std::fs::write(r.root.join("a.txt"), "A\n").unwrap();
+    let f = r.listed("a.txt");
+    assert_eq!(
+        f.sources,
+        vec![Source::Reviewed {
+            agent: "Claude Code".into()
+        }]
+    );
+    assert!(f.reviewed && f.hunks.iter().all(|h| h.kept));
+    std::fs::write(r.root.join("b.txt"), "B\n").unwrap();
+    let b = r.listed("b.txt");
+    assert!(!b.reviewed);
+    r.changes.reported(&b.path, "Claude Code", "Edit");
+    assert_eq!(
+        r.file("b.txt").sources,
+        vec![Source::Agent {
+            agent: "Claude Code".into(),
+            tool: "Edit".into()
+        }]
+    );
+    let v = r.changes.view();
+    assert_eq!((v.reviewed, v.files.len()), (1, 2));
+    r.changes.keep_all();
+    assert_eq!(r.changes.view().reviewed, 2);
+}
+
+#[test]
+fn a_file_changed_back_leaves_the_review() {
+    let r = rig(&[("a.txt", "a\n")]);
+    std::fs::write(r.root.join("a.txt"), "b\n").unwrap();
+    r.listed("a.txt");
+    std::fs::write(r.root.join("a.txt"), "a\n").unwrap();
+    r.wait("a.txt no longer listed", |v| v.files.is_empty());
+}
+
+#[test]
+fn revert_all_restores_every_file() {
+    let r = rig(&[("a.txt", "a\n"), ("d/b.txt", "b\n")]);
+    std::fs::write(r.root.join("a.txt"), "A\n").unwrap();
+    std::fs::write(r.root.join("d/b.txt"), "B\n").unwrap();
+    std::fs::write(r.root.join("d/c.txt"), "C\n").unwrap();
+    r.wait("three files", |v| v.files.len() == 3);
+    assert!(r.changes.revert_all().is_empty());
+    assert_eq!(r.read("a.txt"), "a\n");
+    assert_eq!(r.read("d/b.txt"), "b\n");
+    assert!(!r.root.join("d/c.txt").exists());
+    r.wait("nothing listed", |v| v.files.is_empty());
+}
