@@ -45,6 +45,11 @@ struct Rig {
 /// `ccbridge claude` in a fresh sandbox with `hello.py`, the CLI showing
 /// the IDE connected, and the page signed in through the printed link.
 fn rig() -> Rig {
+    rig_with(&[])
+}
+
+/// [`rig`], with `extra` options for `ccbridge claude`.
+fn rig_with(extra: &[&str]) -> Rig {
     let claude_bin = claude_bin();
     let mut browser = Browser::launch();
     let sandbox = Sandbox::new().expect("sandbox");
@@ -53,8 +58,8 @@ fn rig() -> Rig {
     let log = sandbox.root().join("ccbridge.log");
     // Under sh, which prints ccbridge's exit status: tmux does not always
     // know it (see `Tmux::exit_status`).
-    let launcher = vec![
-        "sh".into(),
+    let launcher: Vec<String> = [
+        "sh".to_owned(),
         "-c".into(),
         format!("\"$0\" \"$@\"; echo \"{EXITED} $?\""),
         env!("CARGO_BIN_EXE_ccbridge").to_owned(),
@@ -67,8 +72,11 @@ fn rig() -> Rig {
         log.display().to_string(),
         "--claude".into(),
         claude_bin.display().to_string(),
-        "--".into(),
-    ];
+    ]
+    .into_iter()
+    .chain(extra.iter().map(|a| a.to_string()))
+    .chain(["--".to_owned()])
+    .collect();
     let claude = Claude::start(
         &sandbox,
         // As users start it: no permission mode (auto mode, where Claude
@@ -434,4 +442,201 @@ fn workspace_tools_ask_in_the_page_and_claude_gets_what_the_user_allowed() {
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     let errors = rig.browser.console_errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
+}
+
+/// One Edit with two separate changes (line 1 and line 3 of hello.py).
+const TWO_OLD: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)";
+const TWO_NEW: &str =
+    "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
+
+/// The page's Changes view: waits until `file` is listed with `source`
+/// and `hunks` hunks, reverts hunk 0, and waits for one hunk less.
+fn revert_first_hunk_in_changes(browser: &mut Browser, file: &str, source: &str, hunks: u64) {
+    browser.click(PAGE, "[data-tab=changes]");
+    browser.wait_until(
+        PAGE,
+        "([file, source, n]) => { const f = document.querySelector(`[data-change-file$='/${file}']`);
+            return !!f && f.querySelector('[data-source]').textContent === source
+                && f.querySelectorAll('[data-hunk]').length === n; }",
+        json!([file, source, hunks]),
+    );
+    let sel = format!("[data-change-file$='/{file}']");
+    browser.click(
+        PAGE,
+        &format!("{sel} [data-hunk=\"0\"] [data-action=revert-hunk]"),
+    );
+    browser.wait_until(
+        PAGE,
+        "([sel, n]) => document.querySelectorAll(sel).length === n",
+        json!([format!("{sel} [data-hunk]"), hunks - 1]),
+    );
+}
+
+/// Issue 19, the session review under `ccbridge claude`: with
+/// `--no-edit-review`, Claude in auto mode writes its Edit without asking;
+/// the Changes view lists it, named by Claude's own report (the
+/// `PostToolUse` hook), and one of its two hunks is reverted.
+#[test]
+fn an_edit_made_without_review_is_listed_with_claudes_report_and_one_hunk_reverted() {
+    let mut rig = rig_with(&["--no-edit-review"]);
+    rig.mock
+        .push(Turn::edit(&rig.hello_path(), TWO_OLD, TWO_NEW).with_text("Editing."));
+    rig.mock.push(Turn::text("Edit finished."));
+    rig.claude.type_and_submit("change it", STEP).unwrap();
+    rig.claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    assert_eq!(rig.on_disk(), HELLO_PY.replace(TWO_OLD, TWO_NEW));
+    revert_first_hunk_in_changes(
+        &mut rig.browser,
+        "hello.py",
+        "Claude Code (Edit), not reviewed",
+        2,
+    );
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    rig.browser
+        .screenshot(PAGE, &shots.join("changes-after-claude-edit.png"));
+    assert_eq!(
+        rig.on_disk(),
+        HELLO_PY.replace("    print(message)", "    print(message + end)")
+    );
+}
+
+/// `ccbridge serve` as a child process; stopped with SIGTERM when dropped
+/// (so it removes its lock file).
+struct Serve {
+    child: std::process::Child,
+    url: String,
+    ide_port: u16,
+}
+
+impl Serve {
+    fn start(sandbox: &Sandbox) -> Serve {
+        let out = sandbox.root().join("serve.out");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_ccbridge"))
+            .args([
+                "serve",
+                "--no-tools",
+                "--agents",
+                "claude",
+                "--ide-name",
+                IDE_NAME,
+            ])
+            .arg("--workspace")
+            .arg(sandbox.workspace())
+            .arg("--lock-dir")
+            .arg(sandbox.lock_dir())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(sandbox.root().join("serve.err")).unwrap())
+            .spawn()
+            .expect("start ccbridge serve");
+        let mut serve = Serve {
+            child,
+            url: String::new(),
+            ide_port: 0,
+        };
+        let end = std::time::Instant::now() + STEP;
+        loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let url = text
+                .split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/#token="));
+            let lock = std::fs::read_dir(sandbox.lock_dir())
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(|e| e.ok());
+            if let (Some(url), Some(lock)) = (url, lock) {
+                serve.url = url.to_owned();
+                serve.ide_port = lock
+                    .file_name()
+                    .to_string_lossy()
+                    .trim_end_matches(".lock")
+                    .parse()
+                    .unwrap();
+                return serve;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "ccbridge serve printed no link:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 19: a `claude` started by hand (not by ccbridge), as users start
+/// it, is in auto mode and writes its Edit without asking the IDE. The
+/// page says a file changed without a review, the Changes view lists it
+/// ("changed on disk": nothing reported it), and one hunk is reverted.
+#[test]
+fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_reverted() {
+    let claude_bin = claude_bin();
+    let mut browser = Browser::launch();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
+    let mock = MockAnthropic::start().expect("mock API");
+    let serve = Serve::start(&sandbox);
+    browser.new_page(PAGE, "light");
+    browser.goto(PAGE, &serve.url);
+    browser.wait_for(PAGE, "[data-connection]");
+    let claude = Claude::start(
+        &sandbox,
+        &ClaudeOptions::new(claude_bin, mock.url())
+            .ide_port(serve.ide_port)
+            .as_users_start_it(),
+    )
+    .expect("start claude");
+    claude.wait_prompt(STEP).unwrap();
+    claude
+        .wait_ide_connected(IDE_NAME, STEP)
+        .unwrap_or_else(|e| panic!("{e}"));
+    mock.push(Turn::edit(&hello.display().to_string(), TWO_OLD, TWO_NEW).with_text("Editing."));
+    mock.push(Turn::text("Edit finished."));
+    claude.type_and_submit("change it", STEP).unwrap();
+    claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.context("")));
+    assert_eq!(
+        std::fs::read_to_string(&hello).unwrap(),
+        HELLO_PY.replace(TWO_OLD, TWO_NEW),
+        "auto mode writes at once"
+    );
+    // No review was opened for it; the page says so on its own.
+    assert_eq!(browser.count(PAGE, "[data-review]"), 0);
+    browser.wait_until(
+        PAGE,
+        "() => { const n = document.querySelector('[data-note]');
+            return !!n && !n.hidden && n.textContent.includes('hello.py changed on disk without a review'); }",
+        json!(null),
+    );
+    revert_first_hunk_in_changes(
+        &mut browser,
+        "hello.py",
+        "changed on disk while ccbridge ran",
+        2,
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hello).unwrap(),
+        HELLO_PY.replace("    print(message)", "    print(message + end)")
+    );
+    drop(claude);
+    drop(serve);
+    assert_eq!(
+        lock_files(&sandbox.lock_dir()),
+        0,
+        "the lock file is removed"
+    );
 }
