@@ -458,7 +458,10 @@ fn serve_offers_the_agents_asked_for_and_removes_their_files() {
         sb.gemini_files().is_empty() && sb.qwen_files().is_empty(),
         "files left"
     );
-    assert!(!codex_socket.exists(), "the Codex socket is removed on exit");
+    assert!(
+        !codex_socket.exists(),
+        "the Codex socket is removed on exit"
+    );
     let mut out = String::new();
     child
         .stdout

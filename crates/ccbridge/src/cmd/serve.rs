@@ -338,7 +338,9 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
     let mut agents = if others.is_empty() {
         String::new()
     } else {
-        let commands: Vec<String> = companions().map(|a| format!("`{}`", a.agent.id())).collect();
+        let commands: Vec<String> = companions()
+            .map(|a| format!("`{}`", a.agent.id()))
+            .collect();
         format!(
             "\n  {} find it too: start {} in that folder (IDE mode on: `/ide enable`).\n",
             others.join(" and "),
