@@ -209,6 +209,78 @@ pub fn remove_stale(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// What `ccbridge list` and `clean` see at one of Codex's socket paths.
+#[derive(Debug)]
+pub struct Found {
+    pub path: PathBuf,
+    pub state: State,
+}
+
+/// The state of a socket path that exists.
+#[derive(Debug)]
+pub enum State {
+    /// A router answers; whether it has a provider for the folder asked
+    /// about (`Ok(handledByClientId)`, or the router's error).
+    Live(Result<String, String>),
+    /// A socket of this user nobody listens on.
+    Stale,
+    /// Not usable (and left alone): why.
+    Unsafe(String),
+}
+
+/// Every path of [`client_paths`] that holds something, each router asked
+/// whether it has an answer for `root` (what Codex started there would get).
+pub async fn scan(root: &Path) -> Vec<Found> {
+    let mut out = Vec::new();
+    for path in client_paths() {
+        let state = match probe(&path).await {
+            Ok(Probe::Absent) => continue,
+            Ok(Probe::Stale) => State::Stale,
+            Ok(Probe::Live(stream)) => State::Live(ask(stream, root).await),
+            Err(e) => State::Unsafe(e.to_string()),
+        };
+        out.push(Found { path, state });
+    }
+    out
+}
+
+/// Asks the router at the other end of `stream` for `root`'s context, as
+/// Codex CLI does; who answered, or the error.
+pub async fn ask(mut stream: UnixStream, root: &Path) -> Result<String, String> {
+    use crate::frame::{read_frame, write_frame, MAX_FRAME};
+    let rid = crate::provider::new_id("list");
+    let request = serde_json::json!({
+        "type": "request", "requestId": rid, "sourceClientId": "ccbridge-list",
+        "version": 0, "method": "ide-context",
+        "params": {"workspaceRoot": root.to_string_lossy()},
+    });
+    write_frame(&mut stream, &request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let answer = tokio::time::timeout(Duration::from_secs(6), async {
+        loop {
+            let v = read_frame(&mut stream, MAX_FRAME)
+                .await
+                .map_err(|e| e.to_string())?;
+            if v["type"] == "response" && v["requestId"] == rid.as_str() {
+                return Ok::<_, String>(v);
+            }
+        }
+    })
+    .await
+    .map_err(|_| "no answer within 6 s".to_string())??;
+    match answer["resultType"].as_str() {
+        Some("success") => Ok(answer["handledByClientId"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned()),
+        _ => Err(answer["error"]
+            .as_str()
+            .unwrap_or("an invalid answer")
+            .to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
