@@ -27,6 +27,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// How long [`Running::stopped`] waits for the provider to finish.
+pub const STOP_GRACE: Duration = Duration::from_millis(500);
+
 /// How often a host checks that its socket files are still its own.
 pub const OWNERSHIP_CHECK: Duration = Duration::from_secs(2);
 
@@ -88,10 +91,23 @@ impl Running {
             .collect()
     }
 
-    /// Stops it: leaves the router, or stops hosting and removes the sockets.
-    pub async fn stopped(self) {
+    /// Stops it: leaves the router, or stops hosting and removes the
+    /// sockets. A step that does not watch for the stop (connecting to a
+    /// router, waiting for its answer to `initialize`) is cut short after
+    /// [`STOP_GRACE`]; the sockets it hosts are removed either way.
+    pub async fn stopped(mut self) {
         self.stop.cancel();
-        if let Err(e) = self.task.await {
+        let result = match tokio::time::timeout(STOP_GRACE, &mut self.task).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.task.abort();
+                match (&mut self.task).await {
+                    Err(e) if e.is_cancelled() => Ok(()),
+                    r => r,
+                }
+            }
+        };
+        if let Err(e) = result {
             tracing::warn!("the Codex provider task failed: {e}");
         }
     }

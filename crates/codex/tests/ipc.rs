@@ -418,3 +418,23 @@ async fn a_joined_provider_answers_discovery_only_for_its_own_folder() {
     assert_eq!(ask(&p.sock, ws.path()).await["resultType"], "success");
     r.stopped().await;
 }
+
+#[tokio::test]
+async fn stopping_does_not_wait_for_a_router_that_never_answers_initialize() {
+    let p = place();
+    std::fs::create_dir(&p.dir).unwrap();
+    std::fs::set_permissions(&p.dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let listener = tokio::net::UnixListener::bind(&p.sock).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let r = run(&p, editor(ws.path(), "X"));
+    // Accepted, read, never answered.
+    let (mut s, _) = tokio::time::timeout(WAIT, listener.accept())
+        .await
+        .unwrap()
+        .unwrap();
+    read_frame(&mut s, MAX_FRAME).await.unwrap();
+    let t = Instant::now();
+    r.stopped().await;
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(p.sock.exists(), "someone else's socket is left alone");
+}
