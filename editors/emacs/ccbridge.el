@@ -198,7 +198,7 @@ tools cannot run commands."
   :type '(choice (const auto) (const vterm) (const eat) (const term)))
 
 (defcustom ccbridge-agent-commands
-  '(("claude" "claude") ("gemini" "gemini") ("qwen" "qwen"))
+  '(("claude" "claude") ("gemini" "gemini") ("qwen" "qwen") ("codex" "codex"))
   "Command line of each agent `ccbridge-claude' can run, by agent id."
   :type '(alist :key-type string :value-type (repeat string)))
 
@@ -1948,7 +1948,7 @@ ENV is the sidecar's plist, BASE the current environment (a list of
 (defun ccbridge-claude (&optional agent)
   "Run Claude Code in a terminal, connected to this Emacs.
 With a prefix argument, ask which AGENT to run among those the
-sidecar offers (\"claude\", \"gemini\", \"qwen\").  If the agent
+sidecar offers (\"claude\", \"gemini\", \"qwen\", \"codex\").  If the agent
 already runs in its terminal, show that terminal instead."
   (interactive
    (list (and current-prefix-arg

@@ -254,9 +254,72 @@ fn listed_agents(rig: &Rig) -> Vec<serde_json::Value> {
     v.as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["agent"] != "claude")
+        .filter(|e| e["agent"] != "claude" && e["agent"] != "codex")
         .cloned()
         .collect()
+}
+
+/// `ccbridge list --json`'s Codex socket entries.
+fn listed_codex(rig: &Rig, cwd: &Path) -> Vec<serde_json::Value> {
+    let out = rig.ccbridge(&["list", "--json"], cwd);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["agent"] == "codex")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn list_and_clean_cover_codexs_sockets() {
+    let rig = Rig::start();
+    let socket = rig.home.path().join(format!(
+        "codex-ipc/ipc-{}.sock",
+        rustix::process::getuid().as_raw()
+    ));
+    let end = Instant::now() + Duration::from_secs(10);
+    let live = loop {
+        let live = listed_codex(&rig, &rig.ws);
+        if live.iter().any(|e| e["answersCwd"] == true) {
+            break live;
+        }
+        assert!(Instant::now() < end, "Codex's socket not listed: {live:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["socket"], socket.to_str().unwrap());
+    assert_eq!(live[0]["state"], "live");
+    // Outside the workspace, the router has nobody to answer.
+    let outside = listed_codex(&rig, rig.home.path());
+    assert_eq!(outside[0]["answersCwd"], false, "{outside:?}");
+    assert_eq!(outside[0]["error"], "no-client-found", "{outside:?}");
+    let table = stdout(&rig.ccbridge(&["list"], &rig.ws));
+    assert!(
+        table.contains("CODEX SOCKET") && table.contains("yes ("),
+        "{table}"
+    );
+    let clean = rig.ccbridge(&["clean", "--json"], rig.home.path());
+    assert!(socket.exists(), "a live socket is kept: {clean:?}");
+
+    // The sidecar goes, and so does its socket; one left by a killed host
+    // is listed as stale and cleaned.
+    let mut rig = rig;
+    drop(rig.server.stdin.take());
+    let _ = rig.server.wait();
+    assert!(!socket.exists(), "the hosted socket is removed on exit");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let stale = listed_codex(&rig, rig.home.path());
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(stale[0]["state"], "stale", "{stale:?}");
+    let dry = rig.ccbridge(&["clean", "--dry-run"], rig.home.path());
+    assert!(stdout(&dry).contains("Codex CLI"), "{dry:?}");
+    assert!(socket.exists(), "--dry-run removes nothing");
+    let out = rig.ccbridge(&["clean", "--json"], rig.home.path());
+    assert!(out.status.success(), "{out:?}");
+    assert!(!socket.exists(), "{out:?}");
+    drop(rig);
 }
 
 #[test]

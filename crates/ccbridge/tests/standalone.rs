@@ -422,7 +422,11 @@ fn claude_missing_is_a_clear_error() {
 #[test]
 fn serve_offers_the_agents_asked_for_and_removes_their_files() {
     let sb = Sandbox::new();
-    // All three by default: the banner says how to start each.
+    // All four by default: the banner says how to start each.
+    let codex_socket = sb.home.path().join(format!(
+        "codex-ipc/ipc-{}.sock",
+        rustix::process::getuid().as_raw()
+    ));
     let mut child = sb
         .command(&["serve"])
         .stdin(Stdio::null())
@@ -444,11 +448,19 @@ fn serve_offers_the_agents_asked_for_and_removes_their_files() {
     assert_eq!(qwen["ppid"], child.id(), "{qwen}");
     assert_ne!(gemini["port"], qwen["port"], "a server per agent");
     assert_ne!(gemini["authToken"], qwen["authToken"], "a token per agent");
+    poll_until(Duration::from_secs(10), POLL, || {
+        codex_socket.exists().then_some(())
+    })
+    .expect("Codex's router socket, hosted");
     signal(&child, rustix::process::Signal::TERM);
     assert!(exits(&mut child).success());
     assert!(
         sb.gemini_files().is_empty() && sb.qwen_files().is_empty(),
         "files left"
+    );
+    assert!(
+        !codex_socket.exists(),
+        "the Codex socket is removed on exit"
     );
     let mut out = String::new();
     child
@@ -462,6 +474,7 @@ fn serve_offers_the_agents_asked_for_and_removes_their_files() {
         out.contains("Gemini CLI and Qwen Code find it too: start `gemini` or `qwen`"),
         "{out}"
     );
+    assert!(out.contains("Codex CLI finds it too"), "{out}");
 
     // Gemini CLI alone: no lock file for Claude Code, no Qwen file.
     let mut child = sb
@@ -492,6 +505,8 @@ fn serve_offers_the_agents_asked_for_and_removes_their_files() {
         .unwrap();
     assert!(!out.contains("Claude Code finds it"), "{out}");
     assert!(out.contains("Gemini CLI find it too"), "{out}");
+    assert!(!out.contains("Codex CLI"), "{out}");
+    assert!(!codex_socket.exists(), "no Codex socket without codex");
 
     // `ccbridge claude` runs Claude Code: leaving it out is a usage error.
     let out = sb

@@ -8,6 +8,7 @@
 //! The editor protocol reports which tab is active, not when each was
 //! focused, so the tracker remembers when it last saw each file active.
 
+use ccbridge_protocol::editor::cap_chars;
 use ccbridge_server::EditorContext;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -32,16 +33,7 @@ impl ContextTracker {
         now_ms: u64,
         exists: impl Fn(&str) -> bool,
     ) -> Value {
-        let active = ctx
-            .selection
-            .as_ref()
-            .map(|s| s.file_path.clone())
-            .or_else(|| {
-                ctx.tabs
-                    .iter()
-                    .find(|t| t.is_active)
-                    .map(|t| t.path.clone())
-            });
+        let active = ctx.active_path().map(str::to_owned);
         // Tabs seen for the first time count as focused now, behind the
         // active one; the active one is focused now.
         for t in &ctx.tabs {
@@ -74,7 +66,7 @@ impl ContextTracker {
                 let mut f = json!({"path": path, "timestamp": ts});
                 if active.as_ref() == Some(path) {
                     f["isActive"] = true.into();
-                    if let Some(sel) = ctx.selection.as_ref().filter(|s| &s.file_path == path) {
+                    if let Some(sel) = ctx.active_selection() {
                         let cursor = sel.range.end;
                         f["cursor"] =
                             json!({"line": cursor.line + 1, "character": cursor.character + 1});
@@ -87,13 +79,6 @@ impl ContextTracker {
             })
             .collect();
         json!({"workspaceState": {"openFiles": open_files, "isTrusted": true}})
-    }
-}
-
-fn cap_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((cut, _)) => s[..cut].to_owned(),
-        None => s.to_owned(),
     }
 }
 

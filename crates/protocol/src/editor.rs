@@ -205,6 +205,15 @@ pub struct FileDiagnostics {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// `s` cut to its first `max` characters (never inside a character): what
+/// an agent is sent of a selection it caps.
+pub fn cap_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((cut, _)) => &s[..cut],
+        None => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,7 +140,8 @@ pub struct ClientId(pub u64);
 
 /// Which coding agent a session (and so its diffs and activity) belongs
 /// to: Claude Code on the WebSocket server, Gemini CLI or Qwen Code on the
-/// companion server. Frontends show its [`display_name`](Self::display_name)
+/// companion server (Codex CLI only asks for context over its IPC socket:
+/// it has no sessions nor diffs, but is offered like the others). Frontends show its [`display_name`](Self::display_name)
 /// ("Gemini CLI proposes ...") so a user running two agents at once can
 /// tell them apart. On the wire: `{"id": "gemini", "name": "Gemini CLI"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -149,10 +150,16 @@ pub enum AgentKind {
     Claude,
     Gemini,
     Qwen,
+    Codex,
 }
 
 impl AgentKind {
-    pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Gemini, AgentKind::Qwen];
+    pub const ALL: [AgentKind; 4] = [
+        AgentKind::Claude,
+        AgentKind::Gemini,
+        AgentKind::Qwen,
+        AgentKind::Codex,
+    ];
 
     /// The short name: `claude`, `gemini`, `qwen` (also the CLI's command).
     pub fn id(self) -> &'static str {
@@ -160,6 +167,7 @@ impl AgentKind {
             AgentKind::Claude => "claude",
             AgentKind::Gemini => "gemini",
             AgentKind::Qwen => "qwen",
+            AgentKind::Codex => "codex",
         }
     }
 
@@ -169,6 +177,7 @@ impl AgentKind {
             AgentKind::Claude => "Claude Code",
             AgentKind::Gemini => "Gemini CLI",
             AgentKind::Qwen => "Qwen Code",
+            AgentKind::Codex => "Codex CLI",
         }
     }
 

@@ -244,3 +244,26 @@ pub struct EditorContext {
     pub selection: Option<ccbridge_protocol::editor::Selection>,
     pub tabs: Vec<ccbridge_protocol::editor::EditorTab>,
 }
+
+impl EditorContext {
+    /// The file the user is in: the selection's (the editor reports the
+    /// selection of the focused editor), else the tab marked active. Every
+    /// agent protocol that names an active file names this one.
+    pub fn active_path(&self) -> Option<&str> {
+        self.selection
+            .as_ref()
+            .map(|s| s.file_path.as_str())
+            .or_else(|| {
+                self.tabs
+                    .iter()
+                    .find(|t| t.is_active)
+                    .map(|t| t.path.as_str())
+            })
+    }
+
+    /// The selection, if it is in the active file.
+    pub fn active_selection(&self) -> Option<&ccbridge_protocol::editor::Selection> {
+        let active = self.active_path()?;
+        self.selection.as_ref().filter(|s| s.file_path == active)
+    }
+}

@@ -85,6 +85,8 @@ pub struct Options {
     pub claude: bool,
     /// The companion servers for Gemini CLI / Qwen Code; `None`: none.
     pub companion: Option<ccbridge_companion::launch::Options>,
+    /// Serve Codex CLI's `/ide` (`ccbridge-codex`: its IPC router socket).
+    pub codex: bool,
 }
 
 impl Default for Options {
@@ -94,6 +96,7 @@ impl Default for Options {
             tools: None,
             claude: true,
             companion: None,
+            codex: false,
         }
     }
 }
@@ -186,12 +189,21 @@ where
         ),
         None => None,
     };
+    let (stop_codex, codex_stop) = oneshot::channel::<()>();
+    let codex = options.codex.then(|| {
+        ccbridge_codex::start(Arc::new(handle.clone()), async move {
+            let _ = codex_stop.await;
+        })
+    });
     let mut offered: Vec<(AgentKind, Option<u16>)> = Vec::new();
     if options.claude {
         offered.push((AgentKind::Claude, None));
     }
     if let Some(c) = &companion {
         offered.extend(c.served().iter().map(|s| (s.agent.kind(), Some(s.port))));
+    }
+    if codex.is_some() {
+        offered.push((AgentKind::Codex, None));
     }
 
     let session = Session::new(
@@ -229,10 +241,14 @@ where
     let _ = stop_engine.send(());
     let _ = stop_tools.send(());
     let _ = stop_companion.send(());
+    let _ = stop_codex.send(());
     if let Some(t) = tools {
         t.stopped().await;
     }
     if let Some(c) = companion {
+        c.stopped().await;
+    }
+    if let Some(c) = codex {
         c.stopped().await;
     }
     let engine_result = match engine_result {
@@ -344,6 +360,9 @@ impl Session {
                 agent,
                 env: match (ccbridge_companion::Agent::of(agent), companion_port) {
                     (Some(a), Some(p)) => a.env(p, &folders).into_iter().collect(),
+                    _ if agent == AgentKind::Codex => {
+                        ccbridge_codex::Running::env().into_iter().collect()
+                    }
                     _ => claude_env(port),
                 },
                 args: match agent {

@@ -212,7 +212,7 @@ pub fn node22() -> PathBuf {
 
 /// `PATH` for the CLIs: Node 22's directory, then the test's own `PATH`
 /// (the CLIs run `ps`, `git`, ...).
-fn agent_path(node: &Path) -> String {
+pub(crate) fn agent_path(node: &Path) -> String {
     let inherited = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
     match node.parent() {
         Some(dir) => format!("{}:{inherited}", dir.display()),
@@ -674,7 +674,7 @@ fn session_members(sid: u32) -> Vec<u32> {
 
 /// SIGTERM to the session's processes, SIGKILL to those left after 3 s;
 /// returns once none is left (or 5 s have passed).
-fn end_session(sid: u32) {
+pub(crate) fn end_session(sid: u32) {
     for (signal, wait) in [("-TERM", 3), ("-KILL", 2)] {
         let pids = session_members(sid);
         if pids.is_empty() {

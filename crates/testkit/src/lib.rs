@@ -30,6 +30,7 @@
 pub mod agents;
 pub mod browser;
 pub mod claude;
+pub mod codex;
 pub mod editor;
 pub mod emacs;
 pub mod http;
@@ -37,6 +38,7 @@ pub mod mock_anthropic;
 pub mod mock_gemini;
 pub mod mock_model;
 pub mod mock_openai;
+pub mod mock_responses;
 pub mod nvim;
 pub mod sandbox;
 pub mod stub_http;

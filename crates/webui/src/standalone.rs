@@ -45,6 +45,8 @@ pub struct Options {
     pub companion: Option<ccbridge_companion::launch::Options>,
     /// Watch the workspace for the session review (the Changes view).
     pub changes: bool,
+    /// Serve Codex CLI's `/ide` (`ccbridge-codex`).
+    pub codex: bool,
 }
 
 impl Default for Options {
@@ -56,6 +58,7 @@ impl Default for Options {
             claude: true,
             companion: None,
             changes: false,
+            codex: false,
         }
     }
 }
@@ -70,6 +73,7 @@ pub struct Standalone {
     /// The tools server, or why it does not run.
     tools: Result<(ccbridge_mcp::launch::Running, oneshot::Sender<()>), String>,
     companion: Option<ccbridge_companion::launch::Running>,
+    codex: Option<ccbridge_codex::Running>,
     agents: Vec<AgentOffer>,
 }
 
@@ -147,7 +151,10 @@ impl Standalone {
             }
             None => None,
         };
-        let agents = offers(options.claude, companion.as_ref(), &handle);
+        let codex = options
+            .codex
+            .then(|| ccbridge_codex::start(Arc::new(handle.clone()), std::future::pending()));
+        let agents = offers(options.claude, companion.as_ref(), codex.is_some(), &handle);
         hub.attach(
             handle.clone(),
             ServerView {
@@ -181,6 +188,7 @@ impl Standalone {
             url,
             tools,
             companion,
+            codex,
             agents,
         })
     }
@@ -243,6 +251,9 @@ impl Standalone {
         if let Some(c) = self.companion {
             c.stopped().await;
         }
+        if let Some(c) = self.codex {
+            c.stopped().await;
+        }
         let _ = stop_ui.send(());
         let _ = ui.await;
         result
@@ -254,6 +265,7 @@ impl Standalone {
 fn offers(
     claude: bool,
     companion: Option<&ccbridge_companion::launch::Running>,
+    codex: bool,
     engine: &EngineHandle,
 ) -> Vec<AgentOffer> {
     let mut out = Vec::new();
@@ -268,6 +280,12 @@ fn offers(
         out.push(AgentOffer {
             agent: s.agent.kind(),
             env: s.agent.env(s.port, &folders).into_iter().collect(),
+        });
+    }
+    if codex {
+        out.push(AgentOffer {
+            agent: AgentKind::Codex,
+            env: ccbridge_codex::Running::env().into_iter().collect(),
         });
     }
     out

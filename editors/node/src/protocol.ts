@@ -134,8 +134,8 @@ export interface InitializeResult {
 /** A Claude Code session connected to the sidecar. */
 /** A coding agent (protocol 3): `id` is also its command. */
 export interface Agent {
-  id: "claude" | "gemini" | "qwen";
-  /** For people: "Claude Code", "Gemini CLI", "Qwen Code". */
+  id: "claude" | "gemini" | "qwen" | "codex";
+  /** For people: "Claude Code", "Gemini CLI", "Qwen Code", "Codex CLI". */
   name: string;
 }
 

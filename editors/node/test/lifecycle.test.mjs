@@ -32,7 +32,7 @@ test("start() resolves with the initialize result; the lock file says who we are
   // Every agent offered, each with its terminal's environment.
   assert.deepEqual(
     bridge.agents.map((a) => a.id),
-    ["claude", "gemini", "qwen"],
+    ["claude", "gemini", "qwen", "codex"],
   );
   assert.deepEqual(bridge.agents[0].env, bridge.claudeEnv);
   assert.match(bridge.agents[1].env.GEMINI_CLI_IDE_SERVER_PORT, /^\d+$/);

@@ -38,7 +38,7 @@ const DEFAULTS = {
   reload_interval_ms: 500,
   terminal: {
     cmd: ['claude'],
-    cmds: {gemini: ['gemini'], qwen: ['qwen']},
+    cmds: {gemini: ['gemini'], qwen: ['qwen'], codex: ['codex']},
     position: 'right',
     size: 0.4,
     auto_close: true,

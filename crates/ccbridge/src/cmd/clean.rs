@@ -1,5 +1,6 @@
-//! `ccbridge clean`: remove lock files whose IDE server is gone, and the
-//! Gemini CLI / Qwen Code discovery files of companions that are gone.
+//! `ccbridge clean`: remove lock files whose IDE server is gone, the
+//! Gemini CLI / Qwen Code discovery files of companions that are gone, and
+//! Codex CLI's IDE sockets nobody listens on.
 //!
 //! Stale lock files make Claude Code offer or try servers that no longer
 //! exist. The rule (see `ccbridge_client::stale`) is conservative: a file is
@@ -18,7 +19,7 @@ running) and its port does not accept connections; unreadable or unparseable \
 files are removed only when their port does not answer. It scans the same \
 directories as `ccbridge list`, Gemini CLI's and Qwen Code's discovery files \
 included (same rule: the IDE process named in the file is gone and the port \
-does not answer; never another user's file, nor one that is not a regular file).
+does not answer; never another user's file, nor one that is not a regular file), and Codex CLI's IDE sockets that refuse connections (only this user's sockets, never a link, in a folder only this user can write to).
 
 Exit status: 0, or 1 if a stale file could not be removed.")]
 pub struct Args {
@@ -34,7 +35,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let scan = super::scan_lock_files(&env);
     let report = stale::clean_entries(&scan.entries, args.dry_run).await;
-    let companions = clean_companions(args.dry_run).await;
+    let mut companions = clean_companions(args.dry_run).await;
+    companions.extend(clean_codex(args.dry_run).await);
 
     if args.json {
         let removed: Vec<_> = report
@@ -55,7 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let (mut removed, mut failed) = (removed, failed);
         for c in &companions {
             let entry = json!({"agent": c.agent, "path": c.path, "port": c.port,
-                               "reason": "gone", "message": GONE});
+                               "reason": "gone", "message": c.message});
             match &c.error {
                 None => removed.push(entry),
                 Some(e) => {
@@ -91,7 +93,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         for c in &companions {
             match &c.error {
-                None => println!("{verb} {}: {} ({GONE})", path(&c.path), c.agent),
+                None => println!("{verb} {}: {} ({})", path(&c.path), c.agent, c.message),
                 Some(e) => eprintln!("ccbridge: cannot remove {}: {}", path(&c.path), line(e)),
             }
         }
@@ -120,6 +122,7 @@ struct CompanionStale {
     agent: &'static str,
     path: std::path::PathBuf,
     port: Option<u16>,
+    message: &'static str,
     error: Option<String>,
 }
 
@@ -139,6 +142,7 @@ async fn clean_companions(dry_run: bool) -> Vec<CompanionStale> {
         })
         .map(|f| CompanionStale {
             agent: f.agent.display_name(),
+            message: GONE,
             error: if dry_run {
                 None
             } else {
@@ -148,4 +152,28 @@ async fn clean_companions(dry_run: bool) -> Vec<CompanionStale> {
             port: f.port,
         })
         .collect()
+}
+
+/// Removes (unless `dry_run`) Codex CLI's IDE sockets that nobody listens
+/// on (a ccbridge or IDE that hosted the router and was killed): Codex
+/// tries them first and falls through to the next only after a refusal.
+async fn clean_codex(dry_run: bool) -> Vec<CompanionStale> {
+    use ccbridge_codex::socket::{self, Probe};
+    let mut out = Vec::new();
+    for path in socket::client_paths() {
+        if let Ok(Probe::Stale) = socket::probe(&path).await {
+            out.push(CompanionStale {
+                agent: "Codex CLI",
+                error: if dry_run {
+                    None
+                } else {
+                    socket::remove_stale(&path).err().map(|e| e.to_string())
+                },
+                path,
+                port: None,
+                message: "nobody listens on this IDE socket",
+            });
+        }
+    }
+    out
 }

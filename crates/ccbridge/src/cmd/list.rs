@@ -1,5 +1,6 @@
 //! `ccbridge list`: every IDE server advertised where Claude Code looks,
-//! and every companion server where Gemini CLI and Qwen Code look.
+//! every companion server where Gemini CLI and Qwen Code look, and the
+//! sockets where Codex CLI looks for its IDE context.
 //!
 //! Shows each lock file of every directory the CLI scans, newest first, with
 //! whether its process runs and its port answers, so a user can see what
@@ -29,6 +30,8 @@ Then Gemini CLI's discovery files ($TMPDIR/gemini/ide) and Qwen Code's \
 (~/.qwen/ide, or $QWEN_HOME/ide), written by ccbridge or another companion; \
 another user's are left out, and one that is not a regular file (a FIFO, a \
 link) is shown as skipped, never opened.
+
+Then Codex CLI's IDE sockets ($CODEX_HOME/ipc/ipc.sock, then $TMPDIR/codex-ipc/ipc-<uid>.sock): whether a router listens there and whether one of its providers (ccbridge, an IDE extension) answers for the current directory, as `/ide` in a Codex started here would ask.
 
 Exit status is 0 even when nothing is found. Stale entries can be removed with \
 `ccbridge clean`.")]
@@ -60,12 +63,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| Other::new(f, &answering, cwd.as_deref()))
         .collect();
+    let codex = ccbridge_codex::socket::scan(cwd.as_deref().unwrap_or(Path::new("/"))).await;
 
     if args.json {
         let out: Vec<Value> = rows
             .iter()
             .map(Row::to_json)
             .chain(others.iter().map(Other::to_json))
+            .chain(codex.iter().map(codex_json))
             .collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -89,8 +94,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             print_table(&OTHER_HEADERS, others.iter().map(Other::cells).collect());
         }
+        if !codex.is_empty() {
+            if !rows.is_empty() || !others.is_empty() {
+                println!();
+            }
+            print_table(&CODEX_HEADERS, codex.iter().map(codex_cells).collect());
+        }
     }
-    if rows.is_empty() && others.is_empty() {
+    if rows.is_empty() && others.is_empty() && codex.is_empty() {
         let dirs: Vec<String> = scan.dirs.iter().map(|d| crate::display::path(d)).collect();
         eprintln!("no IDE servers found (looked in {})", dirs.join(", "));
     }
@@ -198,6 +209,40 @@ impl<'a> Row<'a> {
         let cwd = if self.contains_cwd { "*" } else { "" }.to_string();
         vec![port, name, pid, answers, transport, cwd, folders, file]
     }
+}
+
+const CODEX_HEADERS: [&str; 3] = ["CODEX SOCKET", "ROUTER", "ANSWERS FOR CWD"];
+
+fn codex_json(f: &ccbridge_codex::socket::Found) -> Value {
+    use ccbridge_codex::socket::State;
+    let (state, answers, by, error) = match &f.state {
+        State::Live(Ok(by)) => ("live", Some(true), Some(by.as_str()), None),
+        State::Live(Err(e)) => ("live", Some(false), None, Some(e.as_str())),
+        State::Stale => ("stale", None, None, None),
+        State::Unsafe(why) => ("unsafe", None, None, Some(why.as_str())),
+    };
+    json!({
+        "agent": "codex",
+        "socket": f.path.display().to_string(),
+        "state": state,
+        "answersCwd": answers,
+        "handledBy": by,
+        "error": error,
+    })
+}
+
+fn codex_cells(f: &ccbridge_codex::socket::Found) -> Vec<String> {
+    use ccbridge_codex::socket::State;
+    let (router, answers) = match &f.state {
+        State::Live(Ok(by)) => ("live".to_owned(), format!("yes ({by})")),
+        State::Live(Err(e)) => ("live".to_owned(), format!("no ({e})")),
+        State::Stale => (
+            "stale (nobody listens; `ccbridge clean`)".to_owned(),
+            "-".to_owned(),
+        ),
+        State::Unsafe(why) => (format!("unusable: {why}"), "-".to_owned()),
+    };
+    vec![f.path.display().to_string(), router, answers]
 }
 
 /// A Gemini CLI or Qwen Code discovery file.

@@ -116,13 +116,14 @@ pub struct ServerArgs {
     #[arg(long, conflicts_with = "no_tools")]
     pub(crate) register_tools: bool,
     /// Which agents may find this editor, comma-separated: `claude` (its
-    /// lock file), `gemini` (Gemini CLI), `qwen` (Qwen Code); the last two
-    /// through a companion server and discovery file each.
+    /// lock file), `gemini` (Gemini CLI), `qwen` (Qwen Code), both through a
+    /// companion server and discovery file each, `codex` (Codex CLI's
+    /// `/ide`, through its IPC socket).
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "claude,gemini,qwen",
+        default_value = "claude,gemini,qwen,codex",
         value_parser = parse_agent
     )]
     pub(crate) agents: Vec<AgentKind>,
@@ -155,6 +156,11 @@ impl ServerArgs {
             }
         }
         (!agents.is_empty()).then_some(ccbridge_companion::launch::Options { agents })
+    }
+
+    /// Whether Codex CLI is served (`--agents`).
+    pub(crate) fn codex(&self) -> bool {
+        self.agents.contains(&AgentKind::Codex)
     }
 
     /// The workspace tools server these flags ask for; `None`: `--no-tools`.
@@ -192,6 +198,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         tools: args.server.tools(),
         claude: args.server.claude(),
         companion: args.server.companion(),
+        codex: args.server.codex(),
     };
     let reason = ccbridge_sidecar::run_with(
         config,
@@ -237,6 +244,7 @@ pub async fn start_standalone(
         claude: server.claude(),
         companion: server.companion(),
         changes: !ui.no_changes,
+        codex: server.codex(),
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)
 }
@@ -321,19 +329,16 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
     } else {
         String::new()
     };
-    let others: Vec<&str> = s
-        .agents()
-        .iter()
-        .filter(|a| a.agent != AgentKind::Claude)
-        .map(|a| a.agent.display_name())
-        .collect();
+    let companions = || {
+        s.agents()
+            .iter()
+            .filter(|a| !matches!(a.agent, AgentKind::Claude | AgentKind::Codex))
+    };
+    let others: Vec<&str> = companions().map(|a| a.agent.display_name()).collect();
     let mut agents = if others.is_empty() {
         String::new()
     } else {
-        let commands: Vec<String> = s
-            .agents()
-            .iter()
-            .filter(|a| a.agent != AgentKind::Claude)
+        let commands: Vec<String> = companions()
             .map(|a| format!("`{}`", a.agent.id()))
             .collect();
         format!(
@@ -342,6 +347,12 @@ fn banner(s: &ccbridge_webui::Standalone, server: &ServerArgs) -> String {
             commands.join(" or ")
         )
     };
+    if s.agents().iter().any(|a| a.agent == AgentKind::Codex) {
+        agents.push_str(
+            "\n  Codex CLI finds it too: in a `codex` started in that folder, `/ide` adds the\n  \
+             selection and open files to each prompt (context only: no diffs, no diagnostics).\n",
+        );
+    }
     for p in s.agent_problems() {
         agents.push_str(&format!("  {p}\n"));
     }
