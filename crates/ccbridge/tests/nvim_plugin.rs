@@ -1082,3 +1082,55 @@ async fn the_workspace_tools_ask_neovims_user_and_show_the_commands_output() {
         STEP,
     );
 }
+
+/// Issue 19, the session review in Neovim: a change written on disk
+/// without a review (an agent in auto mode) is listed by `:CCBridgeChanges`
+/// in the quickfix list, one entry per hunk; `:CCBridgeChangeRevert` on
+/// the second of two identical hunks reverts that one only, and the list
+/// follows (`changesChanged`).
+#[test]
+fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_under_the_cursor() {
+    let mut rig = rig("{}");
+    // The baseline is taken when the sidecar starts: wait for it.
+    rig.nvim.wait(
+        "the session review to be ready",
+        "(function() require('ccbridge').request('changes', vim.empty_dict(), function(_, r) _G.cc_ready = r and r.ready end) return _G.cc_ready end)()",
+        STEP,
+    );
+    let edited = HELLO
+        .replace("def greet(name):\n", "def greet(name):\n    log()\n")
+        .replace("    print(message)\n", "    print(message)\n    log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &edited).unwrap();
+    rig.nvim.command("CCBridgeChanges");
+    let items = rig.nvim.wait(
+        "two quickfix entries",
+        "(function() local l = vim.fn.getqflist({ title = 0, items = 0 }) return l.title == 'ccbridge: changes' and #l.items == 2 and vim.tbl_map(function(i) return { lnum = i.lnum, text = i.text } end, l.items) end)()",
+        STEP,
+    );
+    assert_eq!(items[0]["lnum"], 2, "{items}");
+    assert_eq!(items[1]["lnum"], 5, "{items}");
+    assert!(
+        items[1]["text"].as_str().unwrap().contains("not reviewed"),
+        "{items}"
+    );
+    // The second `log()` line, in the file itself.
+    rig.edit("hello.py");
+    rig.nvim.command("5");
+    rig.nvim.command("CCBridgeChangeRevert");
+    let expected = HELLO.replace("def greet(name):\n", "def greet(name):\n    log()\n");
+    poll_until(STEP, Duration::from_millis(10), || {
+        (std::fs::read_to_string(rig.ws.join("hello.py")).unwrap() == expected).then_some(())
+    })
+    .expect("only the second hunk is reverted");
+    rig.nvim.wait(
+        "the quickfix list to follow",
+        "#vim.fn.getqflist() == 1 and vim.fn.getqflist()[1].lnum == 2",
+        STEP,
+    );
+    // The buffer reloaded the file.
+    rig.nvim.wait(
+        "the buffer to reload",
+        "#vim.api.nvim_buf_get_lines(0, 0, -1, false) == 8",
+        STEP,
+    );
+}

@@ -38,6 +38,10 @@ pub mod method {
     pub const INITIALIZE: &str = "initialize";
     pub const STATUS: &str = "status";
     pub const SHUTDOWN: &str = "shutdown";
+    /// The session review (`ccbridge serve --stdio` watches the workspace
+    /// unless `--no-changes`): the list, and a decision on it.
+    pub const CHANGES: &str = "changes";
+    pub const CHANGE_ACTION: &str = "changeAction";
     // editor → ccbridge, notifications
     pub const SELECTION_CHANGED: &str = "selectionChanged";
     pub const OPEN_EDITORS_CHANGED: &str = "openEditorsChanged";
@@ -62,6 +66,8 @@ pub mod method {
     // ccbridge → editor, notifications
     pub const CLIENT_CONNECTED: &str = "clientConnected";
     pub const CLIENT_DISCONNECTED: &str = "clientDisconnected";
+    /// The session review changed (sent when `initialize` said `changes`).
+    pub const CHANGES_CHANGED: &str = "changesChanged";
     /// Version 2: a notification from the editor that ccbridge could not
     /// use, in whole or in part.
     pub const INVALID_NOTIFICATION: &str = "invalidNotification";
@@ -88,6 +94,10 @@ pub struct InitializeParams {
     /// `ccbridge serve --approval-mode` said, `write-only` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_mode: Option<ApprovalMode>,
+    /// The editor shows the session review: ccbridge sends it
+    /// `changesChanged` whenever the list of changed files changes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changes: bool,
 }
 
 impl InitializeParams {
@@ -942,4 +952,24 @@ mod tests {
         let o: OpenFileResult = serde_json::from_value(json!({"filePath": "/w/a"})).unwrap();
         assert_eq!(o.line_count, None);
     }
+}
+
+// ------------------------------------------------------------ the session review
+
+/// `changeAction`'s params: as the page's `POST /api/changes/{action}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeActionParams {
+    /// `keep`, `revert`, `viewed`, `keepAll`, `revertAll`, `undo`.
+    pub action: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    /// One hunk's key; absent: the whole file.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The file's version as the editor showed it.
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub viewed: Option<bool>,
 }

@@ -87,6 +87,9 @@ pub struct Options {
     pub companion: Option<ccbridge_companion::launch::Options>,
     /// Serve Codex CLI's `/ide` (`ccbridge-codex`: its IPC router socket).
     pub codex: bool,
+    /// Watch the workspace for the session review (`changes`,
+    /// `changeAction`, `changesChanged`).
+    pub changes: bool,
 }
 
 impl Default for Options {
@@ -97,6 +100,7 @@ impl Default for Options {
             claude: true,
             companion: None,
             codex: false,
+            changes: false,
         }
     }
 }
@@ -206,6 +210,36 @@ where
         offered.push((AgentKind::Codex, None));
     }
 
+    let changes = if options.changes {
+        ccbridge_changes::Changes::start(&folders)
+            .inspect_err(|e| tracing::warn!("the session review cannot watch the workspace: {e}"))
+            .ok()
+    } else {
+        None
+    };
+    let changes_wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let forward_changes = changes.as_ref().map(|c| {
+        let mut revisions = c.subscribe();
+        let (sink, wanted) = (sink.clone(), changes_wanted.clone());
+        tokio::spawn(async move {
+            while revisions.changed().await.is_ok() {
+                let revision = *revisions.borrow_and_update();
+                if wanted.load(Ordering::Relaxed) {
+                    let n = Notification::new(
+                        method::CHANGES_CHANGED,
+                        Some(json!({ "revision": revision })),
+                    );
+                    // A full queue (an editor not reading) drops this one:
+                    // the next change sends the newest revision again.
+                    if let Err(crate::framing::SendError::Closed) =
+                        sink.send(Message::from(n).to_json())
+                    {
+                        return;
+                    }
+                }
+            }
+        })
+    });
     let session = Session::new(
         Arc::new(handle),
         frontend.clone(),
@@ -213,7 +247,8 @@ where
         server_info,
     )
     .with_tools(tools.as_ref().map(|t| (t.endpoint.clone(), t.ctx.clone())))
-    .with_agents(offered);
+    .with_agents(offered)
+    .with_changes(changes, changes_wanted);
     let mut reader = FrameReader::new(input);
     let mut engine_result = None;
     let outcome = {
@@ -238,6 +273,9 @@ where
     // The editor will answer nothing more: fail what waits on it, so the
     // engine's shutdown (which closes diff views) does not wait for it.
     frontend.disconnect();
+    if let Some(f) = forward_changes {
+        f.abort();
+    }
     let _ = stop_engine.send(());
     let _ = stop_tools.send(());
     let _ = stop_companion.send(());
@@ -324,6 +362,10 @@ pub(crate) struct Session {
     /// The agents offered, with their companion server's port (Claude's
     /// is the engine's).
     agents: Vec<(AgentKind, Option<u16>)>,
+    /// The session review, when the workspace is watched.
+    changes: Option<ccbridge_changes::Changes>,
+    /// The editor asked for `changesChanged` (`initialize`'s `changes`).
+    changes_wanted: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Session {
@@ -341,7 +383,57 @@ impl Session {
             version: AtomicU32::new(PROTOCOL_VERSION),
             tools: None,
             agents: vec![(AgentKind::Claude, None)],
+            changes: None,
+            changes_wanted: Arc::default(),
         }
+    }
+
+    /// Serves the session review (`changes`, `changeAction`), telling the
+    /// editor of each change through `wanted`'s flag once it asks.
+    pub(crate) fn with_changes(
+        mut self,
+        changes: Option<ccbridge_changes::Changes>,
+        wanted: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        self.changes = changes;
+        self.changes_wanted = wanted;
+        self
+    }
+
+    /// `changes` and `changeAction`: the session review, as the page's API.
+    async fn changes_request(&self, req: Request) {
+        let Some(changes) = self.changes.clone() else {
+            self.reply(Response::error(
+                Some(req.id),
+                ErrorObject::new(
+                    code::INVALID_REQUEST,
+                    "the workspace is not watched (ccbridge was started with --no-changes)",
+                ),
+            ));
+            return;
+        };
+        if req.method == method::CHANGES {
+            self.reply(Response::ok_from(req.id, &changes.view()));
+            return;
+        }
+        let p: messages::ChangeActionParams = match req.params() {
+            Ok(p) => p,
+            Err(e) => {
+                self.reply(Response::error(Some(req.id), e));
+                return;
+            }
+        };
+        let id = req.id;
+        let done = tokio::task::spawn_blocking(move || change_action(&changes, p)).await;
+        let response = match done {
+            Ok(Ok(v)) => Response::ok(id, v),
+            Ok(Err(e)) => Response::error(Some(id), e),
+            Err(_) => Response::error(
+                Some(id),
+                ErrorObject::new(code::INTERNAL_ERROR, "the decision failed"),
+            ),
+        };
+        self.reply(response);
     }
 
     /// Reports these agents in `initialize` (version 3).
@@ -532,6 +624,10 @@ impl Session {
                 self.reply(Response::ok(req.id, Value::Null));
                 Step::Exit(ExitReason::ShutdownRequested)
             }
+            method::CHANGES | method::CHANGE_ACTION => {
+                self.changes_request(req).await;
+                Step::Continue
+            }
             other => {
                 self.reply(Response::error(
                     Some(req.id),
@@ -572,6 +668,8 @@ impl Session {
             }
         }
         self.version.store(version, Ordering::Relaxed);
+        self.changes_wanted
+            .store(params.changes && self.changes.is_some(), Ordering::Relaxed);
         if let Some(caps) = params.capabilities.clone() {
             self.frontend.set_capabilities(caps);
         }
@@ -775,6 +873,61 @@ impl Session {
             tracing::debug!("cannot answer the editor: {e}");
         }
     }
+}
+
+/// Carries out one decision in the session review; errors as JSON-RPC
+/// errors (a refused revert carries the three versions in `data`).
+fn change_action(
+    changes: &ccbridge_changes::Changes,
+    p: messages::ChangeActionParams,
+) -> Result<Value, ErrorObject> {
+    use ccbridge_changes::ChangeError;
+    let need = |v: Option<String>, what: &str| {
+        v.ok_or_else(|| ErrorObject::invalid_params(format!("{what} is missing")))
+    };
+    let done = match p.action.as_str() {
+        "keep" => changes.keep(
+            &need(p.path, "path")?,
+            p.key.as_deref(),
+            &need(p.version, "version")?,
+        ),
+        "revert" => changes.revert(
+            &need(p.path, "path")?,
+            p.key.as_deref(),
+            &need(p.version, "version")?,
+        ),
+        "viewed" => changes.set_viewed(&need(p.path, "path")?, p.viewed.unwrap_or(true)),
+        "keepAll" => {
+            changes.keep_all();
+            Ok(())
+        }
+        "revertAll" => {
+            let failed: Vec<String> = changes
+                .revert_all()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            return Ok(json!({ "failed": failed }));
+        }
+        "undo" => changes.undo(),
+        other => {
+            return Err(ErrorObject::invalid_params(format!(
+                "unknown action {other:?}: keep, revert, viewed, keepAll, revertAll or undo"
+            )))
+        }
+    };
+    done.map(|()| json!({})).map_err(|e| {
+        let msg = e.to_string();
+        match e {
+            ChangeError::Conflict(c) => {
+                ErrorObject::new(code::INVALID_PARAMS, msg).with_data(json!({ "conflict": c }))
+            }
+            ChangeError::Stale(_) => {
+                ErrorObject::new(code::INVALID_PARAMS, msg).with_data(json!({ "stale": true }))
+            }
+            _ => ErrorObject::invalid_params(msg),
+        }
+    })
 }
 
 /// Our requests use integer ids; anything else cannot be an answer to one.

@@ -48,11 +48,6 @@ pub struct UiArgs {
     /// entries).
     #[arg(long)]
     pub allow_duplicate: bool,
-    /// Do not watch the workspace for the session review (the page's
-    /// Changes view: every file changed while ccbridge runs, with
-    /// keep/revert per hunk).
-    #[arg(long)]
-    pub no_changes: bool,
 }
 
 /// What every mode of the IDE server takes.
@@ -127,6 +122,11 @@ pub struct ServerArgs {
         value_parser = parse_agent
     )]
     pub(crate) agents: Vec<AgentKind>,
+    /// Do not watch the workspace for the session review (the page's
+    /// Changes view, the editor protocol's `changes`: every file changed
+    /// while ccbridge runs, with keep/revert per hunk).
+    #[arg(long)]
+    pub(crate) no_changes: bool,
 }
 
 fn parse_agent(s: &str) -> Result<AgentKind, String> {
@@ -199,6 +199,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         claude: args.server.claude(),
         companion: args.server.companion(),
         codex: args.server.codex(),
+        changes: !args.server.no_changes,
     };
     let reason = ccbridge_sidecar::run_with(
         config,
@@ -243,7 +244,7 @@ pub async fn start_standalone(
         tools: server.tools(),
         claude: server.claude(),
         companion: server.companion(),
-        changes: !ui.no_changes,
+        changes: !server.no_changes,
         codex: server.codex(),
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)

@@ -143,6 +143,9 @@ local notifications = {
   commandEvent = function(p)
     require("ccbridge.commands").event(p)
   end,
+  changesChanged = function()
+    require("ccbridge.changes").refresh()
+  end,
   invalidNotification = function(p)
     M.notify_once(("the sidecar could not use `%s`: %s"):format(p.method, p.message), vim.log.levels.WARN, p.method)
   end,
@@ -260,6 +263,8 @@ function M.start()
       executeCode = false,
       approve = o.tools.approve,
     },
+    -- The session review's list follows `changesChanged`.
+    changes = true,
   }, function(e, result)
     if S.conn ~= conn then
       return
@@ -327,6 +332,15 @@ local function user_commands()
   cmd("CCBridgeRejectHunk", function()
     require("ccbridge.diff").hunk("reject")
   end, { bar = true, desc = "Reject the proposal's hunk under the cursor" })
+  cmd("CCBridgeChanges", function()
+    require("ccbridge.changes").show()
+  end, { bar = true, desc = "The session review: every file changed while ccbridge runs, in the quickfix list" })
+  cmd("CCBridgeChangeRevert", function()
+    require("ccbridge.changes").act("revert")
+  end, { bar = true, desc = "Revert the changed hunk under the cursor to what it held before" })
+  cmd("CCBridgeChangeKeep", function()
+    require("ccbridge.changes").act("keep")
+  end, { bar = true, desc = "Keep the changed hunk under the cursor" })
 end
 
 --- Configures the plugin; see `config.lua` (and the README) for `opts`.
