@@ -1134,3 +1134,27 @@ fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_under_the_curs
         STEP,
     );
 }
+
+/// Issue 19: an edit accepted in Neovim's review is "reviewed" in the
+/// session review once Claude writes it, unlike one written without asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_accepted_in_the_review_is_listed_as_reviewed() {
+    let proposed = HELLO.replace("hello ", "hi ");
+    let (mut rig, task) = review("", &proposed).await;
+    rig.nvim.input(":w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // Claude writes what was accepted, as the CLI does after FILE_SAVED.
+    std::fs::write(rig.ws.join("hello.py"), &proposed).unwrap();
+    rig.nvim.command("CCBridgeChanges");
+    let text = rig.nvim.wait(
+        "the reviewed change in the quickfix list",
+        "(function() local l = vim.fn.getqflist({ title = 0, items = 0 }) return l.title == 'ccbridge: changes' and #l.items == 1 and l.items[1].text end)()",
+        STEP,
+    );
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains("(kept), reviewed") && !text.contains("not reviewed"),
+        "{text}"
+    );
+}

@@ -248,12 +248,17 @@ impl Changes {
     /// Says that a write of `bytes` to `path` was accepted in a review by
     /// `agent`: seen on disk, the change is marked reviewed, its hunks kept.
     pub fn expect_reviewed(&self, path: &str, bytes: &[u8], agent: &str) {
+        self.expect_reviewed_version(path, version_of(Some(bytes)), agent);
+    }
+
+    /// [`Self::expect_reviewed`], by the text's [`version_of`].
+    pub fn expect_reviewed_version(&self, path: &str, version: String, agent: &str) {
         let source = Source::Reviewed {
             agent: agent.to_owned(),
         };
-        let mut s = self.lock();
-        s.expected
-            .insert(path.to_owned(), (version_of(Some(bytes)), source));
+        self.lock()
+            .expected
+            .insert(path.to_owned(), (version, source));
     }
 
     /// Says that `agent` edited `path` with `tool` (Claude Code's hook).

@@ -44,6 +44,19 @@ pub struct StdioFrontend {
     /// A refusal for a full queue has been logged and the editor has not
     /// answered anything since.
     stalled: AtomicBool,
+    /// The diffs shown and not closed: what the session review needs to
+    /// mark an accepted one reviewed (its file, the proposal's version,
+    /// the agent).
+    shown: std::sync::Mutex<std::collections::HashMap<DiffId, ShownDiff>>,
+}
+
+/// A diff the editor shows, as the session review knows it.
+#[derive(Debug, Clone)]
+pub struct ShownDiff {
+    pub path: String,
+    /// [`ccbridge_changes::version_of`] the proposal.
+    pub proposed_version: String,
+    pub agent: &'static str,
 }
 
 /// Withdraws a queued request when its call ends.
@@ -73,7 +86,24 @@ impl StdioFrontend {
             capabilities: RwLock::new(default_capabilities()),
             timeout,
             stalled: AtomicBool::new(false),
+            shown: Default::default(),
         }
+    }
+
+    /// The diff `id`, if the editor shows it.
+    pub fn shown(&self, id: DiffId) -> Option<ShownDiff> {
+        self.shown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+    }
+
+    fn take_shown(&self, id: DiffId) {
+        self.shown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
     }
 
     /// Records what the editor declared in `initialize`.
@@ -215,6 +245,17 @@ impl Frontend for StdioFrontend {
             return Err(FrontendError::Unsupported("openDiff"));
         }
         // Any result means "shown"; the verdict comes as `diffResolved`.
+        let shown = ShownDiff {
+            path: diff.new_file_path.clone(),
+            proposed_version: ccbridge_changes::version_of(Some(diff.proposed_contents.as_bytes())),
+            agent: diff
+                .agent
+                .map_or("the workspace tools", |a| a.display_name()),
+        };
+        self.shown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(diff.id, shown);
         let params = messages::ShowDiffParams::new(diff);
         self.call(method::SHOW_DIFF, &params, self.bounded())
             .await
@@ -222,6 +263,7 @@ impl Frontend for StdioFrontend {
     }
 
     async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError> {
+        self.take_shown(id);
         self.call(
             method::CLOSE_DIFF,
             &messages::CloseDiffParams { id, reason },

@@ -400,6 +400,23 @@ impl Session {
         self
     }
 
+    /// Tells the session review that the write an accepted verdict leads
+    /// to was reviewed here (seen on disk, it is marked so).
+    fn mark_reviewed(&self, p: &messages::DiffResolvedParams) {
+        let (Some(changes), ccbridge_server::DiffDecision::Accepted { contents }) =
+            (&self.changes, &p.decision)
+        else {
+            return;
+        };
+        let Some(shown) = self.frontend.shown(p.id) else {
+            return;
+        };
+        let version = contents.as_ref().map_or(shown.proposed_version, |c| {
+            ccbridge_changes::version_of(Some(c.as_bytes()))
+        });
+        changes.expect_reviewed_version(&shown.path, version, shown.agent);
+    }
+
     /// `changes` and `changeAction`: the session review, as the page's API.
     async fn changes_request(&self, req: Request) {
         let Some(changes) = self.changes.clone() else {
@@ -778,7 +795,10 @@ impl Session {
                 })
                 .into(),
             method::DIFF_RESOLVED => params::<messages::DiffResolvedParams>(&n)
-                .map(|p| p.into_event())
+                .map(|p| {
+                    self.mark_reviewed(&p);
+                    p.into_event()
+                })
                 .into(),
             // LSP's own notifications (`$/cancelRequest`, ...) are not ours
             // to judge.
