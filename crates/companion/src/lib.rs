@@ -55,7 +55,7 @@ impl CompanionServer {
         Ok(CompanionServer {
             agent,
             listener,
-            token: ccbridge_mcp::guard::Token(token.into()),
+            token: ccbridge_mcp::guard::Token::new(token),
             engine,
         })
     }

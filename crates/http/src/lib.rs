@@ -8,6 +8,7 @@
 //! sends can make a server unavailable to the user, or make ccbridge run
 //! out of file descriptors that the IDE port needs.
 
+pub mod auth;
 mod serve;
 
 pub use serve::{serve, Limits, SignedIn};

@@ -22,16 +22,17 @@ use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ccbridge_server::handshake::host_allowed;
+use ccbridge_server::token::AuthToken;
 use std::sync::Arc;
-use subtle::ConstantTimeEq;
 
-/// The server's bearer token.
-#[derive(Clone)]
-pub struct Token(pub Arc<str>);
+/// The server's bearer token, compared as the IDE port compares its own
+/// (SHA-256 digests in constant time; `Debug` redacted).
+#[derive(Clone, Debug)]
+pub struct Token(Arc<AuthToken>);
 
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Token(<redacted>)")
+impl Token {
+    pub fn new(value: &str) -> Token {
+        Token(Arc::new(AuthToken::from_value(value.to_owned())))
     }
 }
 
@@ -86,7 +87,7 @@ fn loopback_origin(origin: &str) -> bool {
 }
 
 /// Judges a request's head (pure, for tests and the fuzzer).
-pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<(), Refusal> {
+pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &Token) -> Result<(), Refusal> {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     if !host.is_some_and(|h| host_allowed(h, &[])) {
         return Err(Refusal::ForeignHost);
@@ -108,17 +109,8 @@ pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<()
             return Err(Refusal::TokenInUrl);
         }
     }
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        })
-        .ok_or(Refusal::NoToken)?;
-    // Equal lengths are compared in constant time; the length itself is
-    // not secret (it is fixed).
-    if given.len() == token.len() && bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+    let given = ccbridge_http::auth::bearer(headers).ok_or(Refusal::NoToken)?;
+    if token.0.matches(given.as_bytes()) {
         Ok(())
     } else {
         Err(Refusal::WrongToken)
@@ -130,7 +122,7 @@ pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &str) -> Result<()
 /// judges every request whole).
 pub fn signed_in(token: &Token) -> ccbridge_http::SignedIn {
     let token = token.clone();
-    std::sync::Arc::new(move |h: &HeaderMap| judge(h, None, &token.0).is_ok())
+    std::sync::Arc::new(move |h: &HeaderMap| judge(h, None, &token).is_ok())
 }
 
 /// Serves an MCP `endpoint` at `/mcp` on `listener` behind [`check`] with
@@ -171,7 +163,7 @@ pub async fn check(
     req: Request<Body>,
     next: Next,
 ) -> Response {
-    match judge(req.headers(), req.uri().query(), &token.0) {
+    match judge(req.headers(), req.uri().query(), &token) {
         Ok(()) => next.run(req).await,
         Err(refusal) => {
             tracing::info!(?refusal, "tools server refused a request");
@@ -197,11 +189,15 @@ mod tests {
 
     const T: &str = "0123456789abcdef0123456789abcdef";
 
+    fn tok() -> Token {
+        Token::new(T)
+    }
+
     #[test]
     fn loopback_hosts_only() {
         let judged = |host: &str| {
             let h = headers(&[("host", host), ("authorization", "Bearer x")]);
-            judge(&h, None, T)
+            judge(&h, None, &tok())
         };
         for ok in [
             "127.0.0.1:8080",
@@ -234,9 +230,9 @@ mod tests {
             ("host", "127.0.0.1:5"),
             ("authorization", "Bearer 0123456789abcdef0123456789abcdef"),
         ];
-        assert_eq!(judge(&headers(&good), None, T), Ok(()));
+        assert_eq!(judge(&headers(&good), None, &tok()), Ok(()));
         assert_eq!(
-            judge(&headers(&[("host", "evil.example"), good[1]]), None, T),
+            judge(&headers(&[("host", "evil.example"), good[1]]), None, &tok()),
             Err(Refusal::ForeignHost)
         );
         for origin in [
@@ -247,7 +243,11 @@ mod tests {
             "file://",
         ] {
             assert_eq!(
-                judge(&headers(&[good[0], good[1], ("origin", origin)]), None, T),
+                judge(
+                    &headers(&[good[0], good[1], ("origin", origin)]),
+                    None,
+                    &tok()
+                ),
                 Err(Refusal::BrowserOrigin),
                 "{origin}"
             );
@@ -259,7 +259,11 @@ mod tests {
             "http://localhost",
         ] {
             assert_eq!(
-                judge(&headers(&[good[0], good[1], ("origin", origin)]), None, T),
+                judge(
+                    &headers(&[good[0], good[1], ("origin", origin)]),
+                    None,
+                    &tok()
+                ),
                 Ok(()),
                 "{origin}"
             );
@@ -268,16 +272,19 @@ mod tests {
             judge(
                 &headers(&good),
                 Some("x=1&token=0123456789abcdef0123456789abcdef"),
-                T
+                &tok()
             ),
             Err(Refusal::TokenInUrl)
         );
-        assert_eq!(judge(&headers(&good[..1]), None, T), Err(Refusal::NoToken));
+        assert_eq!(
+            judge(&headers(&good[..1]), None, &tok()),
+            Err(Refusal::NoToken)
+        );
         assert_eq!(
             judge(
                 &headers(&[good[0], ("authorization", "Basic abc")]),
                 None,
-                T
+                &tok()
             ),
             Err(Refusal::NoToken)
         );
@@ -288,7 +295,7 @@ mod tests {
                     ("authorization", "Bearer 0123456789abcdef0123456789abcdeX")
                 ]),
                 None,
-                T
+                &tok()
             ),
             Err(Refusal::WrongToken)
         );
@@ -299,7 +306,7 @@ mod tests {
                     ("authorization", "bearer  0123456789abcdef0123456789abcdef")
                 ]),
                 None,
-                T
+                &tok()
             ),
             Ok(())
         );
@@ -307,7 +314,7 @@ mod tests {
 
     #[test]
     fn the_token_is_not_in_debug_output() {
-        assert!(!format!("{:?}", Token(T.into())).contains(T));
+        assert!(!format!("{:?}", Token::new(T)).contains(T));
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl ToolsServer {
         settings.secrets.push(format!("127.0.0.1:{port}"));
         Ok(ToolsServer {
             listener,
-            token: guard::Token(token.into()),
+            token: guard::Token::new(token),
             ctx: Arc::new(tools::Context::new(workspace, editor, settings)),
         })
     }

@@ -23,8 +23,8 @@
 //! - every answer carries `nosniff`, `no-referrer`, `frame-ancestors 'none'`
 //!   and, for the API, `no-store`. The page's CSP is set where it is served.
 
-use axum::http::header::AUTHORIZATION;
 use axum::http::HeaderMap;
+use ccbridge_http::auth::bearer;
 use ccbridge_server::refusals::AuthThrottle;
 use ccbridge_server::token::AuthToken;
 use std::sync::Mutex;
@@ -128,20 +128,6 @@ impl Credentials {
         }
         ok
     }
-}
-
-/// The token of the one `Authorization: Bearer <token>` header, if so.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let mut given = headers.get_all(AUTHORIZATION).iter();
-    let (Some(value), None) = (given.next(), given.next()) else {
-        return None;
-    };
-    value
-        .to_str()
-        .ok()
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, t)| t.trim())
 }
 
 /// Whether `host` (a `Host` header) names this loopback server: exactly
