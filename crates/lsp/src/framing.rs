@@ -254,10 +254,8 @@ mod tests {
                 .collect();
             for c in bytes.chunks(1 + (next() % 17) as usize) {
                 d.push(c);
-                for f in all(&mut d) {
-                    if let Ok(body) = f {
-                        assert!(body.len() <= 64);
-                    }
+                for body in all(&mut d).into_iter().flatten() {
+                    assert!(body.len() <= 64);
                 }
             }
         }
