@@ -159,3 +159,18 @@ pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+/// The directory holding `pyright-langserver` of the pinned e2e packages
+/// (`node_modules/.bin` in [`e2e_dir`]), for the language-server tests.
+/// Panics with how to install it when it is missing.
+pub fn pyright_bin_dir() -> std::path::PathBuf {
+    let dir = e2e_dir().join("node_modules/.bin");
+    assert!(
+        dir.join("pyright-langserver").is_file(),
+        "pyright-langserver is missing from {}: run scripts/test, which installs the pinned \
+         test programs (tests/e2e/package.json), or `npm ci` in a copy of tests/e2e and point \
+         CCBRIDGE_E2E_DIR at it",
+        dir.display()
+    );
+    dir
+}

@@ -138,6 +138,7 @@ pub struct Hub {
     notes: broadcast::Sender<ReviewerNote>,
     /// The session review, when ccbridge watches the workspace.
     changes: OnceLock<ccbridge_changes::Changes>,
+    language_servers: OnceLock<ccbridge_lsp::LanguageServers>,
 }
 
 impl Default for Hub {
@@ -151,6 +152,7 @@ impl Default for Hub {
             tools: OnceLock::new(),
             notes: broadcast::channel(EVENT_BACKLOG).0,
             changes: OnceLock::new(),
+            language_servers: OnceLock::new(),
         }
     }
 }
@@ -192,8 +194,39 @@ impl Hub {
                 let revision = *revisions.borrow_and_update();
                 let Some(hub) = hub.upgrade() else { return };
                 hub.publish(json!({"type": "changes", "revision": revision}));
+                hub.involve_changed();
             }
         });
+    }
+
+    /// Diagnostics from the workspace's language servers: the files the
+    /// page or an agent involves are opened in them (see [`Self::involve`]).
+    pub fn attach_language_servers(&self, servers: ccbridge_lsp::LanguageServers) {
+        if self.language_servers.set(servers).is_ok() {
+            self.diagnostics_source
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// `path` was viewed, proposed or changed: its language server (if
+    /// any) checks it, or checks its new text. Never waits.
+    pub fn involve(&self, path: &str) {
+        if let Some(l) = self.language_servers.get() {
+            l.involve(path);
+        }
+    }
+
+    /// Every file the session review lists as changed is involved: a file
+    /// an agent wrote gets fresh diagnostics (unchanged texts cost a read).
+    fn involve_changed(&self) {
+        let (Some(l), Some(c)) = (self.language_servers.get(), self.changes.get()) else {
+            return;
+        };
+        for f in c.view().files {
+            if ccbridge_lsp::servers::spec_for(std::path::Path::new(&f.path)).is_some() {
+                l.involve(&f.path);
+            }
+        }
     }
 
     /// The session review, if the workspace is watched.
@@ -338,6 +371,7 @@ impl Hub {
                 name: s.name.clone(),
                 agent: view.agent.unwrap_or(s.agent),
             });
+        self.involve(&view.old_file_path);
         let review = Review::new(view, session, now_ms());
         self.publish(json!({"type": "review", "review": review}));
         inner.reviews.insert(review.id, review);
@@ -376,6 +410,7 @@ impl Hub {
     }
 
     pub fn open_file(&self, path: &str, line: Option<u32>) {
+        self.involve(path);
         self.publish(json!({"type": "open", "path": path, "line": line}));
     }
 

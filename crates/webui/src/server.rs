@@ -700,6 +700,7 @@ async fn file(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response
     match read {
         Some(Ok((abs, FileText::Text { text }))) => {
             let p = abs.display().to_string();
+            ui.hub.involve(&p);
             Json(json!({"path": p, "kind": "text", "text": text, "language": language_id(&p)}))
                 .into_response()
         }

@@ -47,10 +47,14 @@ pub struct Options {
     pub changes: bool,
     /// Serve Codex CLI's `/ide` (`ccbridge-codex`).
     pub codex: bool,
+    /// Start the workspace's language servers for diagnostics
+    /// (`ccbridge-lsp`); `None`: none (`--no-language-servers`).
+    pub language_servers: Option<ccbridge_lsp::Options>,
 }
 
 impl Default for Options {
-    /// Claude Code only, no workspace tools, an OS-assigned port.
+    /// Claude Code only, no workspace tools, no language servers, an
+    /// OS-assigned port.
     fn default() -> Self {
         Options {
             ui_port: None,
@@ -59,6 +63,7 @@ impl Default for Options {
             companion: None,
             changes: false,
             codex: false,
+            language_servers: None,
         }
     }
 }
@@ -75,6 +80,7 @@ pub struct Standalone {
     companion: Option<ccbridge_companion::launch::Running>,
     codex: Option<ccbridge_codex::Running>,
     agents: Vec<AgentOffer>,
+    language_servers: Option<ccbridge_lsp::LanguageServers>,
 }
 
 impl Standalone {
@@ -165,6 +171,13 @@ impl Standalone {
                 agents: agents.clone(),
             },
         );
+        // Before the session review, so its first change reaches them.
+        let language_servers = options.language_servers.clone().map(|o| {
+            let (servers, published) = ccbridge_lsp::LanguageServers::start(o, folders.clone());
+            tokio::spawn(forward_diagnostics(published, handle.clone()));
+            hub.attach_language_servers(servers.clone());
+            servers
+        });
         if options.changes {
             // Before Claude can connect, so its first edit is seen.
             match ccbridge_changes::Changes::start(&folders) {
@@ -190,6 +203,7 @@ impl Standalone {
             companion,
             codex,
             agents,
+            language_servers,
         })
     }
 
@@ -254,9 +268,30 @@ impl Standalone {
         if let Some(c) = self.codex {
             c.stopped().await;
         }
+        if let Some(l) = &self.language_servers {
+            l.stop().await;
+        }
         let _ = stop_ui.send(());
         let _ = ui.await;
         result
+    }
+}
+
+/// The language servers' diagnostics, as the editor's: the same event an
+/// editor's report is, so `getDiagnostics`, the page and the workspace
+/// tools' `new_diagnostics` all have them.
+async fn forward_diagnostics(
+    mut published: tokio::sync::mpsc::Receiver<ccbridge_lsp::Published>,
+    engine: EngineHandle,
+) {
+    while let Some(p) = published.recv().await {
+        let event = ccbridge_server::EditorEvent::Diagnostics {
+            path: p.path,
+            diagnostics: p.diagnostics,
+        };
+        if engine.send(event).await.is_err() {
+            return;
+        }
     }
 }
 

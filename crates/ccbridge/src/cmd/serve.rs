@@ -48,6 +48,20 @@ pub struct UiArgs {
     /// entries).
     #[arg(long)]
     pub allow_duplicate: bool,
+    /// Start no language servers: the page's Diagnostics view and Claude's
+    /// getDiagnostics stay empty (by default, pyright/basedpyright,
+    /// typescript-language-server, clangd and rust-analyzer are started
+    /// when installed, once a file of theirs is viewed, proposed or changed).
+    #[arg(long)]
+    pub no_language_servers: bool,
+    /// Look for language servers' programs in this directory before PATH;
+    /// repeatable.
+    #[arg(
+        long = "language-server-dir",
+        value_name = "DIR",
+        conflicts_with = "no_language_servers"
+    )]
+    pub language_server_dirs: Vec<PathBuf>,
 }
 
 /// What every mode of the IDE server takes.
@@ -246,6 +260,14 @@ pub async fn start_standalone(
         companion: server.companion(),
         changes: !server.no_changes,
         codex: server.codex(),
+        language_servers: (!ui.no_language_servers).then(|| ccbridge_lsp::Options {
+            search_dirs: ui
+                .language_server_dirs
+                .iter()
+                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+                .collect(),
+            ..Default::default()
+        }),
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)
 }

@@ -1,0 +1,650 @@
+//! `ccbridge-lsp`: the workspace's language servers, started by ccbridge
+//! itself, so that a face without an editor (the browser page of
+//! `ccbridge serve`) still has diagnostics for Claude's `getDiagnostics`,
+//! the page's Diagnostics view and the workspace tools' `new_diagnostics`.
+//!
+//! The client is ccbridge's own, small on purpose: LSP framing
+//! ([`framing`]), the handful of messages it sends and reads ([`message`],
+//! whose doc says why not `lsp-types`), and one task, [`LanguageServers`],
+//! that owns every server process. A caller only *involves* a file
+//! ([`LanguageServers::involve`], never blocking: a bounded queue, dropped
+//! with a log when full); the task opens it in the server for its
+//! extension ([`servers`]), started on first use for the workspace folder
+//! that holds the file, sends the file's whole text again when it changed
+//! on disk, and hands every `textDocument/publishDiagnostics` on through a
+//! bounded channel ([`Published`]).
+//!
+//! Servers run in their own process group and are killed with it when
+//! ccbridge stops ([`LanguageServers::stop`]) or drops them (kill on drop);
+//! they are also given ccbridge's pid (`processId`), which LSP servers watch
+//! to exit when their client dies without a word. A server that exits is
+//! restarted after a back-off that doubles, at most
+//! [`Options::max_restarts`] times, and its files opened again; meanwhile
+//! their diagnostics are cleared rather than left stale. A server that is
+//! stuck (its input queue full) is killed and so restarted.
+
+pub mod framing;
+pub mod message;
+pub mod servers;
+
+use ccbridge_protocol::editor::Diagnostic;
+use message::Incoming;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+/// How ccbridge finds and keeps its language servers.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directories searched for the servers' programs before `PATH`.
+    pub search_dirs: Vec<PathBuf>,
+    /// How often a server that exits is started again.
+    pub max_restarts: u32,
+    /// The wait before the first restart; it doubles with each.
+    pub backoff: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            search_dirs: Vec::new(),
+            max_restarts: 5,
+            backoff: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A server's diagnostics for one file (an empty list clears them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Published {
+    pub path: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Files larger than this are not opened in a server.
+pub const MAX_FILE: u64 = 8 << 20;
+const COMMANDS: usize = 1024;
+const EVENTS: usize = 256;
+const PUBLISHED: usize = 256;
+/// Messages waiting to be written to one server.
+const WRITES: usize = 256;
+
+enum Command {
+    Involve(PathBuf),
+    Pids(tokio::sync::oneshot::Sender<Vec<u32>>),
+    Stop,
+}
+
+/// The language servers of some workspace folders. Cheap to clone; every
+/// clone talks to the same task.
+#[derive(Clone)]
+pub struct LanguageServers {
+    commands: mpsc::Sender<Command>,
+    stopped: watch::Receiver<bool>,
+}
+
+impl LanguageServers {
+    /// Starts the task (no server yet: each starts when a file of its
+    /// language is first involved). Needs a Tokio runtime.
+    pub fn start(
+        options: Options,
+        folders: Vec<PathBuf>,
+    ) -> (LanguageServers, mpsc::Receiver<Published>) {
+        let (commands, commands_rx) = mpsc::channel(COMMANDS);
+        let (published, published_rx) = mpsc::channel(PUBLISHED);
+        let (events, events_rx) = mpsc::channel(EVENTS);
+        let (stopped_tx, stopped) = watch::channel(false);
+        let mut folders: Vec<PathBuf> = folders
+            .into_iter()
+            .map(|f| PathBuf::from(ccbridge_protocol::uri::normalize(&f.to_string_lossy())))
+            .collect();
+        // Longest first: a file belongs to the innermost folder.
+        folders.sort_by_key(|f| std::cmp::Reverse(f.as_os_str().len()));
+        let actor = Actor {
+            options,
+            folders,
+            servers: HashMap::new(),
+            docs: BTreeMap::new(),
+            events,
+            published,
+        };
+        tokio::spawn(actor.run(commands_rx, events_rx, stopped_tx));
+        (LanguageServers { commands, stopped }, published_rx)
+    }
+
+    /// `path` is involved (viewed, proposed, changed): open it in its
+    /// server, or send its new text if it changed. Never waits.
+    pub fn involve(&self, path: impl Into<PathBuf>) {
+        let path = path.into();
+        match self.commands.try_send(Command::Involve(path)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(Command::Involve(p))) => {
+                tracing::warn!("language servers: busy, {} not checked now", p.display())
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// The process ids of the servers running now.
+    pub async fn pids(&self) -> Vec<u32> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.commands.send(Command::Pids(tx)).await.is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Kills every server (and its process group) and waits until they are
+    /// gone (at most about a second each).
+    pub async fn stop(&self) {
+        let _ = self.commands.send(Command::Stop).await;
+        let mut stopped = self.stopped.clone();
+        let _ = stopped.wait_for(|s| *s).await;
+    }
+}
+
+/// One server: a kind of [`servers::SERVERS`] in one workspace folder.
+type Key = (usize, PathBuf);
+
+enum Event {
+    Message { key: Key, gen: u64, msg: Incoming },
+    Exited { key: Key, gen: u64 },
+    Restart { key: Key },
+}
+
+struct Server {
+    gen: u64,
+    process: Option<Process>,
+    ready: bool,
+    restarts: u32,
+    /// Not installed, or given up on: never started again.
+    unavailable: bool,
+}
+
+struct Process {
+    child: tokio::process::Child,
+    pgid: Option<rustix::process::Pid>,
+    writes: mpsc::Sender<Vec<u8>>,
+}
+
+impl Process {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+struct Doc {
+    key: Key,
+    /// `Some` while open in the current process of its server.
+    version: Option<i32>,
+    hash: u64,
+}
+
+struct Actor {
+    options: Options,
+    folders: Vec<PathBuf>,
+    servers: HashMap<Key, Server>,
+    docs: BTreeMap<PathBuf, Doc>,
+    events: mpsc::Sender<Event>,
+    published: mpsc::Sender<Published>,
+}
+
+impl Actor {
+    async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut events: mpsc::Receiver<Event>,
+        stopped: watch::Sender<bool>,
+    ) {
+        loop {
+            tokio::select! {
+                c = commands.recv() => match c {
+                    Some(Command::Involve(p)) => self.involve(p).await,
+                    Some(Command::Pids(tx)) => {
+                        let pids = self.servers.values()
+                            .filter_map(|s| s.process.as_ref()?.child.id())
+                            .collect();
+                        let _ = tx.send(pids);
+                    }
+                    Some(Command::Stop) | None => break,
+                },
+                Some(e) = events.recv() => self.event(e).await,
+            }
+        }
+        for s in self.servers.values_mut() {
+            if let Some(mut p) = s.process.take() {
+                p.kill();
+                let _ = tokio::time::timeout(Duration::from_secs(1), p.child.wait()).await;
+            }
+        }
+        let _ = stopped.send(true);
+    }
+
+    fn folder_of(&self, path: &Path) -> Option<PathBuf> {
+        self.folders.iter().find(|f| path.starts_with(f)).cloned()
+    }
+
+    async fn involve(&mut self, path: PathBuf) {
+        let path = PathBuf::from(ccbridge_protocol::uri::normalize(&path.to_string_lossy()));
+        let (Some(spec), Some(root)) = (servers::spec_for(&path), self.folder_of(&path)) else {
+            return;
+        };
+        let key = (spec, root);
+        if self.servers.get(&key).is_some_and(|s| s.unavailable) {
+            return;
+        }
+        let Some(text) = read(&path).await else {
+            // Gone (or no longer text): close it and clear what it had.
+            if let Some(doc) = self.docs.remove(&path) {
+                if doc.version.is_some() {
+                    let uri = message::file_uri(&path.to_string_lossy());
+                    self.write(
+                        &doc.key,
+                        message::notification(
+                            "textDocument/didClose",
+                            json!({"textDocument": {"uri": uri}}),
+                        ),
+                    );
+                }
+                self.publish(&path, Vec::new()).await;
+            }
+            return;
+        };
+        if !self.servers.contains_key(&key) {
+            self.servers.insert(
+                key.clone(),
+                Server {
+                    gen: 0,
+                    process: None,
+                    ready: false,
+                    restarts: 0,
+                    unavailable: false,
+                },
+            );
+            self.launch(&key);
+        }
+        let hash = hash(&text);
+        let doc = self.docs.entry(path.clone()).or_insert(Doc {
+            key: key.clone(),
+            version: None,
+            hash,
+        });
+        let ready = self.servers.get(&key).is_some_and(|s| s.ready);
+        if !ready {
+            doc.hash = hash;
+            return; // opened once the server is ready
+        }
+        let uri = message::file_uri(&path.to_string_lossy());
+        let frame = match doc.version {
+            None => {
+                doc.version = Some(1);
+                doc.hash = hash;
+                open(&uri, &path, &text)
+            }
+            Some(v) if doc.hash != hash => {
+                doc.version = Some(v + 1);
+                doc.hash = hash;
+                message::notification(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": v + 1},
+                           "contentChanges": [{"text": text}]}),
+                )
+            }
+            Some(_) => return,
+        };
+        self.write(&key, frame);
+    }
+
+    /// Starts `key`'s server process (a new generation); marks it
+    /// unavailable when its program is not installed or cannot start.
+    fn launch(&mut self, key: &Key) {
+        let spec = &servers::SERVERS[key.0];
+        let Some(server) = self.servers.get_mut(key) else {
+            return;
+        };
+        let Some(program) = servers::locate(spec, &self.options.search_dirs) else {
+            tracing::warn!(
+                "no {} language server installed (looked for {} in {}PATH): no diagnostics for those files",
+                spec.language,
+                spec.commands.join(", "),
+                self.options
+                    .search_dirs
+                    .iter()
+                    .map(|d| format!("{}, ", d.display()))
+                    .collect::<String>()
+            );
+            server.unavailable = true;
+            return;
+        };
+        server.gen += 1;
+        server.ready = false;
+        match spawn(&program, spec.args, &key.1) {
+            Ok((process, stdout, stderr)) => {
+                tracing::info!(
+                    "language server {} started for {} (pid {:?})",
+                    program.display(),
+                    key.1.display(),
+                    process.child.id()
+                );
+                tokio::spawn(read_messages(
+                    stdout,
+                    key.clone(),
+                    server.gen,
+                    self.events.clone(),
+                ));
+                tokio::spawn(log_stderr(stderr, spec.language));
+                server.process = Some(process);
+                let root = key.1.to_string_lossy().into_owned();
+                let init = message::request(0, "initialize", initialize_params(&root));
+                self.write(key, init);
+            }
+            Err(e) => {
+                tracing::warn!("cannot start {}: {e}", program.display());
+                server.unavailable = true;
+            }
+        }
+    }
+
+    /// Queues `frame` for `key`'s server; a server whose queue is full is
+    /// stuck and killed (then restarted).
+    fn write(&mut self, key: &Key, frame: Vec<u8>) {
+        let Some(p) = self.servers.get_mut(key).and_then(|s| s.process.as_mut()) else {
+            return;
+        };
+        if let Err(mpsc::error::TrySendError::Full(_)) = p.writes.try_send(frame) {
+            tracing::warn!("a language server stopped reading: killed");
+            p.kill();
+        }
+    }
+
+    async fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
+        let _ = self
+            .published
+            .send(Published {
+                path: path.to_string_lossy().into_owned(),
+                diagnostics,
+            })
+            .await;
+    }
+
+    async fn event(&mut self, e: Event) {
+        match e {
+            Event::Message { key, gen, msg } => {
+                if self.servers.get(&key).is_none_or(|s| s.gen != gen) {
+                    return;
+                }
+                self.message(key, msg).await
+            }
+            Event::Exited { key, gen } => {
+                let Some(s) = self.servers.get_mut(&key) else {
+                    return;
+                };
+                if s.gen != gen {
+                    return;
+                }
+                s.process = None;
+                s.ready = false;
+                s.restarts += 1;
+                let spec = &servers::SERVERS[key.0];
+                let retry = s.restarts <= self.options.max_restarts;
+                if retry {
+                    let wait = self.options.backoff * 2u32.saturating_pow(s.restarts - 1);
+                    tracing::warn!(
+                        "the {} language server exited; restarting in {wait:?} ({} of {})",
+                        spec.language,
+                        s.restarts,
+                        self.options.max_restarts
+                    );
+                    let events = self.events.clone();
+                    let key = key.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(wait).await;
+                        let _ = events.send(Event::Restart { key }).await;
+                    });
+                } else {
+                    tracing::warn!(
+                        "the {} language server exited {} times: given up",
+                        spec.language,
+                        s.restarts
+                    );
+                    s.unavailable = true;
+                }
+                let stale: Vec<PathBuf> = self
+                    .docs
+                    .iter_mut()
+                    .filter(|(_, d)| d.key == key)
+                    .map(|(p, d)| {
+                        d.version = None;
+                        p.clone()
+                    })
+                    .collect();
+                for p in stale {
+                    self.publish(&p, Vec::new()).await;
+                }
+            }
+            Event::Restart { key } => {
+                if self
+                    .servers
+                    .get(&key)
+                    .is_some_and(|s| s.process.is_none() && !s.unavailable)
+                {
+                    self.launch(&key);
+                }
+            }
+        }
+    }
+
+    async fn message(&mut self, key: Key, msg: Incoming) {
+        match msg {
+            Incoming::Response { id, error } if id == json!(0) => {
+                if let Some(e) = error {
+                    tracing::warn!("a language server refused initialize: {e}");
+                    if let Some(p) = self.servers.get_mut(&key).and_then(|s| s.process.as_mut()) {
+                        p.kill();
+                    }
+                    return;
+                }
+                if let Some(s) = self.servers.get_mut(&key) {
+                    s.ready = true;
+                }
+                self.write(&key, message::notification("initialized", json!({})));
+                let waiting: Vec<PathBuf> = self
+                    .docs
+                    .iter()
+                    .filter(|(_, d)| d.key == key && d.version.is_none())
+                    .map(|(p, _)| p.clone())
+                    .collect();
+                for p in waiting {
+                    self.involve(p).await;
+                }
+            }
+            Incoming::Response { .. } => {}
+            Incoming::Request { id, method, params } => {
+                let root = key.1.to_string_lossy().into_owned();
+                let frame = message::answer(&id, &method, &params, folders(&root));
+                self.write(&key, frame);
+            }
+            Incoming::Notification { method, params } => match method.as_str() {
+                "textDocument/publishDiagnostics" => {
+                    if let Some((path, diagnostics)) = message::published(&params) {
+                        self.publish(Path::new(&path), diagnostics).await;
+                    }
+                }
+                "window/logMessage" | "window/showMessage" => {
+                    let m = params.get("message").and_then(Value::as_str).unwrap_or("");
+                    tracing::debug!(
+                        "language server: {}",
+                        ccbridge_protocol::editor::cap_chars(m, 500)
+                    );
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// A regular file's text, when it is UTF-8 and at most [`MAX_FILE`] bytes
+/// (never opening a FIFO or device).
+async fn read(path: &Path) -> Option<String> {
+    let meta = tokio::fs::metadata(path).await.ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE {
+        return None;
+    }
+    let bytes = tokio::fs::read(path).await.ok()?;
+    if bytes.len() as u64 > MAX_FILE {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+fn open(uri: &str, path: &Path, text: &str) -> Vec<u8> {
+    let language = ccbridge_protocol::language::language_id(&path.to_string_lossy());
+    message::notification(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}),
+    )
+}
+
+fn folders(root: &str) -> Value {
+    let name = Path::new(root)
+        .file_name()
+        .map_or(root.into(), |n| n.to_string_lossy());
+    json!([{"uri": message::file_uri(root), "name": name}])
+}
+
+fn initialize_params(root: &str) -> Value {
+    json!({
+        "processId": std::process::id(),
+        "clientInfo": {"name": "ccbridge", "version": env!("CARGO_PKG_VERSION")},
+        "rootPath": root,
+        "rootUri": message::file_uri(root),
+        "workspaceFolders": folders(root),
+        "capabilities": {
+            "textDocument": {
+                "synchronization": {"dynamicRegistration": false, "didSave": false},
+                "publishDiagnostics": {"relatedInformation": false, "versionSupport": true},
+            },
+            "workspace": {"workspaceFolders": true, "configuration": true},
+            "window": {"workDoneProgress": false},
+        },
+    })
+}
+
+type Spawned = (
+    Process,
+    tokio::process::ChildStdout,
+    tokio::process::ChildStderr,
+);
+
+fn spawn(program: &Path, args: &[&str], root: &Path) -> std::io::Result<Spawned> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    // A server installed beside its runtime (node_modules/.bin/node) runs
+    // on that one.
+    if let Some(dir) = program.parent() {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let dirs = std::iter::once(dir.to_owned()).chain(std::env::split_paths(&path));
+        if let Ok(joined) = std::env::join_paths(dirs) {
+            cmd.env("PATH", joined);
+        }
+    }
+    let mut child = cmd.spawn()?;
+    let missing = || std::io::Error::other("a pipe of the child is missing");
+    let stdin = child.stdin.take().ok_or_else(missing)?;
+    let stdout = child.stdout.take().ok_or_else(missing)?;
+    let stderr = child.stderr.take().ok_or_else(missing)?;
+    let pgid = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+    let (writes, rx) = mpsc::channel(WRITES);
+    tokio::spawn(write_messages(stdin, rx));
+    Ok((
+        Process {
+            child,
+            pgid,
+            writes,
+        },
+        stdout,
+        stderr,
+    ))
+}
+
+async fn write_messages(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Receiver<Vec<u8>>) {
+    while let Some(body) = rx.recv().await {
+        if stdin.write_all(&framing::encode(&body)).await.is_err() || stdin.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn read_messages(
+    mut stdout: tokio::process::ChildStdout,
+    key: Key,
+    gen: u64,
+    events: mpsc::Sender<Event>,
+) {
+    let mut decoder = framing::Decoder::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        decoder.push(&buf[..n]);
+        while let Some(frame) = decoder.next_frame() {
+            let msg = match frame {
+                Ok(body) => Incoming::parse(&body),
+                Err(e) => {
+                    tracing::debug!("language server output: {e}");
+                    None
+                }
+            };
+            if let Some(msg) = msg {
+                let ev = Event::Message {
+                    key: key.clone(),
+                    gen,
+                    msg,
+                };
+                if events.send(ev).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = events.send(Event::Exited { key, gen }).await;
+}
+
+async fn log_stderr(mut stderr: tokio::process::ChildStderr, language: &'static str) {
+    // Chunks, not lines: a server that never ends a line costs nothing.
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+        let text = String::from_utf8_lossy(&buf[..n]);
+        tracing::debug!("{language} language server: {}", text.trim_end());
+    }
+}

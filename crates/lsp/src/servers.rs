@@ -1,0 +1,111 @@
+//! Which language server serves which file, and where its program is.
+//!
+//! The table is fixed (the servers the issue names); a server is used when
+//! its program is found in the explicit directories given first, then on
+//! `PATH`. Several commands for one language are alternatives, first found
+//! wins (basedpyright before pyright).
+
+use std::path::{Path, PathBuf};
+
+/// One kind of language server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    /// What the user is told ("Python").
+    pub language: &'static str,
+    /// Alternative programs, in order of preference.
+    pub commands: &'static [&'static str],
+    pub args: &'static [&'static str],
+    /// File name extensions served, without the dot.
+    pub extensions: &'static [&'static str],
+}
+
+pub const SERVERS: &[Spec] = &[
+    Spec {
+        language: "Python",
+        commands: &["basedpyright-langserver", "pyright-langserver"],
+        args: &["--stdio"],
+        extensions: &["py", "pyi"],
+    },
+    Spec {
+        language: "TypeScript/JavaScript",
+        commands: &["typescript-language-server"],
+        args: &["--stdio"],
+        extensions: &["ts", "tsx", "js", "jsx", "mts", "cts", "mjs", "cjs"],
+    },
+    Spec {
+        language: "C/C++",
+        commands: &["clangd"],
+        args: &[],
+        extensions: &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
+    },
+    Spec {
+        language: "Rust",
+        commands: &["rust-analyzer"],
+        args: &[],
+        extensions: &["rs"],
+    },
+];
+
+/// The index in [`SERVERS`] of the server for `path`, by its extension.
+pub fn spec_for(path: &Path) -> Option<usize> {
+    let ext = path.extension()?.to_str()?;
+    SERVERS
+        .iter()
+        .position(|s| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+}
+
+/// The first of `spec`'s programs found in `dirs`, then on `PATH`.
+pub fn locate(spec: &Spec, dirs: &[PathBuf]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let all: Vec<PathBuf> = dirs
+        .iter()
+        .cloned()
+        .chain(std::env::split_paths(&path))
+        .filter(|d| d.is_absolute())
+        .collect();
+    spec.commands
+        .iter()
+        .find_map(|c| all.iter().map(|d| d.join(c)).find(|p| executable(p)))
+}
+
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_find_their_server_by_extension() {
+        let lang = |p: &str| spec_for(Path::new(p)).map(|i| SERVERS[i].language);
+        assert_eq!(lang("/w/a.py"), Some("Python"));
+        assert_eq!(lang("/w/a.PY"), Some("Python"));
+        assert_eq!(lang("/w/a.tsx"), Some("TypeScript/JavaScript"));
+        assert_eq!(lang("/w/a.h"), Some("C/C++"));
+        assert_eq!(lang("/w/a.rs"), Some("Rust"));
+        assert_eq!(lang("/w/Makefile"), None);
+        assert_eq!(lang("/w/a.md"), None);
+    }
+
+    #[test]
+    fn explicit_directories_come_before_path_and_need_an_executable() {
+        let d = tempfile::tempdir().unwrap();
+        let spec = &SERVERS[0];
+        let p = d.path().join("pyright-langserver");
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        assert_eq!(
+            locate(spec, &[d.path().into()]).filter(|f| f.starts_with(d.path())),
+            None
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(locate(spec, &[d.path().into()]), Some(p.clone()));
+        // basedpyright is preferred when both are there.
+        let b = d.path().join("basedpyright-langserver");
+        std::fs::copy(&p, &b).unwrap();
+        std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(locate(spec, &[d.path().into()]), Some(b));
+    }
+}

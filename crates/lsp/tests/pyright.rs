@@ -1,0 +1,128 @@
+//! The client against the real pyright (pinned in tests/e2e): a type
+//! error is published for an involved file and cleared when the file is
+//! fixed on disk; a server that is killed is restarted and the file's
+//! diagnostics come back; stopping kills the server.
+
+use ccbridge_lsp::{LanguageServers, Options, Published};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The next publication for `path` that satisfies `ok`, within [`WAIT`].
+async fn until(
+    rx: &mut mpsc::Receiver<Published>,
+    path: &Path,
+    what: &str,
+    ok: impl Fn(&Published) -> bool,
+) -> Published {
+    let deadline = Instant::now() + WAIT;
+    let path = path.to_string_lossy();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(p)) if p.path == path && ok(&p) => return p,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the language servers stopped while waiting for {what}"),
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_reports_fixes_restarts_and_stops() {
+    let bin = ccbridge_testkit::pyright_bin_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let file = ws.join("bad.py");
+    std::fs::write(&file, "x: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![bin],
+        backoff: Duration::from_millis(100),
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    let p = until(&mut rx, &file, "the type error", |p| {
+        !p.diagnostics.is_empty()
+    })
+    .await;
+    let d = &p.diagnostics[0];
+    assert_eq!(
+        d.severity,
+        ccbridge_protocol::editor::Severity::Error,
+        "{d:?}"
+    );
+    assert_eq!(
+        (d.range.start.line, d.range.start.character),
+        (0, 9),
+        "{d:?}"
+    );
+    assert!(d.message.contains("int"), "{d:?}");
+    assert!(d.code.is_some(), "pyright names its rule: {d:?}");
+
+    // Fixed on disk, involved again: didChange, and the error goes.
+    std::fs::write(&file, "x: int = 1\n").unwrap();
+    lsp.involve(&file);
+    until(&mut rx, &file, "the fix", |p| p.diagnostics.is_empty()).await;
+
+    // Broken again, then the server killed: its file is cleared, then
+    // reopened in the restarted server, whose error comes back.
+    std::fs::write(&file, "y: str = 5\n").unwrap();
+    lsp.involve(&file);
+    until(&mut rx, &file, "the new error", |p| {
+        !p.diagnostics.is_empty()
+    })
+    .await;
+    let pids = lsp.pids().await;
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pids[0] as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    until(&mut rx, &file, "the clearing after the crash", |p| {
+        p.diagnostics.is_empty()
+    })
+    .await;
+    until(&mut rx, &file, "the error from the restarted server", |p| {
+        p.diagnostics.iter().any(|d| d.message.contains("str"))
+    })
+    .await;
+    let restarted = lsp.pids().await;
+    assert_eq!(restarted.len(), 1);
+    assert_ne!(restarted, pids);
+
+    lsp.stop().await;
+    assert!(!alive(restarted[0]), "the server outlived stop()");
+}
+
+#[tokio::test]
+async fn files_outside_the_workspace_or_of_no_language_start_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(ws.join("notes.md"), "# hi\n").unwrap();
+    let (lsp, _rx) = LanguageServers::start(
+        Options {
+            search_dirs: vec![ccbridge_testkit::pyright_bin_dir()],
+            ..Options::default()
+        },
+        vec![ws.join("sub")],
+    );
+    lsp.involve(ws.join("notes.md"));
+    lsp.involve("/etc/passwd.py");
+    assert!(lsp.pids().await.is_empty());
+    lsp.stop().await;
+}
