@@ -80,6 +80,34 @@ pub enum ChangeError {
     Workspace(#[from] WorkspaceError),
 }
 
+/// A decision as the page (`POST /api/changes/{action}`) and the editor
+/// protocol (`changeAction`) send it.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    #[serde(default)]
+    pub path: Option<String>,
+    /// One hunk's key; absent: the whole file.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The file's version as the reviewer saw it.
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub viewed: Option<bool>,
+}
+
+/// Why a [`Decision`] was not carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    #[error("unknown action {0:?}: keep, revert, viewed, keep-all, revert-all or undo")]
+    UnknownAction(String),
+    #[error(transparent)]
+    Change(#[from] ChangeError),
+}
+
 /// The three versions of a file a revert would have overwritten: before
 /// the session, as the review showed it, and on disk now (`None`: no file).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -326,6 +354,34 @@ impl Changes {
         Ok(())
     }
 
+    /// Carries out `action` (`keep`, `revert`, `viewed`, `keep-all` or
+    /// `keepAll`, `revert-all` or `revertAll`, `undo`) with `d`; for
+    /// `revert-all`, the messages of the files that could not be reverted.
+    /// Reads and writes files: call it off the async threads.
+    pub fn decide(&self, action: &str, d: Decision) -> Result<Vec<String>, DecideError> {
+        let need = |v: Option<String>, what| v.ok_or(DecideError::Missing(what));
+        match action {
+            "keep" => self.keep(
+                &need(d.path, "path")?,
+                d.key.as_deref(),
+                &need(d.version, "version")?,
+            )?,
+            "revert" => self.revert(
+                &need(d.path, "path")?,
+                d.key.as_deref(),
+                &need(d.version, "version")?,
+            )?,
+            "viewed" => self.set_viewed(&need(d.path, "path")?, d.viewed.unwrap_or(true))?,
+            "keep-all" | "keepAll" => self.keep_all(),
+            "revert-all" | "revertAll" => {
+                return Ok(self.revert_all().iter().map(ToString::to_string).collect())
+            }
+            "undo" => self.undo()?,
+            other => return Err(DecideError::UnknownAction(other.to_owned())),
+        }
+        Ok(Vec::new())
+    }
+
     /// Keeps everything listed.
     pub fn keep_all(&self) {
         let mut s = self.lock();
@@ -475,12 +531,8 @@ impl Changes {
     /// Brings `path`'s entry up to date with `now` (what it holds now).
     /// `ours`: ccbridge wrote it (not an agent's change).
     fn refresh(&self, path: &str, now: Option<Arc<[u8]>>, ours: bool) {
-        let baseline = self
-            .shared
-            .baseline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        // Read outside the lock: it may ask git.
+        let before = (!self.lock().files.contains_key(path)).then(|| self.before_start(path));
         let mut s = self.lock();
         let version = version_of(now.as_deref());
         let ours = ours || s.own.get(path) == Some(&version);
@@ -494,9 +546,7 @@ impl Changes {
         let entry = match s.files.remove(path) {
             Some(e) => Some(e),
             None => {
-                let before = baseline
-                    .as_deref()
-                    .map_or(Before::Unknown, |b| b.before(Path::new(path)));
+                let before = before.unwrap_or_else(|| self.before_start(path));
                 Some(Entry {
                     before,
                     now: None,
@@ -547,21 +597,24 @@ impl Changes {
         self.bump();
     }
 
-    /// Records that `path` is larger than the review reads.
-    fn too_large(&self, path: &str) {
+    /// What `path` held when the session began (unknown until the
+    /// baseline is taken).
+    fn before_start(&self, path: &str) -> Before {
         let baseline = self
             .shared
             .baseline
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        baseline
+            .as_deref()
+            .map_or(Before::Unknown, |b| b.before(Path::new(path)))
+    }
+
+    /// Records that `path` is larger than the review reads.
+    fn too_large(&self, path: &str) {
+        let before = self.before_start(path);
         let mut s = self.lock();
-        let before = match s.files.get(path) {
-            Some(e) => e.before.clone(),
-            None => baseline
-                .as_deref()
-                .map_or(Before::Unknown, |b| b.before(Path::new(path))),
-        };
         let e = s.files.entry(path.to_owned()).or_insert_with(|| Entry {
             before,
             now: None,

@@ -958,18 +958,9 @@ mod tests {
 
 /// `changeAction`'s params: as the page's `POST /api/changes/{action}`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ChangeActionParams {
     /// `keep`, `revert`, `viewed`, `keepAll`, `revertAll`, `undo`.
     pub action: String,
-    #[serde(default)]
-    pub path: Option<String>,
-    /// One hunk's key; absent: the whole file.
-    #[serde(default)]
-    pub key: Option<String>,
-    /// The file's version as the editor showed it.
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(default)]
-    pub viewed: Option<bool>,
+    #[serde(flatten)]
+    pub decision: ccbridge_changes::Decision,
 }

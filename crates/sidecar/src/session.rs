@@ -901,53 +901,22 @@ fn change_action(
     changes: &ccbridge_changes::Changes,
     p: messages::ChangeActionParams,
 ) -> Result<Value, ErrorObject> {
-    use ccbridge_changes::ChangeError;
-    let need = |v: Option<String>, what: &str| {
-        v.ok_or_else(|| ErrorObject::invalid_params(format!("{what} is missing")))
-    };
-    let done = match p.action.as_str() {
-        "keep" => changes.keep(
-            &need(p.path, "path")?,
-            p.key.as_deref(),
-            &need(p.version, "version")?,
-        ),
-        "revert" => changes.revert(
-            &need(p.path, "path")?,
-            p.key.as_deref(),
-            &need(p.version, "version")?,
-        ),
-        "viewed" => changes.set_viewed(&need(p.path, "path")?, p.viewed.unwrap_or(true)),
-        "keepAll" => {
-            changes.keep_all();
-            Ok(())
+    use ccbridge_changes::{ChangeError, DecideError};
+    match changes.decide(&p.action, p.decision) {
+        Ok(failed) => Ok(json!({ "failed": failed })),
+        Err(e) => {
+            let msg = e.to_string();
+            Err(match e {
+                DecideError::Change(ChangeError::Conflict(c)) => {
+                    ErrorObject::invalid_params(msg).with_data(json!({ "conflict": c }))
+                }
+                DecideError::Change(ChangeError::Stale(_)) => {
+                    ErrorObject::invalid_params(msg).with_data(json!({ "stale": true }))
+                }
+                _ => ErrorObject::invalid_params(msg),
+            })
         }
-        "revertAll" => {
-            let failed: Vec<String> = changes
-                .revert_all()
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            return Ok(json!({ "failed": failed }));
-        }
-        "undo" => changes.undo(),
-        other => {
-            return Err(ErrorObject::invalid_params(format!(
-                "unknown action {other:?}: keep, revert, viewed, keepAll, revertAll or undo"
-            )))
-        }
-    };
-    done.map(|()| json!({})).map_err(|e| {
-        let msg = e.to_string();
-        match e {
-            ChangeError::Conflict(c) => {
-                ErrorObject::new(code::INVALID_PARAMS, msg).with_data(json!({ "conflict": c }))
-            }
-            ChangeError::Stale(_) => {
-                ErrorObject::new(code::INVALID_PARAMS, msg).with_data(json!({ "stale": true }))
-            }
-            _ => ErrorObject::invalid_params(msg),
-        }
-    })
+    }
 }
 
 /// Our requests use integer ids; anything else cannot be an answer to one.

@@ -537,20 +537,15 @@ async fn changes(State(ui): State<Arc<Ui>>) -> Response {
     }
 }
 
-/// A decision in the session review: `keep`, `revert` (one hunk with
-/// `key`, else the whole file), `viewed`, `keep-all`, `revert-all`, `undo`.
-#[derive(Deserialize)]
-struct ChangeBody {
-    path: Option<String>,
-    key: Option<String>,
-    /// The file's version the page showed; a decision on another is refused.
-    version: Option<String>,
-    viewed: Option<bool>,
-}
-
-fn change_error(e: ccbridge_changes::ChangeError) -> Response {
-    use ccbridge_changes::ChangeError as E;
+fn change_error(e: ccbridge_changes::DecideError) -> Response {
+    use ccbridge_changes::{ChangeError as E, DecideError as D};
     let msg = e.to_string();
+    let D::Change(e) = e else {
+        return match e {
+            D::UnknownAction(_) => error(StatusCode::NOT_FOUND, msg),
+            _ => error(StatusCode::BAD_REQUEST, msg),
+        };
+    };
     match e {
         E::Conflict(c) => (
             StatusCode::CONFLICT,
@@ -568,60 +563,20 @@ fn change_error(e: ccbridge_changes::ChangeError) -> Response {
     }
 }
 
+/// A decision in the session review (`ccbridge_changes::Changes::decide`):
+/// `keep`, `revert` (one hunk with `key`, else the whole file), `viewed`,
+/// `keep-all`, `revert-all`, `undo`.
 async fn change_action(
     State(ui): State<Arc<Ui>>,
     Path(action): Path<String>,
-    Json(b): Json<ChangeBody>,
+    Json(d): Json<ccbridge_changes::Decision>,
 ) -> Response {
     let Some(changes) = ui.hub.changes().cloned() else {
         return error(StatusCode::NOT_FOUND, "the workspace is not watched");
     };
-    /// Why a request cannot be carried out: a missing field (400), or
-    /// what the review said.
-    enum Refused {
-        Missing(&'static str),
-        Change(ccbridge_changes::ChangeError),
-        NoSuchAction,
-    }
-    let need = |v: Option<String>, what: &'static str| v.ok_or(Refused::Missing(what));
-    let done = tokio::task::spawn_blocking(move || -> Result<Value, Refused> {
-        let done = match action.as_str() {
-            "keep" => changes.keep(
-                &need(b.path, "path")?,
-                b.key.as_deref(),
-                &need(b.version, "version")?,
-            ),
-            "revert" => changes.revert(
-                &need(b.path, "path")?,
-                b.key.as_deref(),
-                &need(b.version, "version")?,
-            ),
-            "viewed" => changes.set_viewed(&need(b.path, "path")?, b.viewed.unwrap_or(true)),
-            "keep-all" => {
-                changes.keep_all();
-                Ok(())
-            }
-            "revert-all" => {
-                let failed: Vec<String> = changes
-                    .revert_all()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                return Ok(json!({ "failed": failed }));
-            }
-            "undo" => changes.undo(),
-            _ => return Err(Refused::NoSuchAction),
-        };
-        done.map(|()| json!({})).map_err(Refused::Change)
-    })
-    .await;
-    match done {
-        Ok(Ok(v)) => Json(v).into_response(),
-        Ok(Err(Refused::Change(e))) => change_error(e),
-        Ok(Err(Refused::Missing(what))) => {
-            error(StatusCode::BAD_REQUEST, format!("{what} is missing"))
-        }
-        Ok(Err(Refused::NoSuchAction)) => error(StatusCode::NOT_FOUND, "no such action"),
+    match tokio::task::spawn_blocking(move || changes.decide(&action, d)).await {
+        Ok(Ok(failed)) => Json(json!({ "failed": failed })).into_response(),
+        Ok(Err(e)) => change_error(e),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the decision failed"),
     }
 }
