@@ -221,3 +221,109 @@ fn codex_ide_gets_the_editors_selection_and_another_folders_ccbridge_does_not_an
         "the hosted socket is removed on exit"
     );
 }
+
+/// `ccbridge serve` (the page as the editor) offering Codex, with the
+/// sandbox's socket environment; stopped with SIGTERM when dropped.
+struct PageServe {
+    child: std::process::Child,
+    url: String,
+}
+
+impl PageServe {
+    fn start(sandbox: &CodexSandbox) -> PageServe {
+        let out = sandbox.root().join("serve.out");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_ccbridge"))
+            .args(["serve", "--agents", "codex", "--no-tools", "--no-changes"])
+            .arg("--no-language-servers")
+            .arg("--workspace")
+            .arg(sandbox.workspace())
+            .arg("--log-file")
+            .arg(sandbox.root().join("serve.log"))
+            .envs(sandbox.socket_env())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(sandbox.root().join("serve.err")).unwrap())
+            .spawn()
+            .expect("start ccbridge serve");
+        let url = poll_until(STEP, Duration::from_millis(50), || {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            text.split_whitespace()
+                .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/#token="))
+                .map(str::to_owned)
+        })
+        .expect("ccbridge serve prints the page's link");
+        PageServe { child, url }
+    }
+}
+
+impl Drop for PageServe {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 24 with a real face: the selection made with the keyboard in the
+/// page's file viewer (real Chromium) reaches Codex's model request
+/// through `/ide`.
+#[test]
+fn codex_ide_gets_a_selection_made_in_the_page() {
+    use ccbridge_testkit::browser::Browser;
+    const PAGE: &str = "page";
+    let bin = codex::try_bin().unwrap_or_else(|e| panic!("{e}"));
+    let sandbox = CodexSandbox::new().expect("sandbox");
+    let file = sandbox.write_file(FILE, ORIGINAL).unwrap();
+    let mock = MockResponses::start().expect("mock model");
+    let serve = PageServe::start(&sandbox);
+    let mut browser = Browser::launch();
+    browser.new_page(PAGE, "light");
+    browser.goto(PAGE, &serve.url);
+    browser.wait_for(PAGE, "[data-connection]");
+    browser.click(PAGE, "[data-tab=files]");
+    let entry = format!("[data-tree-path=\"{}\"]", file.display());
+    browser.click(PAGE, &entry);
+    browser.wait_for(PAGE, "[data-viewer] .cm-content");
+    browser.click(PAGE, "[data-viewer] .cm-line:has-text(\"SEL-MARK\")");
+    browser.press(PAGE, "Home");
+    browser.press(PAGE, "Shift+End");
+
+    let env: Vec<(String, String)> = sandbox
+        .socket_env()
+        .into_iter()
+        .filter(|(k, _)| k != "HOME")
+        .collect();
+    let cli = CodexCli::start(&sandbox, &bin, &mock.url(), &env).expect("start codex");
+    let log = || std::fs::read_to_string(sandbox.root().join("serve.log")).unwrap_or_default();
+    let fail = |what: &str, e: &dyn std::fmt::Debug| -> ! {
+        panic!(
+            "{what}: {e:?}\n{}\n── ccbridge log ──\n{}",
+            cli.context(),
+            tail(&log(), 30)
+        )
+    };
+    cli.submit("/ide", STEP)
+        .unwrap_or_else(|e| fail("/ide", &e));
+    cli.wait_for_text("IDE context is on", STEP)
+        .unwrap_or_else(|e| fail("/ide answer", &e));
+    mock.on("PAGE-MARK", [Reply::text("PAGE-DONE")]);
+    cli.submit("explain PAGE-MARK", STEP)
+        .unwrap_or_else(|e| fail("prompt", &e));
+    let turn = mock
+        .wait_for_request("the prompt with the page's selection", STEP, |r| {
+            r.last_user_text.contains("PAGE-MARK")
+        })
+        .unwrap_or_else(|e| fail("model request", &e));
+    let want = format!(
+        "## Active selection of the file:\n{}",
+        ORIGINAL.lines().nth(1).unwrap()
+    );
+    assert!(
+        turn.last_user_text.contains(&want),
+        "no {want:?} in the prompt:\n{}",
+        turn.last_user_text
+    );
+    drop(cli);
+    drop(serve);
+}
