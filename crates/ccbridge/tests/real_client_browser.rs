@@ -640,3 +640,44 @@ fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_re
         "the lock file is removed"
     );
 }
+
+/// Issue 23: Claude checks its own edit through the IDE. With a language
+/// server ccbridge runs (the pinned pyright), an Edit accepted in the page
+/// that breaks the file reaches the model's next request as
+/// `<new-diagnostics>`: the baseline Claude takes before writing is the
+/// old state, and the whole-workspace answer after the write waits for the
+/// server's report on the new text (`EditorEvent::Analyzing`).
+#[test]
+fn an_accepted_edit_that_breaks_the_file_reaches_the_model_as_new_diagnostics() {
+    let dir = ccbridge_testkit::pyright_bin_dir();
+    let dir = dir.display().to_string();
+    let mut rig = rig_with(&["--language-server-dir", &dir]);
+    // Warm the server first (its first analysis takes seconds): a file
+    // with an error, created in the workspace, shows in Diagnostics.
+    rig.sandbox
+        .write_file("warm.py", "print(not_defined_warm)\n")
+        .unwrap();
+    rig.browser.click(PAGE, "[data-tab=diagnostics]");
+    rig.browser.wait_until(
+        PAGE,
+        "() => document.querySelector('[data-view=diagnostics]').textContent.includes('not_defined_warm')",
+        json!(null),
+    );
+    let id = rig.propose("    return message", "    return undefined_name_xyz");
+    rig.browser.click(PAGE, "[data-tab=reviews]");
+    rig.browser
+        .click(PAGE, &card(&id, "[data-action=accept-file]"));
+    let asked = rig
+        .mock
+        .wait_for_request_containing("new-diagnostics", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let text = ccbridge_testkit::mock_anthropic::request_text(&asked.body);
+    assert!(
+        text.contains("undefined_name_xyz") && text.contains("hello.py"),
+        "the new diagnostic names the file and the error: {text}"
+    );
+    assert!(
+        !text.contains("not_defined_warm"),
+        "only what the edit introduced is new: {text}"
+    );
+}

@@ -66,6 +66,17 @@ pub struct Published {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// What the language servers tell their owner, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// A file's new text went to its server (or waits for it to start):
+    /// its fresh diagnostics follow. The owner tells the engine, whose
+    /// `getDiagnostics` then waits for them within Claude's budget.
+    Analyzing { path: String },
+    /// A server's diagnostics for one file.
+    Published(Published),
+}
+
 /// Files larger than this are not opened in a server.
 pub const MAX_FILE: u64 = 8 << 20;
 const COMMANDS: usize = 1024;
@@ -94,7 +105,7 @@ impl LanguageServers {
     pub fn start(
         options: Options,
         folders: Vec<PathBuf>,
-    ) -> (LanguageServers, mpsc::Receiver<Published>) {
+    ) -> (LanguageServers, mpsc::Receiver<Update>) {
         let (commands, commands_rx) = mpsc::channel(COMMANDS);
         let (published, published_rx) = mpsc::channel(PUBLISHED);
         let (events, events_rx) = mpsc::channel(EVENTS);
@@ -200,7 +211,7 @@ struct Actor {
     servers: HashMap<Key, Server>,
     docs: BTreeMap<PathBuf, Doc>,
     events: mpsc::Sender<Event>,
-    published: mpsc::Sender<Published>,
+    published: mpsc::Sender<Update>,
 }
 
 impl Actor {
@@ -285,7 +296,11 @@ impl Actor {
         });
         let ready = self.servers.get(&key).is_some_and(|s| s.ready);
         if !ready {
+            let changed = doc.hash != hash || doc.version.is_none();
             doc.hash = hash;
+            if changed {
+                self.analyzing(&path);
+            }
             return; // opened once the server is ready
         }
         let uri = message::file_uri(&path.to_string_lossy());
@@ -306,6 +321,7 @@ impl Actor {
             }
             Some(_) => return,
         };
+        self.analyzing(&path);
         self.write(&key, frame);
     }
 
@@ -374,11 +390,20 @@ impl Actor {
     async fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
         let _ = self
             .published
-            .send(Published {
+            .send(Update::Published(Published {
                 path: path.to_string_lossy().into_owned(),
                 diagnostics,
-            })
+            }))
             .await;
+    }
+
+    /// Tells the owner that `path`'s fresh diagnostics are coming. Never
+    /// waits: with the channel full, the owner simply does not wait for
+    /// this file's report.
+    fn analyzing(&self, path: &Path) {
+        let _ = self.published.try_send(Update::Analyzing {
+            path: path.to_string_lossy().into_owned(),
+        });
     }
 
     async fn event(&mut self, e: Event) {

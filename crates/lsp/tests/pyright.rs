@@ -3,7 +3,7 @@
 //! fixed on disk; a server that is killed is restarted and the file's
 //! diagnostics come back; stopping kills the server.
 
-use ccbridge_lsp::{LanguageServers, Options, Published};
+use ccbridge_lsp::{LanguageServers, Options, Published, Update};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -12,7 +12,7 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// The next publication for `path` that satisfies `ok`, within [`WAIT`].
 async fn until(
-    rx: &mut mpsc::Receiver<Published>,
+    rx: &mut mpsc::Receiver<Update>,
     path: &Path,
     what: &str,
     ok: impl Fn(&Published) -> bool,
@@ -22,7 +22,7 @@ async fn until(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, rx.recv()).await {
-            Ok(Some(p)) if p.path == path && ok(&p) => return p,
+            Ok(Some(Update::Published(p))) if p.path == path && ok(&p) => return p,
             Ok(Some(_)) => {}
             Ok(None) => panic!("the language servers stopped while waiting for {what}"),
             Err(_) => panic!("no {what} within {WAIT:?}"),

@@ -566,6 +566,10 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
             lock(&shared.ide.state).clear_diagnostics();
             shared.ide.diagnostics_changed();
         }
+        EditorEvent::Analyzing {
+            path,
+            write_pending,
+        } => lock(&shared.ide.state).set_analyzing(&path, write_pending),
         EditorEvent::Dirty { path, is_dirty } => lock(&shared.ide.state).set_dirty(&path, is_dirty),
         EditorEvent::AtMention(m) => {
             lock(&shared.sessions).mention(m, Instant::now(), shared.config.at_mention_queue_len)

@@ -542,6 +542,13 @@ pub enum EditorEvent {
     },
     /// Forget every file's diagnostics.
     ClearDiagnostics,
+    /// A diagnostics source (a language server ccbridge runs) is analyzing
+    /// `path`'s new text: `getDiagnostics` waits for its report, within
+    /// Claude's budget, rather than answer with the old one. With
+    /// `write_pending`, the file is about to be written (a review of it was
+    /// accepted) and only the whole-workspace answer waits: the `{uri}`
+    /// baseline Claude takes before writing must stay the old one.
+    Analyzing { path: String, write_pending: bool },
     /// A document's unsaved-changes flag.
     Dirty { path: String, is_dirty: bool },
     /// The user sent a file or range to Claude.

@@ -21,6 +21,10 @@ pub struct EditorState {
     diagnostics_generation: u64,
     /// The serialized whole-workspace `getDiagnostics` result, if current.
     all_diagnostics_json: Option<std::sync::Arc<str>>,
+    /// Files a diagnostics source is analyzing (new text sent to a
+    /// language server), since when: their fresh diagnostics are coming.
+    /// With `true`: only a write is pending (see `EditorEvent::Analyzing`).
+    analyzing: HashMap<String, (std::time::Instant, bool)>,
     pub workspace_folders: Vec<String>,
     pub ide_name: String,
     pub pid: u32,
@@ -93,9 +97,30 @@ impl EditorState {
         }
     }
 
+    /// Notes that `path`'s fresh diagnostics are coming (see
+    /// [`Self::analyzing`]).
+    pub fn set_analyzing(&mut self, path: &str, write_pending: bool) {
+        self.analyzing
+            .insert(normalize(path), (std::time::Instant::now(), write_pending));
+    }
+
+    /// Whether `uri`'s file (`None`: any file) is being analyzed, for at
+    /// most `within`: an analysis older than that is not waited for.
+    pub fn analyzing(&self, uri: Option<&str>, within: std::time::Duration) -> bool {
+        let fresh = |(since, _): &(std::time::Instant, bool)| since.elapsed() < within;
+        match uri {
+            Some(uri) => {
+                let path = path_from_uri(uri);
+                self.analyzing.get(&path).is_some_and(|a| fresh(a) && !a.1)
+            }
+            None => self.analyzing.values().any(fresh),
+        }
+    }
+
     pub fn set_diagnostics(&mut self, path: &str, diagnostics: Vec<Diagnostic>) {
         self.diagnostics_changed();
         let key = normalize(path);
+        self.analyzing.remove(&key);
         if diagnostics.is_empty() {
             self.diagnostics.remove(&key);
         } else {
@@ -106,6 +131,7 @@ impl EditorState {
     pub fn clear_diagnostics(&mut self) {
         self.diagnostics_changed();
         self.diagnostics.clear();
+        self.analyzing.clear();
     }
 
     /// Every file with diagnostics, in path order.
@@ -222,5 +248,25 @@ mod tests {
         assert_eq!(s.dirty("/w/b.rs"), None);
         s.set_tabs(vec![]);
         assert_eq!(s.dirty("/w/a.rs"), None);
+    }
+
+    /// Issue 23: a pending write makes only the whole-workspace answer wait
+    /// (Claude's `{uri}` baseline is taken before it writes); a report for
+    /// the file ends the wait; an old analysis is not waited for.
+    #[test]
+    fn analyzing_files_hold_back_the_answers_that_would_be_stale() {
+        use std::time::Duration;
+        let long = Duration::from_secs(5);
+        let mut s = EditorState::default();
+        assert!(!s.analyzing(None, long));
+        s.set_analyzing("/w/a.py", true);
+        assert!(s.analyzing(None, long));
+        assert!(!s.analyzing(Some("file:///w/a.py"), long));
+        s.set_analyzing("/w/a.py", false);
+        assert!(s.analyzing(Some("file:///w/a.py"), long));
+        assert!(!s.analyzing(Some("file:///w/b.py"), long));
+        assert!(!s.analyzing(None, Duration::ZERO));
+        s.set_diagnostics("/w/a.py", vec![]);
+        assert!(!s.analyzing(None, long));
     }
 }

@@ -216,6 +216,12 @@ impl Hub {
         }
     }
 
+    /// Whether a language server ccbridge runs checks `path`.
+    fn analyzed(&self, path: &str) -> bool {
+        self.language_servers.get().is_some()
+            && ccbridge_lsp::servers::spec_for(std::path::Path::new(path)).is_some()
+    }
+
     /// Every file the session review lists as changed is involved: a file
     /// an agent wrote gets fresh diagnostics (unchanged texts cost a read).
     fn involve_changed(&self) {
@@ -541,6 +547,7 @@ impl Hub {
         id: DiffId,
         act: impl FnOnce(&mut Review) -> Result<Outcome, ReviewError>,
     ) -> Result<Review, ActionError> {
+        let mut accepted = None;
         let (review, decision) = {
             let mut inner = self.lock();
             let review = inner.reviews.get_mut(&id).ok_or(ActionError::Unknown(id))?;
@@ -554,6 +561,9 @@ impl Hub {
                     .agent
                     .map_or("the workspace tools", |a| a.display_name());
                 changes.expect_reviewed(&review.path, text.as_bytes(), agent);
+            }
+            if matches!(outcome, Outcome::Accept(_)) {
+                accepted = Some(review.path.clone());
             }
             let decision = match outcome {
                 Outcome::Pending if review.status == crate::reviews::Status::Dismissed => {
@@ -571,6 +581,17 @@ impl Hub {
         };
         if let Some(decision) = decision {
             let engine = self.engine.get().ok_or(ActionError::Stopped)?;
+            if let Some(path) = accepted.filter(|p| self.analyzed(p)) {
+                // The agent writes the file next and asks for the new
+                // diagnostics at once: the whole-workspace answer waits
+                // for the language server's report on the new text.
+                let _ = engine
+                    .send(EditorEvent::Analyzing {
+                        path,
+                        write_pending: true,
+                    })
+                    .await;
+            }
             match engine
                 .apply(EditorEvent::DiffResolved { id, decision })
                 .await

@@ -281,13 +281,21 @@ impl Standalone {
 /// editor's report is, so `getDiagnostics`, the page and the workspace
 /// tools' `new_diagnostics` all have them.
 async fn forward_diagnostics(
-    mut published: tokio::sync::mpsc::Receiver<ccbridge_lsp::Published>,
+    mut updates: tokio::sync::mpsc::Receiver<ccbridge_lsp::Update>,
     engine: EngineHandle,
 ) {
-    while let Some(p) = published.recv().await {
-        let event = ccbridge_server::EditorEvent::Diagnostics {
-            path: p.path,
-            diagnostics: p.diagnostics,
+    use ccbridge_lsp::Update;
+    use ccbridge_server::EditorEvent;
+    while let Some(u) = updates.recv().await {
+        let event = match u {
+            Update::Analyzing { path } => EditorEvent::Analyzing {
+                path,
+                write_pending: false,
+            },
+            Update::Published(p) => EditorEvent::Diagnostics {
+                path: p.path,
+                diagnostics: p.diagnostics,
+            },
         };
         if engine.send(event).await.is_err() {
             return;
