@@ -27,6 +27,8 @@ before(async () => {
       "reject.txt": ORIGINAL,
       "hunks.txt": ORIGINAL,
       "dismiss.txt": ORIGINAL,
+      "multi-a.txt": ORIGINAL,
+      "multi-b.txt": ORIGINAL,
       "sel.txt": "héllo 😀 wörld\nsecond line\n",
       "bad.ts": 'const answer: number = "forty-two";\nexport { answer };\n',
       "tsconfig.json": '{ "compilerOptions": { "strict": true } }\n',
@@ -200,6 +202,31 @@ test("a workspace tool's command is asked about in a modal prompt with the exact
   const d = await within("the denied execute_command's result", denied);
   assert.match(d.text, /rejected/);
   assert.equal(existsSync(join(cs.ws, "never-ran")), false);
+});
+
+test("several proposals at once, each labelled with who asks, each decided on its own", async () => {
+  const lock = JSON.parse(readFileSync(lockFile, "utf8"));
+  const tools = await ToolsClient.connect(lock.tools);
+  const fromClaude = claude.openDiff(join(cs.ws, "multi-a.txt"), PROPOSAL, "✻ [Claude Code] multi-a.txt");
+  const fromTools = tools.call("write_file", { path: "multi-b.txt", content: PROPOSAL }, 120_000);
+  const a = tab("Claude Code: multi-a.txt");
+  const b = tab("ccbridge tools: multi-b.txt");
+  await a.waitFor();
+  await b.waitFor();
+  await screenshot(wb.page, "09-two-reviews");
+  // Reject the tools' write: nothing is written.
+  await b.click();
+  await wb.page.locator('.editor-actions [aria-label="Reject the proposal"]').first().click();
+  const t = await within("write_file's result", fromTools);
+  assert.match(t.text, /reject/i);
+  assert.equal(readFileSync(join(cs.ws, "multi-b.txt"), "utf8"), ORIGINAL);
+  await b.waitFor({ state: "detached" });
+  // Claude's is still open, and accepting it answers Claude alone.
+  await a.click();
+  await wb.page.locator('.editor-actions [aria-label="Accept the proposal"]').first().click();
+  const texts = await within("Claude's openDiff answer", fromClaude);
+  assert.deepEqual(texts, ["FILE_SAVED", PROPOSAL]);
+  await a.waitFor({ state: "detached" });
 });
 
 test("closing the window stops the sidecar: the lock file is removed", async () => {
