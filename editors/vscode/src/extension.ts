@@ -4,6 +4,8 @@
  * APIs. The sidecar is the IDE server Claude Code (and Gemini CLI, Qwen
  * Code) connect to; this extension is its face.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import { start, type AgentEnv, type ApprovalMode, type Bridge } from "@ccbridge/client";
 import { Reports } from "./reports";
@@ -20,6 +22,21 @@ import {
 } from "./requests";
 
 let state: State | undefined;
+
+/** `name` looked up on the extension host's PATH, as a shell would. */
+function findOnPath(name: string): string | undefined {
+  for (const dir of (process.env["PATH"] ?? "").split(path.delimiter)) {
+    if (dir === "") continue;
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
 
 class State implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel("ccbridge");
@@ -217,12 +234,20 @@ class State implements vscode.Disposable {
       }
     }
     if (!agent) return;
+    // VS Code runs a terminal's shellPath as given, without a PATH search.
+    const program = findOnPath(agent.id);
+    if (!program) {
+      void vscode.window.showErrorMessage(
+        `ccbridge: \`${agent.id}\` (${agent.name}) is not on the PATH of VS Code's extension host; install it, or start it yourself in a terminal with ${Object.keys(agent.env).join(", ")} set as the status shows.`,
+      );
+      return;
+    }
     const cwd = this.folders()[0];
     const terminal = vscode.window.createTerminal({
       name: agent.name,
       ...(cwd !== undefined ? { cwd } : {}),
       env: agent.env,
-      shellPath: agent.id,
+      shellPath: program,
       shellArgs: agent.args ?? [],
       iconPath: new vscode.ThemeIcon("sparkle"),
     });

@@ -216,8 +216,32 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
       void vscode.window.showWarningMessage("ccbridge: no proposal is active to accept.");
       return;
     }
+    if (!(await this.mayOverwrite(r))) return;
     const doc = await vscode.workspace.openTextDocument(r.proposalUri);
     this.finish(r, { decision: "accepted", contents: doc.getText() }, true);
+  }
+
+  /**
+   * The file is about to be written on disk: if VS Code holds unsaved
+   * changes of it, they would conflict with the write (the workspace tools
+   * refuse to write a dirty file at all). Ask first.
+   */
+  private async mayOverwrite(r: Review): Promise<boolean> {
+    const doc = vscode.workspace.textDocuments.find(
+      (d) => d.uri.scheme === "file" && d.uri.fsPath === r.diff.newFilePath,
+    );
+    if (!doc?.isDirty) return true;
+    const anyway = "Accept anyway";
+    const answer = await vscode.window.showWarningMessage(
+      `${vscode.workspace.asRelativePath(r.diff.newFilePath, false)} has unsaved changes in VS Code.`,
+      {
+        modal: true,
+        detail:
+          "Accepting writes the proposal to the file on disk; your unsaved changes stay in the editor and will conflict with it. Save or revert them first, or accept anyway.",
+      },
+      anyway,
+    );
+    return answer === anyway;
   }
 
   reject(arg?: unknown): void {
@@ -292,6 +316,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     if (r.rejected === r.decided) {
       this.finish(r, { decision: "rejected" }, true);
     } else {
+      if (!(await this.mayOverwrite(r))) return;
       const doc = await vscode.workspace.openTextDocument(r.proposalUri);
       this.finish(r, { decision: "accepted", contents: doc.getText() }, true);
     }

@@ -100,10 +100,15 @@ async function freePort() {
  * and code-server serving it, the extension installed.
  */
 export class CodeServer {
-  static async start({ files = {}, settings = {} } = {}) {
+  static async start({ files = {}, settings = {}, programs = {} } = {}) {
     const root = mkdtempSync(join(tmpdir(), "ccbridge-vscode-"));
     const cs = new CodeServer(root);
-    for (const d of [cs.home, cs.userData, cs.extensions, cs.ws, join(cs.userData, "User")]) mkdirSync(d, { recursive: true });
+    for (const d of [cs.home, cs.userData, cs.extensions, cs.ws, cs.bin, join(cs.userData, "User")]) mkdirSync(d, { recursive: true });
+    // Programs in ~/bin, which the private HOME's shell profile puts on PATH
+    // as a user's does: VS Code takes the extension host's and the
+    // terminals' environment from a login shell, not from its own process.
+    for (const [name, script] of Object.entries(programs)) writeFileSync(join(cs.bin, name), script, { mode: 0o755 });
+    for (const profile of [".profile", ".bashrc"]) writeFileSync(join(cs.home, profile), 'PATH="$HOME/bin:$PATH"\n');
     for (const [name, text] of Object.entries(files)) {
       mkdirSync(join(cs.ws, name, ".."), { recursive: true });
       writeFileSync(join(cs.ws, name), text);
@@ -194,6 +199,7 @@ export class CodeServer {
     this.extensions = join(root, "extensions");
     this.ws = join(root, "workspace");
     this.trafficLog = join(root, "traffic.jsonl");
+    this.bin = join(this.home, "bin");
     this.lockDir = join(this.home, ".claude", "ide");
   }
 

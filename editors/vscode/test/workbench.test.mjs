@@ -33,6 +33,12 @@ before(async () => {
       "bad.ts": 'const answer: number = "forty-two";\nexport { answer };\n',
       "tsconfig.json": '{ "compilerOptions": { "strict": true } }\n',
     },
+    // A stand-in `claude` that records how it was started, then waits on
+    // its terminal.
+    programs: {
+      claude:
+        '#!/bin/sh\n{ echo "CLAUDE_CODE_SSE_PORT=$CLAUDE_CODE_SSE_PORT"; echo "ENABLE_IDE_INTEGRATION=$ENABLE_IDE_INTEGRATION"; echo "PWD=$PWD"; for a in "$@"; do echo "ARG=$a"; done; } > "$HOME/claude-started.tmp"\nmv "$HOME/claude-started.tmp" "$HOME/claude-started"\necho "stand-in claude started"\nexec cat\n',
+    },
   });
   wb = await openWorkbench(cs);
 });
@@ -202,6 +208,31 @@ test("a workspace tool's command is asked about in a modal prompt with the exact
   const d = await within("the denied execute_command's result", denied);
   assert.match(d.text, /rejected/);
   assert.equal(existsSync(join(cs.ws, "never-ran")), false);
+});
+
+test("Start Claude Code opens a terminal running claude connected to this window, with the review settings", async () => {
+  await wb.page.keyboard.press("F1");
+  const input = wb.page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(">ccbridge: Start Claude Code");
+  await wb.page.locator(".quick-input-list .monaco-list-row", { hasText: "Start Claude Code (connected)" }).first().waitFor();
+  await wb.page.keyboard.press("Enter");
+  await wb.page.locator(".terminal-tabs-entry, .single-terminal-tab, .terminal-tab", { hasText: "Claude Code" }).first().waitFor();
+  await screenshot(wb.page, "10-claude-terminal");
+  const started = join(cs.home, "claude-started");
+  const lines = await eventually("the stand-in claude to start", () =>
+    existsSync(started) ? readFileSync(started, "utf8").trim().split("\n") : undefined,
+  );
+  const port = lockFile.match(/(\d+)\.lock$/)[1];
+  assert.ok(lines.includes(`CLAUDE_CODE_SSE_PORT=${port}`), lines.join("\n"));
+  assert.ok(lines.includes("ENABLE_IDE_INTEGRATION=true"), lines.join("\n"));
+  assert.ok(lines.includes(`PWD=${cs.ws}`), lines.join("\n"));
+  const args = lines.filter((l) => l.startsWith("ARG=")).map((l) => l.slice(4));
+  assert.equal(args[0], "--settings");
+  const settings = JSON.parse(args[1]);
+  assert.ok(JSON.stringify(settings.hooks.PreToolUse).includes("Edit"), args[1]);
+  await wb.page.locator(".xterm-rows", { hasText: "stand-in claude started" }).first().waitFor();
+  await screenshot(wb.page, "10-claude-terminal");
 });
 
 test("several proposals at once, each labelled with who asks, each decided on its own", async () => {
