@@ -357,6 +357,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeWorkspaceFolders(() => s.changeFolders()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("ccbridge.approvalMode")) void s.applyApprovalMode();
+      const startup = ["path", "port", "logTraffic", "logLevel"].filter((k) => e.affectsConfiguration(`ccbridge.${k}`));
+      if (startup.length > 0 && s.bridge) {
+        void vscode.window
+          .showInformationMessage(`ccbridge: ${startup.join(", ")} take effect when the sidecar restarts.`, "Restart now")
+          .then((a) => (a === "Restart now" ? s.restart() : undefined));
+      }
     }),
   );
   if (vscode.workspace.getConfiguration("ccbridge").get<boolean>("autoStart", true)) await s.start();

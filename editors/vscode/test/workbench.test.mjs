@@ -37,7 +37,7 @@ before(async () => {
     // its terminal.
     programs: {
       claude:
-        '#!/bin/sh\n{ echo "CLAUDE_CODE_SSE_PORT=$CLAUDE_CODE_SSE_PORT"; echo "ENABLE_IDE_INTEGRATION=$ENABLE_IDE_INTEGRATION"; echo "PWD=$PWD"; for a in "$@"; do echo "ARG=$a"; done; } > "$HOME/claude-started.tmp"\nmv "$HOME/claude-started.tmp" "$HOME/claude-started"\necho "stand-in claude started"\nexec cat\n',
+        '#!/bin/sh\n{ p=$$; while [ "$p" -gt 1 ]; do echo "ANCESTOR=$p"; p=$(ps -o ppid= -p $p | tr -d \' \'); done; echo "CLAUDE_CODE_SSE_PORT=$CLAUDE_CODE_SSE_PORT"; echo "ENABLE_IDE_INTEGRATION=$ENABLE_IDE_INTEGRATION"; echo "PWD=$PWD"; for a in "$@"; do echo "ARG=$a"; done; } > "$HOME/claude-started.tmp"\nmv "$HOME/claude-started.tmp" "$HOME/claude-started"\necho "stand-in claude started"\nexec cat\n',
     },
   });
   wb = await openWorkbench(cs);
@@ -227,6 +227,10 @@ test("Start Claude Code opens a terminal running claude connected to this window
   assert.ok(lines.includes(`CLAUDE_CODE_SSE_PORT=${port}`), lines.join("\n"));
   assert.ok(lines.includes("ENABLE_IDE_INTEGRATION=true"), lines.join("\n"));
   assert.ok(lines.includes(`PWD=${cs.ws}`), lines.join("\n"));
+  // The lock file's pid is an ancestor of the terminal's processes, which
+  // Claude requires of a lock when it runs in an IDE's terminal.
+  const { pid } = JSON.parse(readFileSync(lockFile, "utf8"));
+  assert.ok(lines.includes(`ANCESTOR=${pid}`), `lock pid ${pid} among ${lines.filter((l) => l.startsWith("ANCESTOR")).join(" ")}`);
   const args = lines.filter((l) => l.startsWith("ARG=")).map((l) => l.slice(4));
   assert.equal(args[0], "--settings");
   const settings = JSON.parse(args[1]);
