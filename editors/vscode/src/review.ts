@@ -19,6 +19,11 @@ export const PROPOSAL_SCHEME = "ccbridge-proposal";
 
 /** A hunk not decided yet, where it is now in the proposal document. */
 interface OpenHunk {
+  /**
+   * Its place in `showDiff`'s hunks: what a CodeLens names, so a click on a
+   * lens drawn before another hunk was decided still acts on its own hunk.
+   */
+  key: number;
   /** The original's lines it replaces (with their line breaks). */
   originalText: string;
   /** 0-based line of the proposal document where it starts now. */
@@ -144,7 +149,8 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     const original = diff.originalContents ?? "";
     const originalLines = splitLines(original);
     const hunks = diff.hunks?.map(
-      (h: Hunk): OpenHunk => ({
+      (h: Hunk, key: number): OpenHunk => ({
+        key,
         originalText: originalLines.slice(h.oldStart, h.oldStart + h.oldLines).join(""),
         newStart: h.newStart,
         newLines: h.newLines,
@@ -257,32 +263,35 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
    * The hunk a command is about: its CodeLens arguments, else the one under
    * the cursor of the active proposal, or the next one below it.
    */
-  private hunkAt(id: unknown, index: unknown): [number, number] | undefined {
-    if (typeof id === "number" && typeof index === "number") return [id, index];
+  private hunkAt(id: unknown, key: unknown): [Review, number] | undefined {
+    if (typeof id === "number" && typeof key === "number") {
+      const r = this.reviews.get(id);
+      const index = r?.hunks?.findIndex((h) => h.key === key) ?? -1;
+      // Decided already (a second click), or the review is over.
+      return r && index >= 0 ? [r, index] : undefined;
+    }
     const editor = vscode.window.activeTextEditor;
     if (editor?.document.uri.scheme !== PROPOSAL_SCHEME) {
       void vscode.window.showWarningMessage("ccbridge: put the cursor in a proposal (the right side of a review).");
       return undefined;
     }
-    const rid = Number(editor.document.uri.path.split("/")[1]);
+    const r = this.reviews.get(Number(editor.document.uri.path.split("/")[1]));
     const line = editor.selection.active.line;
-    const hunks = this.reviews.get(rid)?.hunks ?? [];
-    const i = hunks.findIndex((h) => line < h.newStart + Math.max(1, h.newLines));
-    if (i < 0) {
+    const i = (r?.hunks ?? []).findIndex((h) => line < h.newStart + Math.max(1, h.newLines));
+    if (!r || i < 0) {
       void vscode.window.showInformationMessage("ccbridge: no undecided change at or below the cursor.");
       return undefined;
     }
-    return [rid, i];
+    return [r, i];
   }
 
   /** Accepts (keeps) hunk `index` of review `id` as the proposal has it. */
-  async acceptHunk(idArg?: unknown, indexArg?: unknown): Promise<void> {
-    const at = this.hunkAt(idArg, indexArg);
+  async acceptHunk(idArg?: unknown, keyArg?: unknown): Promise<void> {
+    const at = this.hunkAt(idArg, keyArg);
     if (!at) return;
-    const [id, index] = at;
-    const r = this.reviews.get(id);
-    const h = r?.hunks?.[index];
-    if (!r || !h || !r.hunks) return;
+    const [r, index] = at;
+    const h = r.hunks?.[index];
+    if (!h || !r.hunks) return;
     r.hunks.splice(index, 1);
     r.decided++;
     this.lensChanged.fire();
@@ -290,13 +299,12 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
   }
 
   /** Rejects hunk `index` of review `id`: the original's lines come back in the proposal. */
-  async rejectHunk(idArg?: unknown, indexArg?: unknown): Promise<void> {
-    const at = this.hunkAt(idArg, indexArg);
+  async rejectHunk(idArg?: unknown, keyArg?: unknown): Promise<void> {
+    const at = this.hunkAt(idArg, keyArg);
     if (!at) return;
-    const [id, index] = at;
-    const r = this.reviews.get(id);
-    const h = r?.hunks?.[index];
-    if (!r || !h || !r.hunks) return;
+    const [r, index] = at;
+    const h = r.hunks?.[index];
+    if (!h || !r.hunks) return;
     const doc = await vscode.workspace.openTextDocument(r.proposalUri);
     r.hunks.splice(index, 1);
     r.decided++;
@@ -304,7 +312,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     const edit = new vscode.WorkspaceEdit();
     edit.replace(r.proposalUri, hunkRange(doc, h), h.originalText);
     if (!(await vscode.workspace.applyEdit(edit))) {
-      this.log(`review ${id}: could not put the original's lines back`);
+      this.log(`review ${r.diff.id}: could not put the original's lines back`);
     }
     this.lensChanged.fire();
     await this.maybeFinish(r);
@@ -344,12 +352,12 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
         new vscode.CodeLens(at, {
           title: `$(check) Accept change ${i + 1}/${n}`,
           command: "ccbridge.acceptHunk",
-          arguments: [id, i],
+          arguments: [id, h.key],
         }),
         new vscode.CodeLens(at, {
           title: `$(discard) Reject change ${i + 1}/${n}`,
           command: "ccbridge.rejectHunk",
-          arguments: [id, i],
+          arguments: [id, h.key],
         }),
       );
     });

@@ -26,6 +26,7 @@ before(async () => {
       "story.txt": ORIGINAL,
       "reject.txt": ORIGINAL,
       "hunks.txt": ORIGINAL,
+      "hunks3.txt": ORIGINAL,
       "dismiss.txt": ORIGINAL,
       "multi-a.txt": ORIGINAL,
       "multi-b.txt": ORIGINAL,
@@ -115,6 +116,21 @@ test("per hunk: rejecting the first change with its CodeLens and accepting the s
   // The first hunk (two → TWO) rejected, the second (nine → NINE) kept.
   assert.equal(texts[1], ORIGINAL.replace("nine\n", "NINE\n"));
   await tab("Claude Code: hunks.txt").waitFor({ state: "detached" });
+});
+
+test("per hunk, out of order: each decision acts on the change it was made on, after earlier ones moved the lines", async () => {
+  // Three changes; the middle one adds a line, so rejecting it moves the third up.
+  const proposal = ORIGINAL.replace("two\n", "TWO\n").replace("five\n", "FIVE\nfive and a half\n").replace("nine\n", "NINE\n");
+  const answer = claude.openDiff(join(cs.ws, "hunks3.txt"), proposal, "✻ [Claude Code] hunks3.txt");
+  await tab("Claude Code: hunks3.txt").waitFor();
+  const lenses = wb.page.locator(".monaco-diff-editor .editor.modified .codelens-decoration");
+  await lenses.getByText("Reject change 2/3").click();
+  await lenses.getByText("Reject change 2/2").click();
+  await lenses.getByText("Accept change 1/1").waitFor();
+  await screenshot(wb.page, "04b-hunks-one-left");
+  await lenses.getByText("Accept change 1/1").click();
+  const texts = await within("Claude's openDiff answer", answer);
+  assert.deepEqual(texts, ["FILE_SAVED", ORIGINAL.replace("two\n", "TWO\n")]);
 });
 
 test("closing the diff's tab reports it dismissed: Claude's call stays open for its own prompt", async () => {
