@@ -45,11 +45,13 @@ fn rig() -> Rig {
     let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
     let mock = MockAnthropic::start().expect("mock API");
     let code_server = CodeServer::start(&CodeServerOptions {
-        root: sandbox.root(),
-        home: sandbox.home(),
         claude_config_dir: Some(sandbox.config_dir()),
-        workspace: sandbox.workspace(),
-        ccbridge: Path::new(env!("CARGO_BIN_EXE_ccbridge")),
+        ..CodeServerOptions::new(
+            sandbox.root(),
+            sandbox.home(),
+            sandbox.workspace(),
+            Path::new(env!("CARGO_BIN_EXE_ccbridge")),
+        )
     });
     let mut browser = Browser::launch();
     browser.new_page(PAGE, "light");

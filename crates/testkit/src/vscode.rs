@@ -85,6 +85,25 @@ pub struct CodeServerOptions<'a> {
     pub workspace: &'a Path,
     /// The sidecar (the `ccbridge.path` setting).
     pub ccbridge: &'a Path,
+    /// More user settings (an object), e.g. `{"ccbridge.args": [...]}`.
+    pub settings: serde_json::Value,
+    /// Install the extension (`false`: a bare VS Code, for comparisons).
+    pub install_extension: bool,
+}
+
+impl<'a> CodeServerOptions<'a> {
+    /// The extension installed, no more settings.
+    pub fn new(root: &'a Path, home: &'a Path, workspace: &'a Path, ccbridge: &'a Path) -> Self {
+        CodeServerOptions {
+            root,
+            home,
+            claude_config_dir: None,
+            workspace,
+            ccbridge,
+            settings: serde_json::json!({}),
+            install_extension: true,
+        }
+    }
 }
 
 impl CodeServer {
@@ -95,7 +114,7 @@ impl CodeServer {
         let vsix = vsix().unwrap_or_else(|e| panic!("{e}"));
         let user_data = o.root.join("vscode-user-data");
         let extensions = o.root.join("vscode-extensions");
-        let settings = serde_json::json!({
+        let mut settings = serde_json::json!({
             "ccbridge.path": o.ccbridge,
             "ccbridge.logLevel": "debug",
             "workbench.startupEditor": "none",
@@ -111,6 +130,9 @@ impl CodeServer {
             "workbench.secondarySideBar.defaultVisibility": "hidden",
             "diffEditor.hideUnchangedRegions.enabled": false,
         });
+        if let (Some(all), Some(more)) = (settings.as_object_mut(), o.settings.as_object()) {
+            all.extend(more.clone());
+        }
         // User settings, and the machine's, where a remote window (as
         // code-server's) reads machine-scoped settings such as ccbridge.path.
         for dir in ["User", "Machine"] {
@@ -142,15 +164,17 @@ impl CodeServer {
             };
             c
         };
-        let out = command(&["--install-extension".as_ref(), vsix.as_os_str()])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", cs.display()));
-        assert!(
-            out.status.success(),
-            "code-server --install-extension failed: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if o.install_extension {
+            let out = command(&["--install-extension".as_ref(), vsix.as_os_str()])
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", cs.display()));
+            assert!(
+                out.status.success(),
+                "code-server --install-extension failed: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         let port = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
@@ -209,6 +233,49 @@ impl CodeServer {
             })
             .collect();
         format!("http://127.0.0.1:{}/?folder={folder}", self.port)
+    }
+
+    /// code-server's process id (the leader of its process group).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The processes under code-server whose command line contains `needle`
+    /// (`--type=extensionHost`: the extension host; `serve --stdio`: the sidecar).
+    pub fn descendants_matching(&self, needle: &str) -> Vec<u32> {
+        let parent_of = |pid: u32| -> Option<u32> {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 2..];
+            rest.split_whitespace().nth(1)?.parse().ok()
+        };
+        let root = self.pid();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if !cmdline.contains(needle) {
+                continue;
+            }
+            let mut p = pid;
+            for _ in 0..16 {
+                match parent_of(p) {
+                    Some(pp) if pp == root => {
+                        found.push(pid);
+                        break;
+                    }
+                    Some(pp) if pp > 1 => p = pp,
+                    _ => break,
+                }
+            }
+        }
+        found
     }
 
     /// code-server's output so far.

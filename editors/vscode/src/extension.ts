@@ -87,6 +87,7 @@ class State implements vscode.Disposable {
     if (port > 0) args.push("--port", String(port));
     const traffic = cfg.get<string>("logTraffic", "");
     if (traffic !== "") args.push("--log-traffic", traffic);
+    args.push(...cfg.get<string[]>("args", []).filter((a) => typeof a === "string"));
     const bin = cfg.get<string>("path", "");
     const approvalMode = cfg.get<ApprovalMode>("approvalMode", "write-only");
     this.log(`starting ${bin || "ccbridge"} serve --stdio for ${folders.join(", ")}`);
@@ -357,7 +358,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeWorkspaceFolders(() => s.changeFolders()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("ccbridge.approvalMode")) void s.applyApprovalMode();
-      const startup = ["path", "port", "logTraffic", "logLevel"].filter((k) => e.affectsConfiguration(`ccbridge.${k}`));
+      const startup = ["path", "port", "logTraffic", "logLevel", "args"].filter((k) => e.affectsConfiguration(`ccbridge.${k}`));
       if (startup.length > 0 && s.bridge) {
         void vscode.window
           .showInformationMessage(`ccbridge: ${startup.join(", ")} take effect when the sidecar restarts.`, "Restart now")
