@@ -108,7 +108,14 @@ class ProposalFs implements vscode.FileSystemProvider {
 }
 
 export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentContentProvider {
-  private readonly reviews = new Map<number, Review>();
+  /**
+   * Open reviews by their key, the first part of their documents' paths
+   * (`/<key>/<file name>`): the diff's id and a number of this window's, so
+   * no review's documents share a URI with an earlier one's (VS Code keeps
+   * closed documents a while, and a restarted sidecar counts ids from 1 again).
+   */
+  private readonly reviews = new Map<string, Review>();
+  private seq = 0;
   private readonly fs = new ProposalFs();
   private readonly originals = new Map<string, string>();
   private readonly lensChanged = new vscode.EventEmitter<void>();
@@ -144,8 +151,9 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     const who = diff.agent?.name ?? (diff.clientId === null ? "ccbridge tools" : "The agent");
     const base = path.basename(diff.newFilePath);
     const rel = vscode.workspace.asRelativePath(diff.newFilePath, false);
-    const originalUri = vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: `/${diff.id}/${base}` });
-    const proposalUri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: `/${diff.id}/${base}` });
+    const key = `${diff.id}-${++this.seq}`;
+    const originalUri = vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: `/${key}/${base}` });
+    const proposalUri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: `/${key}/${base}` });
     const original = diff.originalContents ?? "";
     const originalLines = splitLines(original);
     const hunks = diff.hunks?.map(
@@ -174,7 +182,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
         closing: false,
         done: false,
       };
-      this.reviews.set(diff.id, review);
+      this.reviews.set(key, review);
       this.updateContext();
       signal.addEventListener("abort", () => {
         this.log(`review ${diff.id} (${rel}) closed by ccbridge: ${String(signal.reason)}`);
@@ -195,8 +203,13 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
 
   /** ccbridge closed a diff (after a verdict too): close its tab. */
   closed(id: number): void {
-    const r = this.reviews.get(id);
+    const r = [...this.reviews.values()].find((v) => v.diff.id === id);
     if (r) this.finish(r, { decision: "dismissed" }, true);
+  }
+
+  /** The review whose original or proposal `uri` is. */
+  private of(uri: vscode.Uri): Review | undefined {
+    return this.reviews.get(reviewKey(uri));
   }
 
   /** The review an Accept/Reject command is about: its argument, else the active editor's. */
@@ -204,8 +217,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     const uri =
       arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri ?? this.activeTabUri();
     if (uri && (uri.scheme === PROPOSAL_SCHEME || uri.scheme === ORIGINAL_SCHEME)) {
-      const id = Number(uri.path.split("/")[1]);
-      return this.reviews.get(id);
+      return this.of(uri);
     }
     return undefined;
   }
@@ -264,7 +276,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
    * the cursor of the active proposal, or the next one below it.
    */
   private hunkAt(id: unknown, key: unknown): [Review, number] | undefined {
-    if (typeof id === "number" && typeof key === "number") {
+    if (typeof id === "string" && typeof key === "number") {
       const r = this.reviews.get(id);
       const index = r?.hunks?.findIndex((h) => h.key === key) ?? -1;
       // Decided already (a second click), or the review is over.
@@ -275,7 +287,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
       void vscode.window.showWarningMessage("ccbridge: put the cursor in a proposal (the right side of a review).");
       return undefined;
     }
-    const r = this.reviews.get(Number(editor.document.uri.path.split("/")[1]));
+    const r = this.of(editor.document.uri);
     const line = editor.selection.active.line;
     const i = (r?.hunks ?? []).findIndex((h) => line < h.newStart + Math.max(1, h.newLines));
     if (!r || i < 0) {
@@ -332,8 +344,8 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
 
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
     if (document.uri.scheme !== PROPOSAL_SCHEME) return [];
-    const id = Number(document.uri.path.split("/")[1]);
-    const r = this.reviews.get(id);
+    const id = reviewKey(document.uri);
+    const r = this.of(document.uri);
     if (!r) return [];
     const top = new vscode.Range(0, 0, 0, 0);
     const lenses = [
@@ -367,7 +379,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
   /** Keeps the undecided hunks where they are while the proposal is edited. */
   private onDocumentChanged(e: vscode.TextDocumentChangeEvent): void {
     if (e.document.uri.scheme !== PROPOSAL_SCHEME) return;
-    const r = this.reviews.get(Number(e.document.uri.path.split("/")[1]));
+    const r = this.of(e.document.uri);
     if (!r?.hunks || e.contentChanges.length === 0) return;
     // Changes of one event do not overlap; apply them bottom-up so each one's
     // lines are those of the document before it.
@@ -388,7 +400,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     for (const tab of closed) {
       const input = tab.input;
       if (!(input instanceof vscode.TabInputTextDiff) || input.modified.scheme !== PROPOSAL_SCHEME) continue;
-      const r = this.reviews.get(Number(input.modified.path.split("/")[1]));
+      const r = this.of(input.modified);
       if (!r || r.closing || r.done) continue;
       // Still open in another tab group: not closed yet. (The closed tab
       // itself may still be listed while the event fires.)
@@ -419,7 +431,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     r.done = true;
     this.log(`review ${r.diff.id} (${r.title}): ${verdict.decision}`);
     r.resolve(verdict);
-    this.reviews.delete(r.diff.id);
+    this.reviews.delete(reviewKey(r.proposalUri));
     this.updateContext();
     this.lensChanged.fire();
     if (closeTab) void this.closeTabs(r);
@@ -444,6 +456,11 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
   private updateContext(): void {
     void vscode.commands.executeCommand("setContext", "ccbridge.reviewOpen", this.reviews.size > 0);
   }
+}
+
+/** The review key in a review document's path (`/<key>/<file name>`). */
+function reviewKey(uri: vscode.Uri): string {
+  return uri.path.split("/")[1] ?? "";
 }
 
 /** Whether two tabs are the same place (the API may hand out new objects for one tab). */

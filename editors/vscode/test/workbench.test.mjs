@@ -280,6 +280,26 @@ test("several proposals at once, each labelled with who asks, each decided on it
   await a.waitFor({ state: "detached" });
 });
 
+test("ccbridge: Restart the sidecar: the old lock file goes, a new one comes, and reviews work again with diff ids counting from 1 again", async () => {
+  const old = lockFile;
+  await wb.page.keyboard.press("F1");
+  const input = wb.page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(">ccbridge: Restart the sidecar");
+  await wb.page.locator(".quick-input-list .monaco-list-row", { hasText: "Restart the sidecar" }).first().waitFor();
+  await wb.page.keyboard.press("Enter");
+  await eventually("the old lock file to be removed", () => !existsSync(old));
+  lockFile = await eventually("the new sidecar's lock file", () => cs.lockFiles()[0]);
+  claude.close();
+  claude = await FakeClaude.connect(lockFile);
+  // The new sidecar counts diff ids from 1 again, as the first review of this file had.
+  const fresh = ORIGINAL.replace("one\n", "ONE (after the restart)\n");
+  const answer = claude.openDiff(join(cs.ws, "story.txt"), fresh, "✻ [Claude Code] story.txt again");
+  await tab("Claude Code: story.txt").waitFor();
+  await wb.page.locator('.editor-actions [aria-label="Accept the proposal"]').first().click();
+  assert.deepEqual(await within("Claude's openDiff answer", answer), ["FILE_SAVED", fresh]);
+});
+
 test("closing the window stops the sidecar: the lock file is removed", async () => {
   assert.ok(existsSync(lockFile));
   await wb.page.close({ runBeforeUnload: true });
