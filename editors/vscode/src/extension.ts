@@ -346,6 +346,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("ccbridge.startClaude", () => s.startAgent("claude")),
     vscode.commands.registerCommand("ccbridge.startGemini", () => s.startAgent("gemini")),
     vscode.commands.registerCommand("ccbridge.startQwen", () => s.startAgent("qwen")),
+    vscode.commands.registerCommand("ccbridge.startCodex", () => s.startAgent("codex")),
     vscode.commands.registerCommand("ccbridge.startAgent", () => s.startAgent()),
     vscode.commands.registerCommand("ccbridge.acceptDiff", (arg: unknown) => s.reviews.accept(arg)),
     vscode.commands.registerCommand("ccbridge.rejectDiff", (arg: unknown) => s.reviews.reject(arg)),
