@@ -2,9 +2,10 @@
 // workbench, its extension host, the built-in TypeScript server) on
 // 127.0.0.1 with its own user-data and extensions folders and a private
 // HOME, the built .vsix installed, driven by Debian's Chromium through
-// playwright-core. Claude's side is a scripted Claude Code on the sidecar's
-// WebSocket (lock file token, subprotocol `mcp`, `ide_connected`), and the
-// workspace tools are called over their MCP HTTP endpoint.
+// playwright-core. Claude's side is the Node client's scripted Claude Code
+// on the sidecar's WebSocket (lock file token, subprotocol `mcp`,
+// `ide_connected`), and the workspace tools are called over their MCP HTTP
+// endpoint.
 //
 // Every wait is bounded; none is a fixed sleep. A missing program is a
 // failure that says what to install, never a skip.
@@ -20,6 +21,7 @@ import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FakeClaude, ToolsClient } from "../../node/test/helpers.mjs";
 
 /** Bound on one step that involves the workbench. */
 export const STEP = 30_000;
@@ -303,148 +305,24 @@ export async function screenshot(page, name) {
 }
 
 /**
- * A scripted Claude Code CLI on the sidecar's WebSocket, opened the way the
- * CLI opens it, so ccbridge announces the session to the editor.
+ * Claude's side is the Node client's scripted Claude Code and tools client
+ * (editors/node/test/helpers.mjs: the CLI's opening on the WebSocket, MCP over
+ * HTTP for the workspace tools); these are the calls the tests make.
  */
-export class FakeClaude {
-  static async connect(lockFile) {
-    const lock = JSON.parse(readFileSync(lockFile, "utf8"));
-    const port = Number(lockFile.match(/(\d+)\.lock$/)?.[1]);
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, {
-      protocols: ["mcp"],
-      headers: { "x-claude-code-ide-authorization": lock.authToken },
-    });
-    await within(
-      "the WebSocket handshake",
-      new Promise((resolve, reject) => {
-        ws.addEventListener("open", resolve, { once: true });
-        ws.addEventListener("error", (e) => reject(new Error(`WebSocket error: ${e.message ?? e.type}`)), { once: true });
-      }),
-    );
-    const c = new FakeClaude(ws, lock);
-    await c.request("initialize", {
-      protocolVersion: "2025-11-25",
-      capabilities: { roots: { listChanged: true } },
-      clientInfo: { name: "claude-code", title: "Claude Code", version: "2.1.328" },
-    });
-    c.notify("notifications/initialized", {});
-    c.notify("ide_connected", { pid: process.pid });
-    c.tools = (await c.request("tools/list", {})).tools.map((t) => t.name);
-    return c;
-  }
+export { FakeClaude, ToolsClient };
 
-  constructor(ws, lock) {
-    this.ws = ws;
-    this.lock = lock;
-    this.nextId = 0;
-    this.pending = new Map();
-    this.notifications = [];
-    ws.addEventListener("message", (ev) => this.onMessage(JSON.parse(String(ev.data))));
-    ws.addEventListener("close", () => {
-      for (const { reject } of this.pending.values()) reject(new Error("the IDE server closed the connection"));
-      this.pending.clear();
-    });
-  }
-
-  onMessage(msg) {
-    if (msg.method && msg.id !== undefined) {
-      this.send({ jsonrpc: "2.0", id: msg.id, result: msg.method === "roots/list" ? { roots: [] } : {} });
-    } else if (msg.method) {
-      this.notifications.push(msg);
-    } else {
-      const p = this.pending.get(msg.id);
-      this.pending.delete(msg.id);
-      if (!p) return;
-      if (msg.error) p.reject(new Error(`${msg.error.message} (${msg.error.code})`));
-      else p.resolve(msg.result);
-    }
-  }
-
-  send(msg) {
-    this.ws.send(JSON.stringify(msg));
-  }
-
-  notify(method, params) {
-    this.send({ jsonrpc: "2.0", method, params });
-  }
-
-  /** A request without a bound of its own (openDiff waits for a person). */
-  requestUnbounded(method, params) {
-    const id = this.nextId++;
-    const answer = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
-    this.send({ jsonrpc: "2.0", id, method, params });
-    return answer;
-  }
-
-  request(method, params, ms = STEP) {
-    return within(`the answer to ${method}`, this.requestUnbounded(method, params), ms);
-  }
-
-  /** `tools/call`; resolves with the texts of the result. */
-  async call(name, args, ms = STEP) {
-    const r = await this.request("tools/call", { name, arguments: args }, ms);
-    return r.content.map((c) => c.text);
-  }
-
-  /** `openDiff` as Claude sends it; the promise settles when the user decides. */
-  openDiff(file, proposal, tabName) {
-    return this.requestUnbounded("tools/call", {
-      name: "openDiff",
-      arguments: { old_file_path: file, new_file_path: file, new_file_contents: proposal, tab_name: tabName },
-    }).then((r) => r.content.map((c) => c.text));
-  }
-
-  close() {
-    this.ws.close();
-  }
+/** A tool call; resolves with the texts of its result. */
+export async function call(claude, name, args, ms = STEP) {
+  return FakeClaude.texts(await claude.callTool(name, args, ms));
 }
 
-/** An MCP client of the workspace tools' HTTP endpoint (the lock file's `tools`). */
-export class ToolsClient {
-  static async connect(tools) {
-    const c = new ToolsClient(tools);
-    const { headers } = await c.post({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "vscode-test", version: "1" } },
-    });
-    c.session = headers.get("mcp-session-id");
-    if (!c.session) throw new Error("the tools server opened no session");
-    c.nextId = 2;
-    await c.post({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => undefined);
-    return c;
-  }
-
-  constructor(tools) {
-    this.tools = tools;
-  }
-
-  async post(body, ms = STEP) {
-    const headers = {
-      Authorization: `Bearer ${this.tools.token}`,
-      Accept: "application/json, text/event-stream",
-      "Content-Type": "application/json",
-    };
-    if (this.session) {
-      headers["Mcp-Session-Id"] = this.session;
-      headers["MCP-Protocol-Version"] = "2025-11-25";
-    }
-    const res = await fetch(this.tools.url, { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(ms) });
-    const text = await res.text();
-    if (res.status === 202) return { headers: res.headers, message: null };
-    if (res.status !== 200) throw new Error(`tools server answered HTTP ${res.status}: ${text}`);
-    const data = text.split("\n").find((l) => l.startsWith("data:") && l.slice(5).trim().startsWith("{"));
-    return { headers: res.headers, message: JSON.parse(data ? data.slice(5) : text) };
-  }
-
-  /** `tools/call`; no bound of its own beyond `ms` (a person answers the prompt). */
-  async call(name, args, ms = STEP) {
-    const { message } = await this.post(
-      { jsonrpc: "2.0", id: this.nextId++, method: "tools/call", params: { name, arguments: args } },
-      ms,
-    );
-    if (message.error) throw new Error(`${name}: ${JSON.stringify(message.error)}`);
-    return { text: message.result.content.map((c) => c.text ?? "").join("\n"), isError: message.result.isError === true };
-  }
+/** `openDiff` as Claude sends it; settles when the person decides (bounded at 10 minutes). */
+export function openDiff(claude, file, proposal, tabName) {
+  return claude
+    .callTool(
+      "openDiff",
+      { old_file_path: file, new_file_path: file, new_file_contents: proposal, tab_name: tabName },
+      600_000,
+    )
+    .then(FakeClaude.texts);
 }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { CodeServer, FakeClaude, STEP, ToolsClient, artifacts, eventually, openWorkbench, screenshot, within } from "./harness.mjs";
+import { CodeServer, FakeClaude, ToolsClient, artifacts, call, eventually, openDiff, openWorkbench, screenshot, within } from "./harness.mjs";
 
 const ORIGINAL = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", ""].join("\n");
 // Two hunks: line 2 and line 9 (1-based) changed.
@@ -45,7 +45,7 @@ before(async () => {
 });
 
 after(async () => {
-  claude?.close();
+  await claude?.close();
   if (wb) {
     await screenshot(wb.page, "zz-last");
     await wb.browser.close().catch(() => undefined);
@@ -76,7 +76,7 @@ test("the extension activates and starts the sidecar: its lock file appears in ~
 
 test("openDiff opens a diff editor labelled with the agent; accepting with an edit returns the edit", async () => {
   const file = join(cs.ws, "story.txt");
-  const answer = claude.openDiff(file, PROPOSAL, "✻ [Claude Code] story.txt");
+  const answer = openDiff(claude, file, PROPOSAL, "✻ [Claude Code] story.txt");
   await tab("Claude Code: story.txt").waitFor();
   const editor = wb.page.locator(".monaco-diff-editor .editor.modified");
   await editor.waitFor();
@@ -95,7 +95,7 @@ test("openDiff opens a diff editor labelled with the agent; accepting with an ed
 });
 
 test("rejecting from the editor title answers DIFF_REJECTED", async () => {
-  const answer = claude.openDiff(join(cs.ws, "reject.txt"), PROPOSAL, "✻ [Claude Code] reject.txt");
+  const answer = openDiff(claude, join(cs.ws, "reject.txt"), PROPOSAL, "✻ [Claude Code] reject.txt");
   await tab("Claude Code: reject.txt").waitFor();
   await wb.page.locator('.editor-actions [aria-label="Reject the proposal"]').first().click();
   const texts = await within("Claude's openDiff answer", answer);
@@ -104,7 +104,7 @@ test("rejecting from the editor title answers DIFF_REJECTED", async () => {
 });
 
 test("per hunk: rejecting the first change with its CodeLens and accepting the second saves exactly that", async () => {
-  const answer = claude.openDiff(join(cs.ws, "hunks.txt"), PROPOSAL, "✻ [Claude Code] hunks.txt");
+  const answer = openDiff(claude, join(cs.ws, "hunks.txt"), PROPOSAL, "✻ [Claude Code] hunks.txt");
   await tab("Claude Code: hunks.txt").waitFor();
   const lenses = wb.page.locator(".monaco-diff-editor .editor.modified .codelens-decoration");
   await lenses.getByText("Reject change 1/2").waitFor();
@@ -121,7 +121,7 @@ test("per hunk: rejecting the first change with its CodeLens and accepting the s
 test("per hunk, out of order: each decision acts on the change it was made on, after earlier ones moved the lines", async () => {
   // Three changes; the middle one adds a line, so rejecting it moves the third up.
   const proposal = ORIGINAL.replace("two\n", "TWO\n").replace("five\n", "FIVE\nfive and a half\n").replace("nine\n", "NINE\n");
-  const answer = claude.openDiff(join(cs.ws, "hunks3.txt"), proposal, "✻ [Claude Code] hunks3.txt");
+  const answer = openDiff(claude, join(cs.ws, "hunks3.txt"), proposal, "✻ [Claude Code] hunks3.txt");
   await tab("Claude Code: hunks3.txt").waitFor();
   const lenses = wb.page.locator(".monaco-diff-editor .editor.modified .codelens-decoration");
   await lenses.getByText("Reject change 2/3").click();
@@ -135,7 +135,7 @@ test("per hunk, out of order: each decision acts on the change it was made on, a
 
 test("closing the diff's tab reports it dismissed: Claude's call stays open for its own prompt", async () => {
   let settled = false;
-  const answer = claude.openDiff(join(cs.ws, "dismiss.txt"), PROPOSAL, "✻ [Claude Code] dismiss.txt");
+  const answer = openDiff(claude, join(cs.ws, "dismiss.txt"), PROPOSAL, "✻ [Claude Code] dismiss.txt");
   answer.then(
     () => (settled = true),
     () => (settled = true),
@@ -151,12 +151,12 @@ test("closing the diff's tab reports it dismissed: Claude's call stays open for 
   assert.equal(resolved.params.decision, "dismissed");
   assert.equal(settled, false, "a dismissed diff leaves Claude's openDiff pending (its terminal prompt decides)");
   // Claude's prompt decided; it closes its tab, which settles the call.
-  await claude.call("close_tab", { tab_name: "✻ [Claude Code] dismiss.txt" });
+  await call(claude, "close_tab", { tab_name: "✻ [Claude Code] dismiss.txt" });
 });
 
 test("the selection reaches Claude, in UTF-16 code units", async () => {
   const file = join(cs.ws, "sel.txt");
-  await claude.call("openFile", { filePath: file, preview: false, makeFrontmost: true, startText: "", endText: "" });
+  await call(claude, "openFile", { filePath: file, preview: false, makeFrontmost: true, startText: "", endText: "" });
   const editor = wb.page.locator(".editor-instance .monaco-editor").first();
   await tab("sel.txt").waitFor();
   await editor.locator(".view-lines").click();
@@ -174,18 +174,18 @@ test("the selection reaches Claude, in UTF-16 code units", async () => {
   // 😀 is two UTF-16 code units: the line is 13 characters and 14 code units.
   assert.equal([...first].length, 13);
   assert.deepEqual(sel.selection.end, { line: 0, character: 14 });
-  const latest = JSON.parse((await claude.call("getLatestSelection", {}))[0]);
+  const latest = JSON.parse((await call(claude, "getLatestSelection", {}))[0]);
   assert.equal(latest.text, first);
   await screenshot(wb.page, "05-selection");
 });
 
 test("the TypeScript server's diagnostics reach Claude through getDiagnostics", async () => {
   const file = join(cs.ws, "bad.ts");
-  await claude.call("openFile", { filePath: file, preview: false, makeFrontmost: true });
+  await call(claude, "openFile", { filePath: file, preview: false, makeFrontmost: true });
   const diag = await eventually(
     "the TypeScript error in getDiagnostics",
     async () => {
-      const [text] = await claude.call("getDiagnostics", { uri: `file://${file}` });
+      const [text] = await call(claude, "getDiagnostics", { uri: `file://${file}` });
       const files = JSON.parse(text);
       return files.flatMap((f) => f.diagnostics).find((d) => String(d.code) === "2322");
     },
@@ -258,7 +258,7 @@ test("Start Claude Code opens a terminal running claude connected to this window
 test("several proposals at once, each labelled with who asks, each decided on its own", async () => {
   const lock = JSON.parse(readFileSync(lockFile, "utf8"));
   const tools = await ToolsClient.connect(lock.tools);
-  const fromClaude = claude.openDiff(join(cs.ws, "multi-a.txt"), PROPOSAL, "✻ [Claude Code] multi-a.txt");
+  const fromClaude = openDiff(claude, join(cs.ws, "multi-a.txt"), PROPOSAL, "✻ [Claude Code] multi-a.txt");
   const fromTools = tools.call("write_file", { path: "multi-b.txt", content: PROPOSAL }, 120_000);
   const a = tab("Claude Code: multi-a.txt");
   const b = tab("ccbridge tools: multi-b.txt");
@@ -290,11 +290,11 @@ test("ccbridge: Restart the sidecar: the old lock file goes, a new one comes, an
   await wb.page.keyboard.press("Enter");
   await eventually("the old lock file to be removed", () => !existsSync(old));
   lockFile = await eventually("the new sidecar's lock file", () => cs.lockFiles()[0]);
-  claude.close();
+  await claude.close();
   claude = await FakeClaude.connect(lockFile);
   // The new sidecar counts diff ids from 1 again, as the first review of this file had.
   const fresh = ORIGINAL.replace("one\n", "ONE (after the restart)\n");
-  const answer = claude.openDiff(join(cs.ws, "story.txt"), fresh, "✻ [Claude Code] story.txt again");
+  const answer = openDiff(claude, join(cs.ws, "story.txt"), fresh, "✻ [Claude Code] story.txt again");
   await tab("Claude Code: story.txt").waitFor();
   await wb.page.locator('.editor-actions [aria-label="Accept the proposal"]').first().click();
   assert.deepEqual(await within("Claude's openDiff answer", answer), ["FILE_SAVED", fresh]);
@@ -306,4 +306,3 @@ test("closing the window stops the sidecar: the lock file is removed", async () 
   await eventually("the lock file to be removed after the window closed", () => !existsSync(lockFile), 60_000);
 });
 
-void STEP;
