@@ -17,6 +17,8 @@
 //! - [`nvim`]: a real headless Neovim, driven through its msgpack-RPC API;
 //!   [`vim`] and [`emacs`]: a real Vim and Emacs in tmux, typed into, their
 //!   state read over a channel (Vim) or `emacsclient` (Emacs);
+//! - [`vscode`]: a real VS Code (code-server) with the extension installed,
+//!   its page driven by Chromium ([`browser`]);
 //! - [`agents`], [`mock_gemini`], [`mock_openai`]: the same for Gemini CLI
 //!   and Qwen Code (their sandboxes, and their model APIs on the shared
 //!   [`mock_model`] script), for the IDE companion server;
@@ -44,6 +46,7 @@ pub mod sandbox;
 pub mod stub_http;
 pub mod tmux;
 pub mod vim;
+pub mod vscode;
 
 /// The `hello.py` the end-to-end scenarios select in and edit.
 pub const HELLO_PY: &str = "def greet(name):\n    message = \"hello \" + name\n    print(message)\n    return message\n\n\ngreet(\"world\")\n";
