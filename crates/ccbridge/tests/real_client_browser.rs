@@ -19,6 +19,7 @@
 use ccbridge_testkit::browser::Browser;
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::serve::ServeProcess;
 use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -504,76 +505,33 @@ fn an_edit_made_without_review_is_listed_with_claudes_report_and_one_hunk_revert
     );
 }
 
-/// `ccbridge serve` as a child process; stopped with SIGTERM when dropped
-/// (so it removes its lock file).
-struct Serve {
-    child: std::process::Child,
-    url: String,
-    ide_port: u16,
-}
-
-impl Serve {
-    fn start(sandbox: &Sandbox) -> Serve {
-        let out = sandbox.root().join("serve.out");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_ccbridge"))
-            .args([
-                "serve",
-                "--no-tools",
-                "--agents",
-                "claude",
-                "--ide-name",
-                IDE_NAME,
-            ])
-            .arg("--workspace")
-            .arg(sandbox.workspace())
-            .arg("--lock-dir")
-            .arg(sandbox.lock_dir())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(sandbox.root().join("serve.err")).unwrap())
-            .spawn()
-            .expect("start ccbridge serve");
-        let mut serve = Serve {
-            child,
-            url: String::new(),
-            ide_port: 0,
-        };
-        let end = std::time::Instant::now() + STEP;
-        loop {
-            let text = std::fs::read_to_string(&out).unwrap_or_default();
-            let url = text
-                .split_whitespace()
-                .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/#token="));
-            let lock = std::fs::read_dir(sandbox.lock_dir())
-                .ok()
-                .and_then(|mut d| d.next())
-                .and_then(|e| e.ok());
-            if let (Some(url), Some(lock)) = (url, lock) {
-                serve.url = url.to_owned();
-                serve.ide_port = lock
-                    .file_name()
-                    .to_string_lossy()
-                    .trim_end_matches(".lock")
-                    .parse()
-                    .unwrap();
-                return serve;
-            }
-            assert!(
-                std::time::Instant::now() < end,
-                "ccbridge serve printed no link:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        let _ = self.child.wait();
-    }
+/// `ccbridge serve` for the sandbox's workspace and lock files, and the
+/// IDE port of the lock file it wrote.
+fn serve(sandbox: &Sandbox) -> (ServeProcess, u16) {
+    let lock_dir = sandbox.lock_dir();
+    let args = [
+        "--no-tools".as_ref(),
+        "--agents".as_ref(),
+        "claude".as_ref(),
+        "--ide-name".as_ref(),
+        IDE_NAME.as_ref(),
+        "--workspace".as_ref(),
+        sandbox.workspace().as_os_str(),
+        "--lock-dir".as_ref(),
+        lock_dir.as_os_str(),
+    ];
+    let bin = Path::new(env!("CARGO_BIN_EXE_ccbridge"));
+    let serve = ServeProcess::start(bin, &args, &[], sandbox.root(), STEP);
+    let port = ccbridge_testkit::poll_until(STEP, Duration::from_millis(50), || {
+        let lock = std::fs::read_dir(&lock_dir).ok()?.next()?.ok()?;
+        lock.file_name()
+            .to_str()?
+            .strip_suffix(".lock")?
+            .parse()
+            .ok()
+    })
+    .expect("ccbridge serve writes its lock file");
+    (serve, port)
 }
 
 /// Issue 19: a `claude` started by hand (not by ccbridge), as users start
@@ -587,14 +545,14 @@ fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_re
     let sandbox = Sandbox::new().expect("sandbox");
     let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
     let mock = MockAnthropic::start().expect("mock API");
-    let serve = Serve::start(&sandbox);
+    let (serve, ide_port) = serve(&sandbox);
     browser.new_page(PAGE, "light");
     browser.goto(PAGE, &serve.url);
     browser.wait_for(PAGE, "[data-connection]");
     let claude = Claude::start(
         &sandbox,
         &ClaudeOptions::new(claude_bin, mock.url())
-            .ide_port(serve.ide_port)
+            .ide_port(ide_port)
             .as_users_start_it(),
     )
     .expect("start claude");

@@ -27,6 +27,7 @@ use ccbridge_testkit::codex::{self, CodexCli, CodexSandbox};
 use ccbridge_testkit::editor::{Editor, EditorOptions};
 use ccbridge_testkit::mock_model::Reply;
 use ccbridge_testkit::mock_responses::MockResponses;
+use ccbridge_testkit::serve::ServeProcess;
 use ccbridge_testkit::{poll_until, tail};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -222,49 +223,6 @@ fn codex_ide_gets_the_editors_selection_and_another_folders_ccbridge_does_not_an
     );
 }
 
-/// `ccbridge serve` (the page as the editor) offering Codex, with the
-/// sandbox's socket environment; stopped with SIGTERM when dropped.
-struct PageServe {
-    child: std::process::Child,
-    url: String,
-}
-
-impl PageServe {
-    fn start(sandbox: &CodexSandbox) -> PageServe {
-        let out = sandbox.root().join("serve.out");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_ccbridge"))
-            .args(["serve", "--agents", "codex", "--no-tools", "--no-changes"])
-            .arg("--no-language-servers")
-            .arg("--workspace")
-            .arg(sandbox.workspace())
-            .arg("--log-file")
-            .arg(sandbox.root().join("serve.log"))
-            .envs(sandbox.socket_env())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(sandbox.root().join("serve.err")).unwrap())
-            .spawn()
-            .expect("start ccbridge serve");
-        let url = poll_until(STEP, Duration::from_millis(50), || {
-            let text = std::fs::read_to_string(&out).unwrap_or_default();
-            text.split_whitespace()
-                .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/#token="))
-                .map(str::to_owned)
-        })
-        .expect("ccbridge serve prints the page's link");
-        PageServe { child, url }
-    }
-}
-
-impl Drop for PageServe {
-    fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        let _ = self.child.wait();
-    }
-}
-
 /// Issue 24 with a real face: the selection made with the keyboard in the
 /// page's file viewer (real Chromium) reaches Codex's model request
 /// through `/ide`.
@@ -276,7 +234,21 @@ fn codex_ide_gets_a_selection_made_in_the_page() {
     let sandbox = CodexSandbox::new().expect("sandbox");
     let file = sandbox.write_file(FILE, ORIGINAL).unwrap();
     let mock = MockResponses::start().expect("mock model");
-    let serve = PageServe::start(&sandbox);
+    let log_file = sandbox.root().join("serve.log");
+    let workspace = sandbox.workspace();
+    let args = [
+        "--agents".as_ref(),
+        "codex".as_ref(),
+        "--no-tools".as_ref(),
+        "--no-changes".as_ref(),
+        "--no-language-servers".as_ref(),
+        "--workspace".as_ref(),
+        workspace.as_os_str(),
+        "--log-file".as_ref(),
+        log_file.as_os_str(),
+    ];
+    let ccbridge = Path::new(env!("CARGO_BIN_EXE_ccbridge"));
+    let serve = ServeProcess::start(ccbridge, &args, &sandbox.socket_env(), sandbox.root(), STEP);
     let mut browser = Browser::launch();
     browser.new_page(PAGE, "light");
     browser.goto(PAGE, &serve.url);
@@ -295,7 +267,7 @@ fn codex_ide_gets_a_selection_made_in_the_page() {
         .filter(|(k, _)| k != "HOME")
         .collect();
     let cli = CodexCli::start(&sandbox, &bin, &mock.url(), &env).expect("start codex");
-    let log = || std::fs::read_to_string(sandbox.root().join("serve.log")).unwrap_or_default();
+    let log = || std::fs::read_to_string(&log_file).unwrap_or_default();
     let fail = |what: &str, e: &dyn std::fmt::Debug| -> ! {
         panic!(
             "{what}: {e:?}\n{}\n── ccbridge log ──\n{}",

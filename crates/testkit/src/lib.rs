@@ -43,6 +43,7 @@ pub mod mock_openai;
 pub mod mock_responses;
 pub mod nvim;
 pub mod sandbox;
+pub mod serve;
 pub mod stub_http;
 pub mod tmux;
 pub mod vim;
