@@ -115,6 +115,16 @@ export class ActivityView {
 
 /** The connection status ([data-connection]): the sessions, or how to
  * start one. */
+/** How a user starts an agent by hand so that it uses this IDE: a claude
+ * connects at once only with --ide (or its auto-connect setting); Codex CLI
+ * asks the IDE for context once `/ide` is on (it never stays connected, so
+ * it is never listed as a session). */
+function startCommand(id: string): string {
+  if (id === "claude") return "claude --ide";
+  if (id === "codex") return "codex (then /ide)";
+  return id;
+}
+
 export class ConnectionStatus {
   readonly el: HTMLElement;
   private sessions: Session[] = [];
@@ -146,9 +156,7 @@ export class ConnectionStatus {
       const commands: (string | HTMLElement)[] = [];
       offered.forEach((a, i) => {
         if (i > 0) commands.push(i === offered.length - 1 ? " or " : ", ");
-        // A claude started by hand connects at once only with --ide (or
-        // its auto-connect setting).
-        commands.push(h("code", { "data-agent-command": a.id, title: a.name }, a.id === "claude" ? "claude --ide" : a.id));
+        commands.push(h("code", { "data-agent-command": a.id, title: a.name }, startCommand(a.id)));
       });
       const claude = offered.some((a) => a.id === "claude");
       replace(
