@@ -36,7 +36,6 @@ struct Sides {
     host: Host,
     local: PathBuf,
     remote: PathBuf,
-    /// The remote side's ccbridge (a copy: its processes are told apart).
     remote_exe: PathBuf,
     lock_dir: PathBuf,
     _dir: tempfile::TempDir,
@@ -46,8 +45,23 @@ fn plugin_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
 }
 
-fn start() -> Sides {
-    let host = Host::start().unwrap_or_else(|e| panic!("no second host for the SSH tests: {e}"));
+/// The two sides' folders: `local`, `remote` (the workspace as each names
+/// it, with different texts in hello.py) and the remote side's own
+/// ccbridge, `HOME` and `CLAUDE_CONFIG_DIR`.
+struct Folders {
+    base: PathBuf,
+    local: PathBuf,
+    remote: PathBuf,
+    /// The remote ccbridge as the remote shell starts it: a wrapper that
+    /// sets the remote side's HOME and CLAUDE_CONFIG_DIR.
+    wrapper: PathBuf,
+    /// The binary the wrapper runs (a copy: its processes are told apart).
+    remote_exe: PathBuf,
+    lock_dir: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+fn folders() -> Folders {
     let dir = ccbridge_testkit::temp_dir("ccbridge-remote-").unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let (local, remote, there) = (
@@ -60,8 +74,6 @@ fn start() -> Sides {
     }
     std::fs::write(local.join("hello.py"), LOCAL_TEXT).unwrap();
     std::fs::write(remote.join("hello.py"), REMOTE_TEXT).unwrap();
-    // The remote ccbridge: its own copy, started with the remote side's
-    // HOME and CLAUDE_CONFIG_DIR (so its lock directory is there).
     let remote_exe = there.join("bin/ccbridge-real");
     std::fs::copy(env!("CARGO_BIN_EXE_ccbridge"), &remote_exe).unwrap();
     let wrapper = there.join("bin/ccbridge");
@@ -79,6 +91,32 @@ fn start() -> Sides {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+    Folders {
+        base,
+        local,
+        remote,
+        wrapper,
+        remote_exe,
+        lock_dir: there.join("claude/ide"),
+        dir,
+    }
+}
+
+fn second_host() -> Host {
+    Host::start().unwrap_or_else(|e| panic!("no second host for the SSH tests: {e}"))
+}
+
+fn start() -> Sides {
+    let host = second_host();
+    let Folders {
+        base,
+        local,
+        remote,
+        wrapper,
+        remote_exe,
+        lock_dir,
+        dir,
+    } = folders();
     let home = base.join("local-home");
     std::fs::create_dir_all(&home).unwrap();
     let mut nvim = Nvim::start(
@@ -113,7 +151,7 @@ fn start() -> Sides {
         local,
         remote,
         remote_exe,
-        lock_dir: there.join("claude/ide"),
+        lock_dir,
         _dir: dir,
     };
     let sshd_log = sides.host.sshd_log();
@@ -291,4 +329,112 @@ fn a_dropped_ssh_connection_ends_the_remote_sidecar_and_its_lock() {
         "require('ccbridge').state.status == 'stopped'",
         STEP,
     );
+}
+
+/// `ccbridge serve` on the remote host, its page reached from here through
+/// `ssh -L <local port>:127.0.0.1:<ui port>`: the page and its API answer
+/// with the forwarded port in `Host` and `Origin`; a rebound name does not.
+#[test]
+fn the_page_of_a_remote_ccbridge_serve_answers_through_ssh_forwarding() {
+    use std::io::BufRead;
+    let host = second_host();
+    let f = folders();
+    let ui_port = 47011;
+    // As a person runs it: an interactive session (a terminal, -tt).
+    let mut prefix = host.ssh_prefix();
+    prefix[1] = "-tt".into();
+    let mut serve = std::process::Command::new("ssh")
+        .args(&prefix[1..])
+        .arg(format!(
+            "{} serve --ui-port {ui_port} --workspace {}",
+            f.wrapper.display(),
+            f.remote.display()
+        ))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = serve.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some((_, token)) = line.split_once("#token=") {
+                let _ = tx.send(token.trim().to_owned());
+            }
+        }
+    });
+    let token = rx
+        .recv_timeout(STEP)
+        .expect("the remote serve prints its link");
+    // A local port for the forward, other than the page's.
+    let local_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    assert_ne!(local_port, ui_port);
+    let mut forward = std::process::Command::new("ssh")
+        .args(["-N", "-o", "ExitOnForwardFailure=yes", "-L"])
+        .arg(format!("{local_port}:127.0.0.1:{ui_port}"))
+        .args(host.ssh_prefix().into_iter().skip(1))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let fwd = format!("127.0.0.1:{local_port}");
+    let origin = format!("http://{fwd}");
+    let page = poll_until(STEP, Duration::from_millis(50), || {
+        std::net::TcpStream::connect(("127.0.0.1", local_port)).ok()?;
+        let a =
+            ccbridge_testkit::http::request(local_port, "GET", "/", &[("Host", &fwd)], "", STEP);
+        (a.status != 0).then_some(a)
+    })
+    .expect("the forward to carry a request");
+    assert_eq!(page.status, 200, "{}", page.head);
+    let body = serde_json::json!({ "token": token }).to_string();
+    let signed = ccbridge_testkit::http::post(
+        local_port,
+        "/api/session",
+        &[
+            ("Host", &fwd),
+            ("Origin", &origin),
+            ("Content-Type", "application/json"),
+        ],
+        &body,
+        STEP,
+    );
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    let session: Value = serde_json::from_str(&signed.body).unwrap();
+    let auth = format!("Bearer {}", session["session"].as_str().unwrap());
+    let state = ccbridge_testkit::http::request(
+        local_port,
+        "GET",
+        "/api/state",
+        &[
+            ("Host", &fwd),
+            ("Origin", &origin),
+            ("Authorization", &auth),
+        ],
+        "",
+        STEP,
+    );
+    assert_eq!(state.status, 200, "{}", state.body);
+    let rebound = format!("evil.example:{local_port}");
+    let refused = ccbridge_testkit::http::request(
+        local_port,
+        "GET",
+        "/api/state",
+        &[("Host", &rebound), ("Authorization", &auth)],
+        "",
+        STEP,
+    );
+    assert_eq!(refused.status, 421, "{}", refused.head);
+    let _ = forward.kill();
+    let _ = forward.wait();
+    // A dropped connection hangs up the session's terminal: serve stops.
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        processes_of(&f.remote_exe).is_empty().then_some(())
+    });
+    assert!(ended.is_some(), "the remote serve outlived its SSH session");
 }
