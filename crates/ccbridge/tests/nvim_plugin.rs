@@ -1158,3 +1158,93 @@ async fn an_edit_accepted_in_the_review_is_listed_as_reviewed() {
         "{text}"
     );
 }
+
+/// `ccbridge.remote` (the sidecar through `cmd`, the `path_map`): its pure
+/// functions, called in a Neovim without a sidecar. The same through real
+/// SSH: `remote_ssh.rs`.
+#[test]
+fn the_path_map_and_the_command_prefix() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-nvim-").unwrap();
+    let mut nvim = Nvim::start(&plugin_dir().join("test/init.lua"), dir.path(), &[]).unwrap();
+    let failures = nvim.lua(
+        r#"local r = require("ccbridge.remote")
+        local bad = {}
+        local function eq(what, got, want)
+          if not vim.deep_equal(got, want) then
+            bad[#bad + 1] = ("%s: got %s, want %s"):format(what, vim.inspect(got), vim.inspect(want))
+          end
+        end
+        local map, problems = r.normalize({
+          { "/home/me/proj/", "/srv/proj" },
+          { ["local"] = "/home/me/proj/vendor", remote = "/opt/vendor" },
+          { "relative", "/x" },
+          "nonsense",
+        })
+        eq("problems", #problems, 2)
+        eq("to_remote", r.to_remote(map, "/home/me/proj/a.py"), "/srv/proj/a.py")
+        eq("to_remote root", r.to_remote(map, "/home/me/proj"), "/srv/proj")
+        eq("longest first", r.to_remote(map, "/home/me/proj/vendor/x.lua"), "/opt/vendor/x.lua")
+        eq("no prefix match", r.to_remote(map, "/home/me/project/a.py"), "/home/me/project/a.py")
+        eq("outside", r.to_remote(map, "/etc/hosts"), "/etc/hosts")
+        eq("to_local", r.to_local(map, "/srv/proj/src/b.py"), "/home/me/proj/src/b.py")
+        eq("to_local longest", r.to_local(map, "/opt/vendor/y"), "/home/me/proj/vendor/y")
+        eq("to_local outside", r.to_local(map, "/srv/project"), "/srv/project")
+        eq("non-strings", r.to_remote(map, vim.NIL), vim.NIL)
+        local root = r.normalize({ { "/", "/mnt/host" } })
+        eq("root map", r.to_remote(root, "/a/b"), "/mnt/host/a/b")
+        eq("root back", r.to_local(root, "/mnt/host/a/b"), "/a/b")
+
+        -- Every path the plugin sends, and none of the rest.
+        eq("selection", r.outgoing(map, "selectionChanged", { filePath = "/home/me/proj/a", text = "/home/me/proj/a" }),
+          { filePath = "/srv/proj/a", text = "/home/me/proj/a" })
+        eq("tabs", r.outgoing(map, "openEditorsChanged", { tabs = {
+            { path = "/home/me/proj/a", isActive = true }, { path = "Untitled-1", isUntitled = true } } }),
+          { tabs = { { path = "/srv/proj/a", isActive = true }, { path = "Untitled-1", isUntitled = true } } })
+        eq("diagnostics", r.outgoing(map, "diagnosticsChanged", { path = "/home/me/proj/a", diagnostics = {} }),
+          { path = "/srv/proj/a", diagnostics = {} })
+        eq("diagnostics uri", r.outgoing(map, "diagnosticsChanged", { uri = "file:///home/me/proj/a" }).uri,
+          "file:///srv/proj/a")
+        eq("dirty", r.outgoing(map, "documentDirtyChanged", { path = "/home/me/proj/a", isDirty = true }).path, "/srv/proj/a")
+        eq("mention", r.outgoing(map, "atMentioned", { filePath = "/home/me/proj/a", lineStart = 1 }),
+          { filePath = "/srv/proj/a", lineStart = 1 })
+        eq("folders", r.outgoing(map, "workspaceChanged", { workspaceFolders = { "/home/me/proj" } }).workspaceFolders,
+          { "/srv/proj" })
+        eq("changeAction", r.outgoing(map, "changeAction", { action = "revert", path = "/home/me/proj/a" }).path, "/srv/proj/a")
+        local verdict = { id = 3, decision = "accepted", contents = "/home/me/proj/a" }
+        eq("verdict untouched", r.outgoing(map, "diffResolved", verdict), verdict)
+        local sent = { filePath = "/home/me/proj/a" }
+        r.outgoing(map, "selectionChanged", sent)
+        eq("params not changed in place", sent.filePath, "/home/me/proj/a")
+
+        -- Every path received.
+        eq("showDiff", r.incoming(map, "showDiff", { oldFilePath = "/srv/proj/a", newFilePath = "/srv/proj/a",
+            originalContents = "/srv/proj/a" }),
+          { oldFilePath = "/home/me/proj/a", newFilePath = "/home/me/proj/a", originalContents = "/srv/proj/a" })
+        eq("openFile", r.incoming(map, "openFile", { filePath = "/srv/proj/a" }).filePath, "/home/me/proj/a")
+        eq("openFile answer", r.answer(map, "openFile", { filePath = "/home/me/proj/a", lineCount = 2 }),
+          { filePath = "/srv/proj/a", lineCount = 2 })
+        eq("openFiles", r.incoming(map, "openFiles", { paths = { "/srv/proj/a", "/elsewhere" } }).paths,
+          { "/home/me/proj/a", "/elsewhere" })
+        eq("openFiles answer", r.answer(map, "openFiles", { opened = { "/home/me/proj/a" } }).opened, { "/srv/proj/a" })
+        eq("saveDocument", r.incoming(map, "saveDocument", { path = "/srv/proj/a" }).path, "/home/me/proj/a")
+        eq("changes", r.result(map, "changes", { files = { { path = "/srv/proj/a" } } }).files[1].path, "/home/me/proj/a")
+        eq("empty map", r.incoming({}, "openFile", { filePath = "/srv/proj/a" }).filePath, "/srv/proj/a")
+
+        -- The command line: words quoted for ssh's remote shell only.
+        local argv = { "ccbridge", "serve", "--stdio", "--ide-name", "Neovim (my proj)", "--workspace", "/srv/it's" }
+        eq("no prefix", r.command({}, argv), argv)
+        eq("ssh", r.command({ "ssh", "-T", "host" }, argv), { "ssh", "-T", "host", "ccbridge", "serve", "--stdio",
+          "--ide-name", "'Neovim (my proj)'", "--workspace", [['/srv/it'\''s']] })
+        eq("docker", r.command({ "docker", "exec", "-i", "box" }, argv), vim.list_extend({ "docker", "exec", "-i", "box" }, argv))
+        eq("forced", r.command({ "/usr/bin/wrap" }, { "a b" }, true), { "/usr/bin/wrap", "'a b'" })
+        eq("forced off", r.command({ "/usr/bin/ssh", "h" }, { "a b" }, false), { "/usr/bin/ssh", "h", "a b" })
+        eq("quote empty", r.shell_quote(""), "''")
+        -- What a POSIX shell makes of the quoted words is the words.
+        local quoted = vim.tbl_map(r.shell_quote, argv)
+        local echoed = vim.fn.systemlist("printf '%s\\n' " .. table.concat(quoted, " "))
+        eq("sh round trip", echoed, argv)
+        return bad"#,
+        vec![],
+    );
+    assert_eq!(failures, json!([]), "{failures:#}");
+}

@@ -42,6 +42,7 @@ pub mod mock_model;
 pub mod mock_openai;
 pub mod mock_responses;
 pub mod nvim;
+pub mod remote;
 pub mod sandbox;
 pub mod serve;
 pub mod stub_http;

@@ -4,10 +4,12 @@
 //! browser) every web page can reach it. So, before any handler runs
 //! (docs/web-ui.md, "Security model"):
 //!
-//! - `Host` must be a loopback name with our port (else 421): a DNS-rebound
-//!   name never gets an answer;
-//! - `Origin`, when present, must be the page's own (else 403), and no CORS
-//!   header is ever sent, so another site can neither read nor write;
+//! - `Host` must be a loopback name, with any port (else 421): a
+//!   DNS-rebound name never gets an answer, and `ssh -L 9000:127.0.0.1:<port>`
+//!   (whose browser sends `Host: 127.0.0.1:9000`) does;
+//! - `Origin`, when present, must be the page's own as the `Host` sent names
+//!   it (else 403), and no CORS header is ever sent, so another site can
+//!   neither read nor write;
 //! - `/api/*` needs the page's session, sent as `Authorization: Bearer
 //!   <session>`, except `POST /api/session`, which trades a one-time link
 //!   token for one (wrong tokens are delayed like on the IDE port). Not a
@@ -130,17 +132,33 @@ impl Credentials {
     }
 }
 
-/// Whether `host` (a `Host` header) names this loopback server: exactly
-/// `127.0.0.1`, `localhost` or `[::1]`, with our port.
-pub fn host_ok(host: &str, port: u16) -> bool {
-    let want = port.to_string();
+/// Whether `host` (a `Host` header) names a loopback server: exactly
+/// `127.0.0.1`, `localhost` or `[::1]`, with a port (any port).
+///
+/// DNS rebinding is about the *name*: a page at `evil.example:<p>` makes its
+/// name resolve to 127.0.0.1 and then talks to us as a same-origin page of
+/// `evil.example`; its browser sends `Host: evil.example:<p>`, refused here
+/// whatever `<p>` is. The port adds nothing to that defence: a browser
+/// that sends `Host: 127.0.0.1:<p>` is on a page whose origin is
+/// `http://127.0.0.1:<p>`, i.e. loopback already, where only local
+/// processes listen. And the port in `Host` is the one the *browser*
+/// connected to, which is not ours whenever a forward sits in between
+/// (`ssh -L 9000:127.0.0.1:<ours>` gives `Host: 127.0.0.1:9000`). A foreign
+/// origin on another loopback port is still refused by [`origin_ok`],
+/// which compares the `Origin` with the `Host` actually sent.
+pub fn host_ok(host: &str) -> bool {
     let Some((name, p)) = host.rsplit_once(':') else {
         return false;
     };
-    p == want && (name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost") || name == "[::1]")
+    !p.is_empty()
+        && p.len() <= 5
+        && p.bytes().all(|b| b.is_ascii_digit())
+        && p.parse::<u16>().is_ok_and(|p| p != 0)
+        && (name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost") || name == "[::1]")
 }
 
-/// Whether `origin` is the page's own origin for `host`.
+/// Whether `origin` is the page's own origin for `host` (the `Host` the
+/// request carries, so the forwarded port of `ssh -L` included).
 pub fn origin_ok(origin: &str, host: &str) -> bool {
     origin.eq_ignore_ascii_case(&format!("http://{host}"))
 }
@@ -158,25 +176,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hosts_are_exact_loopback_names_with_our_port() {
+    fn hosts_are_exact_loopback_names_with_a_port() {
         for ok in [
             "127.0.0.1:8080",
             "localhost:8080",
             "LOCALHOST:8080",
             "[::1]:8080",
+            "127.0.0.1:9000",
+            "localhost:1",
+            "[::1]:65535",
         ] {
-            assert!(host_ok(ok, 8080), "{ok}");
+            assert!(host_ok(ok), "{ok}");
         }
         for bad in [
             "evil.example:8080",
             "127.0.0.1",
-            "127.0.0.1:8081",
+            "127.0.0.1:",
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:+80",
+            "127.0.0.1:80:80",
             "localhost.evil.example:8080",
             "127.0.0.1.nip.io:8080",
             "2130706433:8080",
             "",
         ] {
-            assert!(!host_ok(bad, 8080), "{bad}");
+            assert!(!host_ok(bad), "{bad}");
         }
     }
 
@@ -187,6 +212,9 @@ mod tests {
         assert!(!origin_ok("null", "127.0.0.1:8080"));
         assert!(!origin_ok("http://evil.example:8080", "127.0.0.1:8080"));
         assert!(!origin_ok("https://127.0.0.1:8080", "127.0.0.1:8080"));
+        // Through a forward, the page's origin is the forwarded port's.
+        assert!(origin_ok("http://127.0.0.1:9000", "127.0.0.1:9000"));
+        assert!(!origin_ok("http://127.0.0.1:8080", "127.0.0.1:9000"));
     }
 
     #[test]

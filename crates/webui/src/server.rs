@@ -104,7 +104,7 @@ async fn check(State(ui): State<Arc<Ui>>, req: Request, next: Next) -> Response 
     let h = req.headers();
     let header = |name| header_value(h, name);
     let host = header(header::HOST).unwrap_or_default();
-    if !guard::host_ok(&host, ui.port) {
+    if !guard::host_ok(&host) {
         return harden(
             error(
                 StatusCode::MISDIRECTED_REQUEST,

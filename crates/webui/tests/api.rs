@@ -512,6 +512,79 @@ async fn dns_rebinding_foreign_origins_simple_requests_and_preflights_are_refuse
 }
 
 #[tokio::test]
+async fn the_page_answers_through_a_port_forward_and_still_refuses_rebinding() {
+    // `ssh -L 9000:127.0.0.1:<ui port> host`: the browser connected to
+    // 127.0.0.1:9000 and says so in Host and Origin.
+    let rig = Rig::start().await;
+    let other = if rig.ui_port == 9000 { 9001 } else { 9000 };
+    let fwd = format!("127.0.0.1:{other}");
+    let fwd_origin = format!("http://{fwd}");
+    let page = rig.raw("GET", "/", &[("Host", &fwd)], "").await;
+    assert_eq!(page.status, 200, "{}", page.head);
+    // Signing in and the API, as the page does it from its forwarded origin.
+    let a = rig
+        .raw(
+            "POST",
+            "/api/session",
+            &[("Host", &fwd), ("Origin", &fwd_origin)],
+            &json!({ "token": rig.token }).to_string(),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let auth = format!("Bearer {}", a.json()["session"].as_str().unwrap());
+    let state = rig
+        .raw(
+            "GET",
+            "/api/state",
+            &[
+                ("Host", &fwd),
+                ("Origin", &fwd_origin),
+                ("Authorization", &auth),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(state.status, 200, "{}", state.body);
+    // The Origin must match the Host actually sent: the server's own port
+    // is not the page's origin here, and a foreign name never is.
+    for origin in [
+        format!("http://127.0.0.1:{}", rig.ui_port),
+        format!("http://evil.example:{other}"),
+        "null".to_owned(),
+    ] {
+        let a = rig
+            .raw(
+                "GET",
+                "/api/state",
+                &[
+                    ("Host", &fwd),
+                    ("Origin", &origin),
+                    ("Authorization", &auth),
+                ],
+                "",
+            )
+            .await;
+        assert_eq!(a.status, 403, "{origin}");
+    }
+    // A rebound name is refused on any port, with its own origin too.
+    for port in [other, rig.ui_port] {
+        let h = format!("evil.example:{port}");
+        let o = format!("http://{h}");
+        let a = rig
+            .raw(
+                "GET",
+                "/api/state",
+                &[("Host", &h), ("Origin", &o), ("Authorization", &auth)],
+                "",
+            )
+            .await;
+        assert_eq!(a.status, 421, "{h}");
+        assert_eq!(rig.raw("GET", "/", &[("Host", &h)], "").await.status, 421);
+    }
+    rig.stop().await;
+}
+
+#[tokio::test]
 async fn the_page_is_served_with_a_strict_policy() {
     let rig = Rig::start().await;
     let a = rig.raw("GET", "/", &[], "").await;

@@ -8,6 +8,15 @@ M.defaults = {
   bin = "ccbridge",
   --- Extra arguments for `ccbridge serve --stdio` (e.g. `{ "--multi-client" }`).
   args = {},
+  --- A command prefix that runs the sidecar elsewhere, e.g.
+  --- `{ "ssh", "-T", "host" }` or `{ "docker", "exec", "-i", "box" }`: the
+  --- sidecar is then `cmd` + `bin serve --stdio ...`, and `bin` names the
+  --- ccbridge of that side. Empty: run `bin` here.
+  cmd = {},
+  --- Where the two sides name the same folders differently:
+  --- `{ { "/home/me/proj", "/srv/proj" } }` (or `{ ["local"] = ..., remote = ... }`).
+  --- Paths sent are mapped local → remote, paths received remote → local.
+  path_map = {},
   --- Start the sidecar in `setup()`. Else `:CCBridgeStart` (or any command
   --- that needs it) starts it.
   auto_start = true,
@@ -78,6 +87,9 @@ M.defaults = {
 ---@type ccbridge.Options
 M.options = vim.deepcopy(M.defaults)
 
+--- `options.path_map`, checked and sorted (`remote.normalize`).
+M.path_map = {}
+
 local one_of = {
   ["diff.open_in"] = { "tab", "window" },
   ["diff.layout"] = { "vertical", "horizontal", "inline" },
@@ -91,6 +103,9 @@ local optional = {
   ide_name = { "string" },
   workspace_folders = { "table", "function" },
   log_file = { "string" },
+  --- Quote the sidecar's words for a remote shell (default: when `cmd`
+  --- starts with ssh, which joins them into one shell command).
+  cmd_quote = { "boolean" },
 }
 
 --- `user` over `defaults`, key by key. A value of the wrong type, outside
@@ -142,6 +157,9 @@ end
 function M.set(user)
   local found = {}
   M.options = merge(M.defaults, user or {}, "", found)
+  local map, bad = require("ccbridge.remote").normalize(M.options.path_map)
+  M.path_map = map
+  vim.list_extend(found, bad)
   return found
 end
 

@@ -59,6 +59,8 @@ function M.check()
   end
   if init.lockFile == nil or init.lockFile == vim.NIL then
     health.warn("no lock file: Claude finds this Neovim only through CLAUDE_CODE_SSE_PORT", { "Use :CCBridgeClaude" })
+  elseif bridge.is_remote() then
+    health.ok("lock file (on the sidecar's side, through `cmd`): " .. init.lockFile)
   elseif vim.fn.filereadable(init.lockFile) == 1 then
     health.ok("lock file: " .. init.lockFile)
   else

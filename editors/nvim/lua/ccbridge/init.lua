@@ -6,6 +6,7 @@
 --- diagnostics, diff, reload, mention, terminal, health). Nothing happens
 --- before `setup()`: no autocommands, no commands, no process.
 local config = require("ccbridge.config")
+local remote = require("ccbridge.remote")
 local rpc = require("ccbridge.rpc")
 
 local M = {}
@@ -49,14 +50,24 @@ end
 ---@param params table
 function M.notify(method, params)
   if S.conn and S.status ~= "stopped" then
-    S.conn:notify(method, params)
+    S.conn:notify(method, remote.outgoing(config.path_map, method, params))
   end
+end
+
+--- Whether the sidecar runs through a prefix (`cmd`), on another machine
+--- or in a container: its lock file, pid and disk are not ours.
+function M.is_remote()
+  return #config.options.cmd > 0
 end
 
 --- Sends a request; `cb(err, result)`.
 function M.request(method, params, cb)
   if S.conn and S.status ~= "stopped" then
-    S.conn:request(method, params, cb)
+    S.conn:request(method, remote.outgoing(config.path_map, method, params), function(err, result)
+      if cb then
+        cb(err, remote.result(config.path_map, method, result))
+      end
+    end)
   elseif cb then
     cb({ code = -32099, message = "ccbridge is not running" })
   end
@@ -104,7 +115,8 @@ end
 --- Several Neovims in one folder: the default name gets a number, so
 --- Claude's `/ide` list tells them apart ("Neovim (app) [2]").
 local function distinct_name(init)
-  if config.options.ide_name or type(init.lockFile) ~= "string" then
+  if config.options.ide_name or type(init.lockFile) ~= "string" or M.is_remote() then
+    -- (A remote sidecar's lock directory is not on this disk.)
     return
   end
   S.ide_name = nil
@@ -125,7 +137,8 @@ local function on_request(method, params)
   if not handler then
     return nil, { code = -32601, message = "Neovim does not handle " .. method }
   end
-  return handler(params or {})
+  local result, err = handler(remote.incoming(config.path_map, method, params or {}))
+  return remote.answer(config.path_map, method, result), err
 end
 
 local notifications = {
@@ -195,17 +208,19 @@ local function on_exit(code, signal, stderr)
   end
 end
 
---- The command line that starts the sidecar.
+--- The command line that starts the sidecar (after the `cmd` prefix, with
+--- the workspace folders as the sidecar's side names them).
 function M.command()
   local o = config.options
   local cmd = { o.bin, "serve", "--stdio", "--ide-name", M.ide_name() }
   for _, dir in ipairs(M.workspace_folders()) do
-    vim.list_extend(cmd, { "--workspace", dir })
+    vim.list_extend(cmd, { "--workspace", remote.to_remote(config.path_map, dir) })
   end
   if o.log_file then
-    vim.list_extend(cmd, { "--log-file", vim.fn.expand(o.log_file) })
+    -- On the sidecar's side: expanded there when remote.
+    vim.list_extend(cmd, { "--log-file", M.is_remote() and o.log_file or vim.fn.expand(o.log_file) })
   end
-  return vim.list_extend(cmd, o.args)
+  return remote.command(o.cmd, vim.list_extend(cmd, o.args), o.cmd_quote)
 end
 
 --- Runs `cb(init, err)` once the sidecar answered `initialize` (at once if
@@ -232,8 +247,10 @@ function M.start()
     return
   end
   local o = config.options
-  if vim.fn.executable(o.bin) ~= 1 then
-    local msg = ("`%s` not found: install ccbridge (cargo install --path crates/ccbridge) or set `bin`"):format(o.bin)
+  local prog = M.is_remote() and o.cmd[1] or o.bin
+  if vim.fn.executable(prog) ~= 1 then
+    local msg = M.is_remote() and ("`%s` (the `cmd` prefix) not found"):format(prog)
+      or ("`%s` not found: install ccbridge (cargo install --path crates/ccbridge) or set `bin`"):format(o.bin)
     M.notify_once(msg, vim.log.levels.ERROR, "no-binary")
     settle(nil, msg)
     return
@@ -252,8 +269,13 @@ function M.start()
   conn:request("initialize", {
     protocolVersion = M.protocol_version,
     ideName = M.ide_name(),
-    workspaceFolders = M.workspace_folders(),
-    pid = vim.fn.getpid(),
+    workspaceFolders = vim.tbl_map(function(d)
+      return remote.to_remote(config.path_map, d)
+    end, M.workspace_folders()),
+    -- Our pid means nothing on the sidecar's side (Claude would find it
+    -- dead and delete the lock file): there the sidecar's parent stands
+    -- for the editor (the SSH session, `docker exec`), which ends with us.
+    pid = (not M.is_remote()) and vim.fn.getpid() or nil,
     capabilities = {
       diff = true,
       openFile = true,
