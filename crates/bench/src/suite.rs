@@ -34,7 +34,7 @@ impl Side {
 
 /// `[first, second]` for run `i`: the order flips every run.
 fn order(i: usize) -> [Side; 2] {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         [Side::Ccbridge, Side::Floor]
     } else {
         [Side::Floor, Side::Ccbridge]

@@ -923,7 +923,7 @@ Content-Length: 2\n\n[]\r\n\r\nContent-Length: 1\r\n\r\n7";
             seed ^= seed >> 7;
             seed ^= seed << 17;
             let p = pieces[(seed % 8) as usize];
-            if seed % 3 == 0 {
+            if seed.is_multiple_of(3) {
                 input.push((seed >> 24) as u8);
             } else {
                 input.extend_from_slice(p);
