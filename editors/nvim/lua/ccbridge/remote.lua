@@ -56,15 +56,18 @@ local function longest_first(map, key)
   return sorted
 end
 
---- A local path as the remote side names it.
+--- `path` renamed by the map's entries from side `from` to side `to`
+--- (`"l"` or `"r"`), the longest matching prefix first.
 ---@param map { l: string, r: string }[]
 ---@param path any
-function M.to_remote(map, path)
+---@param from "l"|"r"
+---@param to "l"|"r"
+local function translate(map, path, from, to)
   if type(path) ~= "string" then
     return path
   end
-  for _, m in ipairs(longest_first(map, "l")) do
-    local p = swap(path, m.l, m.r)
+  for _, m in ipairs(longest_first(map, from)) do
+    local p = swap(path, m[from], m[to])
     if p then
       return p
     end
@@ -72,20 +75,18 @@ function M.to_remote(map, path)
   return path
 end
 
+--- A local path as the remote side names it.
+---@param map { l: string, r: string }[]
+---@param path any
+function M.to_remote(map, path)
+  return translate(map, path, "l", "r")
+end
+
 --- A remote path as this side names it.
 ---@param map { l: string, r: string }[]
 ---@param path any
 function M.to_local(map, path)
-  if type(path) ~= "string" then
-    return path
-  end
-  for _, m in ipairs(longest_first(map, "r")) do
-    local p = swap(path, m.r, m.l)
-    if p then
-      return p
-    end
-  end
-  return path
+  return translate(map, path, "r", "l")
 end
 
 --- `s` quoted for a POSIX shell (what `ssh` hands its command to).
@@ -127,7 +128,7 @@ function M.command(prefix, argv, quote)
   return out
 end
 
---- Applies `f` to `t[key]` of a copy of `t`.
+--- Replaces `t[key]` by `f(t[key])`, in place (callers pass a copy).
 local function map_field(t, key, f)
   if type(t) == "table" and t[key] ~= nil then
     t[key] = f(t[key])
@@ -155,17 +156,15 @@ end
 
 --- What the plugin sends (notifications and its own requests' params),
 --- by method: which fields hold paths.
+local function workspace_folders(p, f)
+  map_field(p, "workspaceFolders", function(l)
+    return map_list(l, f)
+  end)
+end
+
 local outgoing = {
-  initialize = function(p, f)
-    map_field(p, "workspaceFolders", function(l)
-      return map_list(l, f)
-    end)
-  end,
-  workspaceChanged = function(p, f)
-    map_field(p, "workspaceFolders", function(l)
-      return map_list(l, f)
-    end)
-  end,
+  initialize = workspace_folders,
+  workspaceChanged = workspace_folders,
   selectionChanged = function(p, f)
     map_field(p, "filePath", f)
   end,
