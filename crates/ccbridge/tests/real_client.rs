@@ -62,7 +62,16 @@ fn rig(turns: Vec<Turn>) -> Rig {
         IDE_NAME,
     ))
     .expect("spawn ccbridge");
-    let init = editor.initialize(IDE_NAME, STEP).expect("initialize");
+    // Version 3, whose `initialize` result says how to start each agent.
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 3, "ideName": IDE_NAME,
+                   "capabilities": {"diff": true, "openFile": true, "saveDocument": true,
+                                    "closeTab": true}}),
+            STEP,
+        )
+        .expect("initialize");
     let lock = editor.wait_lock_file(STEP).expect("lock file");
     assert_eq!(
         init["port"].as_u64(),
@@ -75,7 +84,9 @@ fn rig(turns: Vec<Turn>) -> Rig {
     let started = Instant::now();
     let claude = Claude::start(
         &sandbox,
-        &ClaudeOptions::new(claude_bin, mock.url()).ide_port(lock.port),
+        // As the editor's terminal starts it: no permission mode (auto mode),
+        // with the environment and arguments `initialize` offered.
+        &ClaudeOptions::new(claude_bin, mock.url()).in_editor_terminal(&init),
     )
     .expect("start claude");
     let connected = editor

@@ -82,9 +82,7 @@ fn rig_with(extra: &[&str]) -> Rig {
         &sandbox,
         // As users start it: no permission mode (auto mode, where Claude
         // would edit without asking if ccbridge did not make edits ask).
-        &ClaudeOptions::new(claude_bin, mock.url())
-            .launcher(launcher)
-            .as_users_start_it(),
+        &ClaudeOptions::new(claude_bin, mock.url()).launcher(launcher),
     )
     .expect("start ccbridge claude");
     let screen = claude
@@ -551,9 +549,7 @@ fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_re
     browser.wait_for(PAGE, "[data-connection]");
     let claude = Claude::start(
         &sandbox,
-        &ClaudeOptions::new(claude_bin, mock.url())
-            .ide_port(ide_port)
-            .as_users_start_it(),
+        &ClaudeOptions::new(claude_bin, mock.url()).ide_port(ide_port),
     )
     .expect("start claude");
     claude.wait_prompt(STEP).unwrap();

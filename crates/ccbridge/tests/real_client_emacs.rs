@@ -75,18 +75,23 @@ fn rig(finds: Finds) -> Rig {
         lisp_str(&sandbox.lock_dir().display().to_string()),
         lisp_str(&hello.display().to_string()),
     ));
-    let port = emacs
-        .wait(
-            "the sidecar's port",
-            "(let ((s (car (ccbridge-info)))) \
-               (and (equal (plist-get s :status) \"running\") (plist-get s :port)))",
-            STEP,
-        )
-        .as_u64()
-        .unwrap() as u16;
+    // What `ccbridge-claude` would start Claude with, in the shape of
+    // `initialize`'s `agents`.
+    let init = emacs.wait(
+        "the sidecar's agents",
+        "(let (s) (maphash (lambda (_ v) (setq s v)) ccbridge--sessions) \
+           (and s (eq (ccbridge--session-status s) 'running) \
+                (let ((a (assoc \"claude\" (ccbridge--offered-agents \
+                                            (ccbridge--session-init s))))) \
+                  (list :agents (vector (list :id \"claude\" :env (nth 2 a) \
+                                              :args (vconcat (nth 3 a))))))))",
+        STEP,
+    );
+    // As users start it: no permission mode (auto mode), either from the
+    // package's terminal or by hand in another one.
     let mut opts = ClaudeOptions::new(claude_bin, mock.url());
     if finds == Finds::ByPort {
-        opts = opts.ide_port(port);
+        opts = opts.in_editor_terminal(&init);
     } else {
         opts.extra_args.push("--ide".into());
     }

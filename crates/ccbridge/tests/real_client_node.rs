@@ -150,8 +150,9 @@ fn rig() -> Rig {
     let log = sandbox.root().join("ccbridge.log");
     let mut editor = NodeEditor::start(&sandbox, &log);
     let ready = editor.wait("ready");
-    let port = ready["port"].as_u64().expect("the port") as u16;
-    let opts = ClaudeOptions::new(claude_bin, mock.url()).ide_port(port);
+    // As the editor's terminal starts it: no permission mode (auto mode),
+    // with the environment and arguments the client offers for `claude`.
+    let opts = ClaudeOptions::new(claude_bin, mock.url()).in_editor_terminal(&ready);
     let claude = Claude::start(&sandbox, &opts).expect("start claude");
     let mut rig = Rig {
         claude,

@@ -73,18 +73,17 @@ fn rig_where(finds: Finds) -> Rig {
             sandbox.lock_dir().to_str().unwrap().into(),
         ],
     );
-    let port = nvim
-        .wait(
-            "the sidecar's port",
-            "require('ccbridge').state.status == 'running' and require('ccbridge').state.init.port",
-            STEP,
-        )
-        .as_u64()
-        .unwrap() as u16;
+    let init = nvim.wait(
+        "the sidecar's initialize result",
+        "require('ccbridge').state.status == 'running' and require('ccbridge').state.init",
+        STEP,
+    );
     nvim.command(&format!("edit {}", hello.display()));
+    // As users start it: no permission mode (auto mode), either from the
+    // plugin's terminal or by hand in another one.
     let mut opts = ClaudeOptions::new(claude_bin, mock.url());
     if finds == Finds::ByPort {
-        opts = opts.ide_port(port);
+        opts = opts.in_editor_terminal(&init);
     } else {
         opts.extra_args.push("--ide".into());
     }

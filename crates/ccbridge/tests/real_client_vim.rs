@@ -75,18 +75,17 @@ fn rig_where(finds: Finds) -> Rig {
         vim_str(&options.to_string())
     ));
     vim.ex("CCBridgeStart");
-    let port = vim
-        .wait(
-            "the sidecar's port",
-            "ccbridge#Status() ==# 'running' ? ccbridge#Init().port : 0",
-            STEP,
-        )
-        .as_u64()
-        .unwrap() as u16;
+    let init = vim.wait(
+        "the sidecar's initialize result",
+        "ccbridge#Status() ==# 'running' ? ccbridge#Init() : 0",
+        STEP,
+    );
     vim.ex(&format!("edit {}", hello.display()));
+    // As users start it: no permission mode (auto mode), either from the
+    // plugin's terminal or by hand in another one.
     let mut opts = ClaudeOptions::new(claude_bin, mock.url());
     if finds == Finds::ByPort {
-        opts = opts.ide_port(port);
+        opts = opts.in_editor_terminal(&init);
     } else {
         opts.extra_args.push("--ide".into());
     }

@@ -77,7 +77,14 @@ fn rig() -> Rig {
         .and_then(|s| s.to_str())
         .and_then(|s| s.parse().ok())
         .expect("the lock file is <port>.lock");
-    let opts = ClaudeOptions::new(claude_bin, mock.url()).ide_port(port);
+    // As "Start Claude Code" starts it: no permission mode (auto mode), the
+    // port, and the review `--settings` of `initialize.agents` (that the
+    // command passes them is checked by the extension's own tests).
+    let settings = ccbridge_protocol::lockfile::claude_settings(true, &[]);
+    let opts = ClaudeOptions::new(claude_bin, mock.url())
+        .ide_port(port)
+        .in_editor_terminal(&json!({"agents": [{"id": "claude", "env": {},
+            "args": ["--settings", settings.to_string()]}]}));
     let claude = Claude::start(&sandbox, &opts).expect("start claude");
     let shots = std::env::var_os("CCBRIDGE_VSCODE_ARTIFACTS")
         .map(PathBuf::from)

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The CLI version these tests are written against.
-pub const CLAUDE_CODE_VERSION: &str = "2.1.328";
+pub const CLAUDE_CODE_VERSION: &str = "2.1.332";
 
 /// A made-up API key; the mock accepts anything. Its last 20 characters are
 /// pre-approved in `.claude.json`.
@@ -194,9 +194,11 @@ pub struct ClaudeOptions {
     /// followed by the CLI's arguments, so the launcher names the CLI itself
     /// (`ccbridge claude --claude <bin> --`). Empty: the CLI runs directly.
     pub launcher: Vec<String>,
-    /// `--permission-mode` given to the CLI; `None` starts it as users do,
-    /// without one (since 2.1.328 that is auto mode, where edits are
-    /// allowed without asking unless something makes them ask).
+    /// `--permission-mode` given to the CLI. `None` (the default) starts it
+    /// as users do, without one: since 2.1.328 that is auto mode, where
+    /// edits are written without asking unless something makes them ask
+    /// (the `--settings` an editor's terminal passes, see
+    /// [`ClaudeOptions::in_editor_terminal`]).
     pub permission_mode: Option<String>,
     pub width: u16,
     pub height: u16,
@@ -211,7 +213,7 @@ impl ClaudeOptions {
             extra_env: Vec::new(),
             extra_args: Vec::new(),
             launcher: Vec::new(),
-            permission_mode: Some("default".into()),
+            permission_mode: None,
             width: 200,
             height: 50,
         }
@@ -228,15 +230,40 @@ impl ClaudeOptions {
         self
     }
 
-    /// Starts the CLI without `--permission-mode`, as users start it.
-    pub fn as_users_start_it(mut self) -> Self {
-        self.permission_mode = None;
+    /// Starts the CLI with `--permission-mode <mode>`, as a user who chose
+    /// one does (the default is none, as users start it).
+    pub fn permission_mode(mut self, mode: &str) -> Self {
+        self.permission_mode = Some(mode.into());
+        self
+    }
+
+    /// Starts the CLI as an editor's terminal does (`:CCBridgeClaude`, VS
+    /// Code's "Start Claude Code"): with the environment and the arguments
+    /// the sidecar's `initialize` result offers for `claude` in `agents`
+    /// (the IDE's port, and the `--settings` whose hook makes every edit
+    /// ask, so edits reach the editor's review in auto mode too). `init` is
+    /// that result; panics when it offers no `claude`, which is the bug.
+    pub fn in_editor_terminal(mut self, init: &serde_json::Value) -> Self {
+        let claude = init["agents"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["id"] == "claude"))
+            .unwrap_or_else(|| panic!("initialize offers no `claude` agent: {init}"));
+        for (k, v) in claude["env"].as_object().into_iter().flatten() {
+            let v = v.as_str().expect("agent env values are strings");
+            self.extra_env.push((k.clone(), v.into()));
+        }
+        let args = claude["args"].as_array().into_iter().flatten();
+        let args: Vec<String> = args
+            .map(|a| a.as_str().expect("agent args are strings").into())
+            .collect();
+        // Before the user's own arguments, as the plugins pass them.
+        self.extra_args.splice(0..0, args);
         self
     }
 }
 
-/// A running interactive `claude` in tmux (`--permission-mode default`
-/// unless [`ClaudeOptions::as_users_start_it`]).
+/// A running interactive `claude` in tmux (in the permission mode users
+/// get unless [`ClaudeOptions::permission_mode`] names one).
 pub struct Claude {
     pub tmux: Tmux,
     pid: u32,

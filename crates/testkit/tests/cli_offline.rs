@@ -33,7 +33,13 @@ fn cli_executes_scripted_write_approved_in_terminal() {
         Turn::text("Done writing."),
     ])
     .unwrap();
-    let claude = Claude::start(&sandbox, &ClaudeOptions::new(claude_bin(), mock.url())).unwrap();
+    // In the default mode a user may choose (auto mode, the mode users get,
+    // would write without asking).
+    let claude = Claude::start(
+        &sandbox,
+        &ClaudeOptions::new(claude_bin(), mock.url()).permission_mode("default"),
+    )
+    .unwrap();
     claude.wait_prompt(T).unwrap();
     claude.type_and_submit("create a file", T).unwrap();
     claude
@@ -51,5 +57,30 @@ fn cli_executes_scripted_write_approved_in_terminal() {
         results[0].1.contains("created successfully") || results[0].1.contains("File created"),
         "tool_result: {}",
         results[0].1
+    );
+}
+
+/// The premise of ccbridge's review hook: started as users start it (no
+/// permission mode), the pinned CLI is in auto mode and writes a new file
+/// without asking anyone. If a later CLI asks again, this fails, and the
+/// hook's reason should be re-read.
+#[test]
+fn cli_started_as_users_start_it_writes_without_asking() {
+    let sandbox = Sandbox::new().unwrap();
+    let target = sandbox.workspace().join("unasked.py");
+    let mock = MockAnthropic::with_script([
+        Turn::write(target.to_str().unwrap(), "z = 3\n").with_text("Creating the file."),
+        Turn::text("Done writing."),
+    ])
+    .unwrap();
+    let claude = Claude::start(&sandbox, &ClaudeOptions::new(claude_bin(), mock.url())).unwrap();
+    claude.wait_prompt(T).unwrap();
+    claude.type_and_submit("create a file", T).unwrap();
+    claude.tmux.wait_for_text("Done writing.", T).unwrap();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "z = 3\n");
+    assert!(
+        !claude.transcript().contains("Do you want to create"),
+        "auto mode asked:\n{}",
+        claude.transcript()
     );
 }

@@ -67,11 +67,14 @@ try {
   process.exit(1);
 }
 
-log("ready", { folder, port: bridge.port, lockFile: bridge.lockFile });
+const claude = bridge.agents.find((a) => a.id === "claude");
+log("ready", { folder, port: bridge.port, lockFile: bridge.lockFile, claude });
+// POSIX shell quoting, so the command can be pasted as printed.
+const sh = (word) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
 console.log(
-  `\nStart Claude Code connected to this editor:\n  cd ${folder} && ${Object.entries(bridge.claudeEnv)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(" ")} claude\n`,
+  `\nStart Claude Code connected to this editor (the --settings make every edit come here for review):\n  cd ${sh(folder)} && ${Object.entries(claude?.env ?? bridge.claudeEnv)
+    .map(([k, v]) => `${k}=${sh(v)}`)
+    .join(" ")} claude ${(claude?.args ?? []).map(sh).join(" ")}\n`,
 );
 if (bridge.tools) log("workspace tools", { url: bridge.tools.url, approvalMode: bridge.tools.approvalMode });
 

@@ -185,7 +185,9 @@ export class Bridge extends EventEmitter {
   /**
    * Set these on the terminal that runs `claude` (the protocol's `env`:
    * `CLAUDE_CODE_SSE_PORT`, `ENABLE_IDE_INTEGRATION`) so it connects here
-   * at once, e.g. `spawn("claude", [], {env: {...process.env, ...bridge.claudeEnv}})`.
+   * at once. Pass the `claude` entry of {@link agents}'s `args` too: without
+   * them Claude Code starts in auto mode and writes edits without showing
+   * them here.
    */
   get claudeEnv(): Record<string, string> {
     return { ...this.initResult().env };
@@ -194,8 +196,11 @@ export class Bridge extends EventEmitter {
   /**
    * Every agent that can find this editor (Claude Code, Gemini CLI, Qwen
    * Code, as `ccbridge serve --agents` offers them), each with the
-   * environment of a terminal that starts it connected here:
-   * `spawn(a.id, [], {env: {...process.env, ...a.env}})`.
+   * environment and leading arguments of a terminal that starts it
+   * connected here: `spawn(a.id, [...(a.args ?? []), ...userArgs], {env:
+   * {...process.env, ...a.env}})`. For Claude Code the arguments are a
+   * `--settings` whose hook makes every edit ask, so edits are reviewed
+   * here even in the auto mode it starts in.
    */
   get agents(): AgentEnv[] {
     return (this.initResult().agents ?? []).map((a) => ({ ...a, env: { ...a.env } }));
