@@ -162,9 +162,52 @@ struct Entry {
     kept: BTreeSet<HunkKey>,
     viewed: bool,
     changed_at: u64,
+    /// The review's revision when `now` last changed (see
+    /// [`Changes::changed_since`]).
+    changed_rev: u64,
+    /// `now`'s [`version_of`].
+    version: String,
+    /// The hunks between `before` and `now` with their keys, in order:
+    /// computed once per change of `now`, not per view or decision (a
+    /// view of a large file diffed it again on every call).
+    hunks: Arc<[(Hunk, HunkKey)]>,
 }
 
 impl Entry {
+    fn new(before: Before) -> Entry {
+        Entry {
+            before,
+            now: None,
+            too_large: false,
+            sources: BTreeSet::new(),
+            kept: BTreeSet::new(),
+            viewed: false,
+            changed_at: 0,
+            changed_rev: 0,
+            version: version_of(None),
+            hunks: Arc::from([]),
+        }
+    }
+
+    /// Sets what the file holds now, and what follows from it.
+    fn set_now(&mut self, now: Option<Arc<[u8]>>, too_large: bool) {
+        self.now = now;
+        self.too_large = too_large;
+        self.version = version_of(self.now.as_deref());
+        self.hunks = match self.texts() {
+            Some((before, now)) => hunks::hunks(before, now)
+                .into_iter()
+                .map(|h| (h, hunk_key(before, now, &h)))
+                .collect(),
+            None => Arc::from([]),
+        };
+    }
+
+    /// The keys of its hunks, in order.
+    fn keys(&self) -> impl Iterator<Item = &HunkKey> {
+        self.hunks.iter().map(|(_, k)| k)
+    }
+
     fn before_bytes(&self) -> Option<&[u8]> {
         match &self.before {
             Before::Bytes(b) => Some(b),
@@ -205,6 +248,8 @@ struct State {
     reported: HashMap<String, Source>,
     watched: usize,
     limit: Option<String>,
+    /// Counts the changes of files' contents (see [`Entry::changed_rev`]).
+    content_rev: u64,
 }
 
 struct Shared {
@@ -273,6 +318,20 @@ impl Changes {
         )
     }
 
+    /// The files whose content changed after `rev` (0: every file listed),
+    /// and the revision to ask from next time: a follower (the language
+    /// servers) looks at what changed, not at the whole list again.
+    pub fn changed_since(&self, rev: u64) -> (u64, Vec<String>) {
+        let s = self.lock();
+        let paths = s
+            .files
+            .iter()
+            .filter(|(_, e)| e.changed_rev > rev)
+            .map(|(p, _)| p.clone())
+            .collect();
+        (s.content_rev, paths)
+    }
+
     /// Says that a write of `bytes` to `path` was accepted in a review by
     /// `agent`: seen on disk, the change is marked reviewed, its hunks kept.
     pub fn expect_reviewed(&self, path: &str, bytes: &[u8], agent: &str) {
@@ -330,12 +389,11 @@ impl Changes {
             .files
             .get_mut(path)
             .ok_or_else(|| ChangeError::NoChange(path.to_owned()))?;
-        if version_of(e.now.as_deref()) != version {
+        if e.version != version {
             return Err(ChangeError::Stale(path.to_owned()));
         }
-        let keys = keys_of(e);
         match key {
-            Some(k) if keys.iter().any(|x| x == k) => {
+            Some(k) if e.keys().any(|x| x == k) => {
                 e.kept.insert(k.to_owned());
             }
             Some(k) => {
@@ -345,6 +403,7 @@ impl Changes {
                 })
             }
             None => {
+                let keys: Vec<HunkKey> = e.keys().cloned().collect();
                 e.kept.extend(keys);
                 e.viewed = true;
             }
@@ -386,7 +445,7 @@ impl Changes {
     pub fn keep_all(&self) {
         let mut s = self.lock();
         for e in s.files.values_mut() {
-            let keys = keys_of(e);
+            let keys: Vec<HunkKey> = e.keys().cloned().collect();
             e.kept.extend(keys);
             e.viewed = true;
         }
@@ -403,7 +462,7 @@ impl Changes {
                 .files
                 .get(path)
                 .ok_or_else(|| ChangeError::NoChange(path.to_owned()))?;
-            if version_of(e.now.as_deref()) != version {
+            if e.version != version {
                 return Err(ChangeError::Stale(path.to_owned()));
             }
             let to: Option<Vec<u8>> = match key {
@@ -416,14 +475,14 @@ impl Changes {
                     let (before, now) = e
                         .texts()
                         .ok_or_else(|| ChangeError::NotText(path.to_owned()))?;
-                    let hs = hunks::hunks(before, now);
-                    let i = hs
-                        .iter()
-                        .position(|h| hunk_key(before, now, h) == k)
+                    let i = e
+                        .keys()
+                        .position(|x| x == k)
                         .ok_or_else(|| ChangeError::NoHunk {
                             path: path.to_owned(),
                             key: k.to_owned(),
                         })?;
+                    let hs: Vec<Hunk> = e.hunks.iter().map(|(h, _)| *h).collect();
                     let keep: Vec<bool> = (0..hs.len()).map(|j| j != i).collect();
                     let text = hunks::apply(before, now, &hs, &keep);
                     // Undoing the only hunk of a created file leaves it
@@ -445,7 +504,7 @@ impl Changes {
             .files
             .iter()
             .filter(|(_, e)| !matches!(e.before, Before::Unknown))
-            .map(|(p, e)| (p.clone(), version_of(e.now.as_deref())))
+            .map(|(p, e)| (p.clone(), e.version.clone()))
             .collect();
         files
             .into_iter()
@@ -545,18 +604,9 @@ impl Changes {
         let reported = s.reported.remove(path);
         let entry = match s.files.remove(path) {
             Some(e) => Some(e),
-            None => {
-                let before = before.unwrap_or_else(|| self.before_start(path));
-                Some(Entry {
-                    before,
-                    now: None,
-                    too_large: false,
-                    sources: BTreeSet::new(),
-                    kept: BTreeSet::new(),
-                    viewed: false,
-                    changed_at: 0,
-                })
-            }
+            None => Some(Entry::new(
+                before.unwrap_or_else(|| self.before_start(path)),
+            )),
         };
         let Some(mut e) = entry else { return };
         let unchanged = match (&e.before, &now) {
@@ -569,17 +619,20 @@ impl Changes {
             self.bump();
             return;
         }
-        let changed = version_of(e.now.as_deref()) != version;
-        e.now = now;
-        e.too_large = false;
+        // A new entry (`changed_rev` 0) is always a change, even to the
+        // version it started with (a deleted file: no file, as before).
+        let changed = e.version != version || e.too_large || e.changed_rev == 0;
         if changed {
+            e.set_now(now, false);
             e.changed_at = now_ms();
+            s.content_rev += 1;
+            e.changed_rev = s.content_rev;
             if !ours {
                 e.viewed = false;
             }
         }
         if let Some((_, source)) = expected {
-            let keys = keys_of(&e);
+            let keys: Vec<HunkKey> = e.keys().cloned().collect();
             e.kept.extend(keys);
             e.sources.remove(&Source::Disk);
             e.sources.insert(source);
@@ -590,7 +643,7 @@ impl Changes {
             e.sources.insert(Source::Disk);
         }
         // Keys of hunks that no longer exist are forgotten.
-        let keys = keys_of(&e);
+        let keys: std::collections::HashSet<&HunkKey> = e.hunks.iter().map(|(_, k)| k).collect();
         e.kept.retain(|k| keys.contains(k));
         s.files.insert(path.to_owned(), e);
         drop(s);
@@ -615,31 +668,19 @@ impl Changes {
     fn too_large(&self, path: &str) {
         let before = self.before_start(path);
         let mut s = self.lock();
-        let e = s.files.entry(path.to_owned()).or_insert_with(|| Entry {
-            before,
-            now: None,
-            too_large: true,
-            sources: BTreeSet::from([Source::Disk]),
-            kept: BTreeSet::new(),
-            viewed: false,
-            changed_at: now_ms(),
+        s.content_rev += 1;
+        let rev = s.content_rev;
+        let e = s.files.entry(path.to_owned()).or_insert_with(|| {
+            let mut e = Entry::new(before);
+            e.sources.insert(Source::Disk);
+            e.changed_at = now_ms();
+            e
         });
-        e.too_large = true;
-        e.now = None;
+        e.set_now(None, true);
+        e.changed_rev = rev;
         drop(s);
         self.bump();
     }
-}
-
-/// The keys of `e`'s hunks, in order.
-fn keys_of(e: &Entry) -> Vec<HunkKey> {
-    let Some((before, now)) = e.texts() else {
-        return Vec::new();
-    };
-    hunks::hunks(before, now)
-        .iter()
-        .map(|h| hunk_key(before, now, h))
-        .collect()
 }
 
 fn lossy(b: &[u8]) -> String {

@@ -2,7 +2,7 @@
 //! status, who changed it, and its hunks with their lines and a little
 //! context, capped so one huge file cannot make the answer huge.
 
-use crate::{hunk_key, version_of, Before, Entry, Source};
+use crate::{Before, Entry, Source};
 use ccbridge_server::hunks::{self, Hunk};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -116,7 +116,7 @@ fn file(path: &str, e: &Entry) -> FileView {
         path: path.to_owned(),
         status,
         sources: e.sources.iter().cloned().collect(),
-        version: version_of(e.now.as_deref()),
+        version: e.version.clone(),
         viewed: e.viewed,
         reviewed: e.viewed,
         added: 0,
@@ -130,13 +130,11 @@ fn file(path: &str, e: &Entry) -> FileView {
         return view;
     };
     let (old, new) = (hunks::lines(before), hunks::lines(now));
-    let hs = hunks::hunks(before, now);
-    let mut all_kept = !hs.is_empty();
-    for (i, h) in hs.iter().enumerate() {
+    let mut all_kept = !e.hunks.is_empty();
+    for (i, (h, key)) in e.hunks.iter().enumerate() {
         view.added += h.new_lines as usize;
         view.removed += h.old_lines as usize;
-        let key = hunk_key(before, now, h);
-        let kept = e.kept.contains(&key);
+        let kept = e.kept.contains(key);
         all_kept &= kept;
         if i >= MAX_HUNKS {
             view.more_hunks += 1;
@@ -147,7 +145,7 @@ fn file(path: &str, e: &Entry) -> FileView {
         let mut cut = false;
         let mut unused = false;
         view.hunks.push(HunkView {
-            key,
+            key: key.clone(),
             hunk: *h,
             context_before: lines_of(&new, ns.saturating_sub(CONTEXT), ns, &mut unused),
             removed: lines_of(&old, os, oe, &mut cut),

@@ -190,11 +190,12 @@ impl Hub {
         }
         let hub = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut seen = 0;
             while revisions.changed().await.is_ok() {
                 let revision = *revisions.borrow_and_update();
                 let Some(hub) = hub.upgrade() else { return };
                 hub.publish(json!({"type": "changes", "revision": revision}));
-                hub.involve_changed();
+                seen = hub.involve_changed(seen);
             }
         });
     }
@@ -222,17 +223,21 @@ impl Hub {
             && ccbridge_lsp::servers::spec_for(std::path::Path::new(path)).is_some()
     }
 
-    /// Every file the session review lists as changed is involved: a file
-    /// an agent wrote gets fresh diagnostics (unchanged texts cost a read).
-    fn involve_changed(&self) {
+    /// Every file whose content changed in the session review since
+    /// `seen` (a revision of [`ccbridge_changes::Changes::changed_since`])
+    /// is involved, so a file an agent wrote gets fresh diagnostics; the
+    /// revision to pass next time.
+    fn involve_changed(&self, seen: u64) -> u64 {
         let (Some(l), Some(c)) = (self.language_servers.get(), self.changes.get()) else {
-            return;
+            return seen;
         };
-        for f in c.view().files {
-            if ccbridge_lsp::servers::spec_for(std::path::Path::new(&f.path)).is_some() {
-                l.involve(&f.path);
+        let (now, paths) = c.changed_since(seen);
+        for path in paths {
+            if ccbridge_lsp::servers::spec_for(std::path::Path::new(&path)).is_some() {
+                l.involve(&path);
             }
         }
+        now
     }
 
     /// The session review, if the workspace is watched.

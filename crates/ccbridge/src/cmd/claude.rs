@@ -241,38 +241,71 @@ async fn pass_on_notes(
 /// `ccbridge hook-report`) and names Claude and the tool on those files in
 /// the session review. Paths are made canonical as the watcher sees them.
 async fn follow_edit_reports(changes: ccbridge_changes::Changes, file: PathBuf) {
-    let mut at = 0usize;
+    use tokio::io::AsyncReadExt;
+    // The hook appends to the file; it is opened once it exists and read
+    // from where the last read ended, never again from the start.
+    let mut reader: Option<tokio::fs::File> = None;
+    let mut pending = Vec::new();
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
         tick.tick().await;
-        let Ok(bytes) = tokio::fs::read(&file).await else {
+        if reader.is_none() {
+            reader = tokio::fs::File::open(&file).await.ok();
+        }
+        let Some(f) = reader.as_mut() else { continue };
+        let mut chunk = Vec::new();
+        if f.take(MAX_REPORTS_READ)
+            .read_to_end(&mut chunk)
+            .await
+            .is_err()
+        {
             continue;
-        };
-        let Some(new) = bytes.get(at..) else { continue };
-        // Only whole lines; a line being written is read next time.
-        let Some(end) = new.iter().rposition(|b| *b == b'\n') else {
-            continue;
-        };
-        for line in new[..=end].split(|b| *b == b'\n') {
-            let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
-                continue;
-            };
-            let (Some(tool), Some(path)) = (v["tool"].as_str(), v["path"].as_str()) else {
-                continue;
-            };
-            let path = Path::new(path);
+        }
+        pending.extend_from_slice(&chunk);
+        let (reports, used) = edit_reports(&pending);
+        pending.drain(..used);
+        if pending.len() > MAX_REPORT_LINE {
+            // Not a line the hook wrote: dropped rather than kept growing.
+            pending.clear();
+        }
+        for (tool, path) in reports {
             let canonical = match (path.parent(), path.file_name()) {
-                (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+                (Some(dir), Some(name)) => tokio::fs::canonicalize(dir)
+                    .await
                     .map(|d| d.join(name))
-                    .unwrap_or_else(|_| path.to_owned()),
-                _ => path.to_owned(),
+                    .unwrap_or_else(|_| path.clone()),
+                _ => path.clone(),
             };
             if let Some(p) = canonical.to_str() {
-                changes.reported(p, ccbridge_server::AgentKind::Claude.display_name(), tool);
+                changes.reported(p, ccbridge_server::AgentKind::Claude.display_name(), &tool);
             }
         }
-        at += end + 1;
     }
+}
+
+/// Most bytes of the reports file read per tick.
+const MAX_REPORTS_READ: u64 = 1 << 20;
+/// Longest report line kept while waiting for its end.
+const MAX_REPORT_LINE: usize = 64 << 10;
+
+/// The `(tool, path)` of each whole line of `buf` the hook wrote (others are
+/// skipped), and how many bytes those lines took: a line still being
+/// written is left for the next read.
+fn edit_reports(buf: &[u8]) -> (Vec<(String, PathBuf)>, usize) {
+    let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+        return (Vec::new(), 0);
+    };
+    let reports = buf[..end]
+        .split(|b| *b == b'\n')
+        .filter_map(|line| {
+            let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+            Some((
+                v["tool"].as_str()?.to_owned(),
+                PathBuf::from(v["path"].as_str()?),
+            ))
+        })
+        .collect();
+    (reports, end + 1)
 }
 
 /// The permission mode the user gave Claude, if any (`--permission-mode X`,
@@ -458,4 +491,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     server.await.context("the IDE server task")??;
     Ok(exit_code(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_reports_reads_whole_lines_and_leaves_a_partial_one() {
+        let buf = b"{\"tool\":\"Edit\",\"path\":\"/w/a.rs\"}\nnot json\n{\"tool\":\"Write\"}\n{\"tool\":\"Wr";
+        let (reports, used) = edit_reports(buf);
+        assert_eq!(reports, vec![("Edit".to_owned(), PathBuf::from("/w/a.rs"))]);
+        assert_eq!(&buf[used..], b"{\"tool\":\"Wr");
+        assert_eq!(edit_reports(b"{\"tool\":"), (Vec::new(), 0));
+    }
 }
