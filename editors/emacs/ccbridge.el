@@ -2007,6 +2007,10 @@ point; in a file buffer the changed hunk point is in."
                                       (file-name-nondirectory (plist-get target :path))))))
           (ccbridge--message "nothing reverted"))
          (t (ccbridge--changes-decide ccbridge--changes-session action target))))
+    (when (buffer-modified-p)
+      ;; The review's lines are the file's on disk, not this buffer's.
+      (user-error "ccbridge: %s has unsaved changes: save or undo them first, \
+so the line at point is the file's" (buffer-name)))
     (let* ((file (or buffer-file-name (user-error "ccbridge: not a file buffer")))
            (paths (delete-dups (list file (file-truename file))))
            (line (1- (line-number-at-pos)))

@@ -811,6 +811,17 @@ async fn the_session_review_reverts_the_hunk_at_point_only() {
         std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
         expected
     );
+    // With unsaved changes the line at point may not be the file's: refused.
+    rig.emacs.type_text("x");
+    rig.emacs
+        .wait("the buffer modified", "(buffer-modified-p)", STEP);
+    rig.m_x("ccbridge-change-revert");
+    rig.wait_message("hello.py has unsaved changes");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    rig.emacs.eval("(revert-buffer t t)");
     // Nothing changed at point: said so, nothing decided.
     rig.emacs.keys("M-<");
     rig.m_x("ccbridge-change-revert");

@@ -1062,6 +1062,15 @@ async fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_picked()
         std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
         expected
     );
+    // With unsaved changes the cursor's line may not be the file's: refused.
+    rig.vim.keys("2GAx<Esc>:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the unsaved refusal", "hello.py has unsaved changes");
+    rig.vim.keys(":edit!<CR>");
+    rig.vim.wait("the buffer unmodified", "!&modified", STEP);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
     // Nothing under the cursor: said so, nothing decided.
     rig.vim.keys(":1<CR>:CCBridgeChangeRevert<CR>");
     rig.wait_noted("the refusal", "no changed hunk here");

@@ -126,6 +126,12 @@ enddef
 export def Act(action: string)
   const picked = QuickfixTarget()
   const name = &buftype == '' ? bufname('%') : ''
+  if empty(picked) && name != '' && &modified
+    # The review's lines are the file's on disk, not this buffer's.
+    bridge.Message(printf('%s has unsaved changes: write or undo them first, so the line under the cursor is the file''s',
+      fnamemodify(name, ':t')), 'warn')
+    return
+  endif
   # The sidecar names files by their real path; a buffer may use a link.
   const paths = name == '' ? [] : [fnamemodify(name, ':p'), resolve(fnamemodify(name, ':p'))]
   const line = line('.') - 1
@@ -138,6 +144,10 @@ export def Act(action: string)
     endfor
     if empty(target)
       bridge.Message('no changed hunk here (:CCBridgeChanges lists them)', 'warn')
+      return
+    endif
+    if action ==# 'revert' && !has_key(target, 'key')
+        && confirm(printf('Revert all of %s to what it held before?', fnamemodify(target.path, ':~:.')), "&Yes\n&No", 2) != 1
       return
     endif
     bridge.Request('changeAction', extend({action: action}, target), (err: dict<any>, _) => Decided(action, target, err))
