@@ -31,6 +31,9 @@
 ;;   the buffer's text and \\`C-c C-k' rejects, or decide hunk by hunk;
 ;; - buffers follow their files when Claude writes them (a buffer with
 ;;   unsaved changes is never reverted: you get a message instead);
+;; - `ccbridge-changes' shows the session review, every file changed in
+;;   the workspace while the sidecar runs, hunk by hunk, to keep or
+;;   revert;
 ;; - `ccbridge-send' puts the region, the file, or Dired's marked
 ;;   files into Claude's prompt as @-mentions;
 ;; - `ccbridge-claude' runs Claude Code (or another agent the sidecar
@@ -45,6 +48,7 @@
 (require 'jsonrpc)
 (require 'project)
 (require 'subr-x)
+(require 'text-property-search)
 
 (declare-function ansi-color-apply "ansi-color" (string))
 (declare-function dired-get-marked-files "dired"
@@ -691,7 +695,9 @@ crates/ccbridge in its repository) or set `ccbridge-program'"
         :capabilities (list :diff t :openFile t :saveDocument t
                             :closeTab :json-false :reformat :json-false
                             :executeCode :json-false
-                            :approve (if ccbridge-approve t :json-false))))
+                            :approve (if ccbridge-approve t :json-false))
+        ;; The session review's buffer follows `changesChanged'.
+        :changes t))
 
 (defun ccbridge--initialized (session conn result)
   "SESSION's sidecar on CONN answered `initialize' with RESULT."
@@ -863,6 +869,7 @@ that reads input spins when Emacs exits because its terminal is gone."
 the ccbridge binary from the same version?)"
                      (plist-get params :method) (plist-get params :message)))
     ('commandEvent (ccbridge--command-event params))
+    ('changesChanged (ccbridge--changes-refresh-all session))
     (_ nil)))
 
 (defun ccbridge--handle-request (session method params)
@@ -1780,6 +1787,366 @@ allow   \\[ccbridge-approval-deny] deny\n"))))
           (set-window-point win (point-max)))))))
 
 
+;;;; The session review
+
+;; Every file changed in the workspace while the sidecar runs (an agent
+;; in auto mode, a `claude' started elsewhere, a command, anyone), as
+;; hunks against what it held before.  The sidecar keeps it (its
+;; `changes' request, docs/editor-protocol.md); `ccbridge-changes' shows
+;; it in a buffer that follows `changesChanged'.  A decision names the
+;; hunk's key and the file's version from the list it was taken from, so
+;; it reaches exactly the hunk (or file) pointed at, and the sidecar
+;; refuses it, writing nothing, if the file changed since.
+
+(defvar-local ccbridge--changes-session nil
+  "In a session review buffer: the session it shows.")
+
+(defun ccbridge--true-p (value)
+  "Return non-nil if VALUE is JSON true (jsonrpc gives `:json-false')."
+  (and value (not (eq value :json-false))))
+
+(defun ccbridge--changes-send (session method params success)
+  "Send request METHOD with PARAMS to SESSION's sidecar; SUCCESS gets the result.
+An error is shown; a refused decision says why and what to do."
+  (let ((conn (ccbridge--session-conn session)))
+    (if (not (and (eq (ccbridge--session-status session) 'running)
+                  conn (jsonrpc-running-p conn)))
+        (ccbridge--message "no sidecar runs for %s (M-x ccbridge-start)"
+                           (ccbridge--session-root session))
+      (jsonrpc-async-request
+       conn method params
+       :timeout 30
+       :success-fn success
+       :error-fn (lambda (err) (ccbridge--changes-refused session params err))
+       :timeout-fn (lambda () (ccbridge--message "no answer to %s" method))))))
+
+(defun ccbridge--changes-refused (session params err)
+  "SESSION's sidecar refused a request with PARAMS: show ERR (a plist)."
+  (let* ((data (plist-get err :data))
+         (path (plist-get params :path))
+         (file (and path (file-relative-name path (ccbridge--session-root session))))
+         (what (if (equal (plist-get params :action) "keep") "kept" "reverted")))
+    (cond
+     ((and (listp data) (plist-get data :conflict))
+      (ccbridge--message "not %s: %s changed on disk since the review read it; \
+nothing was written.  The review shows it as it is now" what file))
+     ((and (listp data) (ccbridge--true-p (plist-get data :stale)))
+      (ccbridge--message "not %s: %s changed since the review was shown; \
+nothing was written.  The review is up to date now: decide again" what file))
+     (t (ccbridge--message "%s" (or (plist-get err :message) "refused"))))
+    ;; A refused decision: show the review as it is now (not after a
+    ;; failed fetch, which would only fail again).
+    (when (plist-get params :action)
+      (ccbridge--changes-refresh-all session))))
+
+(defun ccbridge--changes-hunk-at (list path line)
+  "The hunk LINE (0-based) of PATH falls in, in the sidecar's review LIST.
+Return the decision's target, a plist (:path :key :version), or nil."
+  (cl-loop for f across (plist-get list :files)
+           when (equal (plist-get f :path) path)
+           thereis (cl-loop for h across (plist-get f :hunks)
+                            for start = (plist-get h :newStart)
+                            for last = (+ start (max (plist-get h :newLines) 1) -1)
+                            when (<= start line last)
+                            return (list :path path :key (plist-get h :key)
+                                         :version (plist-get f :version)))))
+
+(defun ccbridge--changes-line (target text &optional face line)
+  "Insert TEXT and a newline, pointing at TARGET, with FACE.
+LINE is the 0-based line of the file that RET visits from here."
+  (let ((start (point)))
+    (insert text "\n")
+    (when face (put-text-property start (1- (point)) 'face face))
+    (put-text-property start (point) 'ccbridge-change
+                       (if line (plist-put (copy-sequence target) :line line) target))))
+
+(defun ccbridge--changes-insert-hunk (f n h)
+  "Insert hunk H (the Nth) of file F of the sidecar's review."
+  (let* ((target (list :path (plist-get f :path) :key (plist-get h :key)
+                       :version (plist-get f :version)
+                       :viewed (ccbridge--true-p (plist-get f :viewed))))
+         (new (plist-get h :newStart))
+         (before (plist-get h :contextBefore)))
+    (ccbridge--changes-line
+     target (format "@@ -%d,%d +%d,%d @@ hunk %d%s"
+                    (1+ (plist-get h :oldStart)) (plist-get h :oldLines)
+                    (1+ new) (plist-get h :newLines) n
+                    (if (ccbridge--true-p (plist-get h :kept)) " (kept)" ""))
+     'diff-hunk-header new)
+    (cl-loop for l across before for i from (- new (length before))
+             do (ccbridge--changes-line target (concat " " l) 'diff-context i))
+    (cl-loop for l across (plist-get h :removed)
+             do (ccbridge--changes-line target (concat "-" l) 'diff-removed new))
+    (cl-loop for l across (plist-get h :added) for i from new
+             do (ccbridge--changes-line target (concat "+" l) 'diff-added i))
+    (when (ccbridge--true-p (plist-get h :cut))
+      (ccbridge--changes-line target "  (some lines are not shown)" 'shadow new))
+    (cl-loop for l across (plist-get h :contextAfter)
+             for i from (+ new (plist-get h :newLines))
+             do (ccbridge--changes-line target (concat " " l) 'diff-context i))))
+
+(defun ccbridge--changes-insert (list root)
+  "Insert LIST, the sidecar's review, for ROOT's session."
+  (let ((files (plist-get list :files)))
+    (cond
+     ((not (ccbridge--true-p (plist-get list :ready)))
+      (insert "Not ready yet: ccbridge is still reading the workspace.\n"))
+     ((zerop (length files))
+      (insert "No file changed in the workspace since ccbridge started.\n")))
+    (when (stringp (plist-get list :limit))
+      (insert (propertize (concat "Some changes may not be seen: "
+                                  (plist-get list :limit) "\n")
+                          'face 'warning)))
+    (cl-loop
+     for f across files
+     for hunks = (plist-get f :hunks)
+     for file-target = (list :path (plist-get f :path) :version (plist-get f :version)
+                             :viewed (ccbridge--true-p (plist-get f :viewed)))
+     do
+     (ccbridge--changes-line
+      file-target
+      (format "%s  %s  +%s -%s, %s%s"
+              (file-relative-name (plist-get f :path) root)
+              (plist-get f :status) (plist-get f :added) (plist-get f :removed)
+              (if (ccbridge--true-p (plist-get f :reviewed)) "reviewed" "not reviewed")
+              (if (ccbridge--true-p (plist-get f :viewed)) ", viewed" ""))
+      'diff-file-header
+      (if (> (length hunks) 0) (plist-get (aref hunks 0) :newStart) 0))
+     (cl-loop for h across hunks for n from 1
+              do (ccbridge--changes-insert-hunk f n h))
+     (let ((more (plist-get f :moreHunks)))
+       (when (and (numberp more) (> more 0))
+         (ccbridge--changes-line
+          file-target (format "  %d more hunks, shown once these are decided" more)
+          'shadow))))))
+
+(defun ccbridge--changes-find (at)
+  "Move to the first line of the hunk (or file) AT points to; nil if none."
+  (goto-char (point-min))
+  (let ((found (text-property-search-forward
+                'ccbridge-change at
+                (lambda (want have)
+                  (and have (equal (plist-get want :path) (plist-get have :path))
+                       (equal (plist-get want :key) (plist-get have :key)))))))
+    (when found (goto-char (prop-match-beginning found)))))
+
+(defun ccbridge--changes-render (list)
+  "Show LIST, the sidecar's review, in the current review buffer.
+Point stays on the same line of the hunk (or file) it was on, else
+on its line number."
+  (let* ((at (get-text-property (point) 'ccbridge-change))
+         (line (line-number-at-pos))
+         (offset (and at (save-excursion
+                           (ccbridge--changes-find at)
+                           (- line (line-number-at-pos)))))
+         (root (ccbridge--session-root ccbridge--changes-session))
+         (inhibit-read-only t))
+    (erase-buffer)
+    (ccbridge--changes-insert list root)
+    (if (and at (ccbridge--changes-find at))
+        (let ((start (point)))
+          (forward-line offset)
+          ;; The hunk shrank: its first line.
+          (let ((here (get-text-property (point) 'ccbridge-change)))
+            (unless (and (equal (plist-get here :path) (plist-get at :path))
+                         (equal (plist-get here :key) (plist-get at :key)))
+              (goto-char start))))
+      (goto-char (point-min))
+      (forward-line (1- line)))
+    (dolist (w (get-buffer-window-list (current-buffer) nil t))
+      (set-window-point w (point)))))
+
+(defun ccbridge--changes-revert-buffer (&rest _)
+  "Fetch the session review again and show it (`revert-buffer-function')."
+  (let ((buf (current-buffer)))
+    (ccbridge--changes-send
+     ccbridge--changes-session :changes nil
+     (lambda (list)
+       (when (buffer-live-p buf)
+         (with-current-buffer buf (ccbridge--changes-render list)))))))
+
+(defun ccbridge--changes-refresh-all (session)
+  "Bring SESSION's review buffers up to date (`changesChanged')."
+  (dolist (buf (buffer-list))
+    (when (eq (buffer-local-value 'ccbridge--changes-session buf) session)
+      (with-current-buffer buf (ccbridge--changes-revert-buffer)))))
+
+(defun ccbridge--changes-target ()
+  "The hunk or file at point in a review buffer, or nil."
+  (let ((target (get-text-property (point) 'ccbridge-change)))
+    (and target (list :path (plist-get target :path) :key (plist-get target :key)
+                      :version (plist-get target :version)))))
+
+(defun ccbridge--changes-decide (session action target)
+  "Send decision ACTION on TARGET (a plist) to SESSION's sidecar."
+  (let ((params (append (list :action action)
+                        (ccbridge--plist-compact target))))
+    (ccbridge--changes-send
+     session :changeAction params
+     (lambda (_)
+       (let ((file (file-relative-name (plist-get target :path)
+                                       (ccbridge--session-root session))))
+         (when (equal action "revert")
+           ;; Written on disk: a buffer without unsaved changes follows.
+           (ccbridge--reload-file (plist-get target :path)))
+         (ccbridge--message "%s %s in %s" (if (equal action "keep") "kept" "reverted")
+                            (if (plist-get target :key) "the hunk" "the whole file")
+                            file)
+         (ccbridge--changes-refresh-all session))))))
+
+(defun ccbridge--change-act (action)
+  "Keep or revert (ACTION) the hunk at point.
+In a review buffer the hunk (or, on a file's line, the file) at
+point; in a file buffer the changed hunk point is in."
+  (if (derived-mode-p 'ccbridge-changes-mode)
+      (let ((target (ccbridge--changes-target)))
+        (cond
+         ((not target) (user-error "ccbridge: no hunk or file here"))
+         ((and (equal action "revert") (not (plist-get target :key))
+               (not (y-or-n-p (format "Revert all of %s to what it held before? "
+                                      (file-name-nondirectory (plist-get target :path))))))
+          (ccbridge--message "nothing reverted"))
+         (t (ccbridge--changes-decide ccbridge--changes-session action target))))
+    (when (buffer-modified-p)
+      ;; The review's lines are the file's on disk, not this buffer's.
+      (user-error "ccbridge: %s has unsaved changes: save or undo them first, \
+so the line at point is the file's" (buffer-name)))
+    (let* ((file (or buffer-file-name (user-error "ccbridge: not a file buffer")))
+           (paths (delete-dups (list file (file-truename file))))
+           (line (1- (line-number-at-pos)))
+           (session (ccbridge--session (ccbridge--command-root))))
+      (unless (ccbridge--running-p session)
+        (user-error "ccbridge: no sidecar runs for this project (M-x ccbridge-start)"))
+      (ccbridge--changes-send
+       session :changes nil
+       (lambda (list)
+         (let ((target (cl-some (lambda (p) (ccbridge--changes-hunk-at list p line)) paths)))
+           (if target
+               (ccbridge--changes-decide session action target)
+             (ccbridge--message "no changed hunk here (M-x ccbridge-changes lists them)"))))))))
+
+(defun ccbridge-change-keep ()
+  "Keep the changed hunk at point: mark it kept, and write nothing.
+In the session review (`ccbridge-changes') on a file's line, the
+whole file."
+  (interactive)
+  (ccbridge--change-act "keep"))
+
+(defun ccbridge-change-revert ()
+  "Give the changed hunk at point back what it held before the session.
+The file is written atomically, only if it did not change since the
+hunk was shown; its buffer reverts.  In the session review
+\(`ccbridge-changes') on a file's line, the whole file."
+  (interactive)
+  (ccbridge--change-act "revert"))
+
+(defun ccbridge-changes-viewed ()
+  "Mark the file at point viewed, or not viewed if it is."
+  (interactive)
+  (let ((target (or (get-text-property (point) 'ccbridge-change)
+                    (user-error "ccbridge: no file here")))
+        (session ccbridge--changes-session))
+    (ccbridge--changes-send
+     session :changeAction
+     (list :action "viewed" :path (plist-get target :path)
+           :viewed (if (plist-get target :viewed) :json-false t))
+     (lambda (_) (ccbridge--changes-refresh-all session)))))
+
+(defun ccbridge-changes-undo ()
+  "Undo the last revert of the session review."
+  (interactive)
+  (let ((session ccbridge--changes-session))
+    (ccbridge--changes-send session :changeAction (list :action "undo")
+                            (lambda (_)
+                              (ccbridge--message "last revert undone")
+                              (ccbridge--changes-refresh-all session)))))
+
+(defun ccbridge-changes-visit ()
+  "Visit the file at point, at the line of the hunk at point."
+  (interactive)
+  (let ((at (or (get-text-property (point) 'ccbridge-change)
+                (user-error "ccbridge: no file here"))))
+    (find-file-other-window (plist-get at :path))
+    (goto-char (point-min))
+    (forward-line (or (plist-get at :line) 0))))
+
+(defun ccbridge-changes-next (&optional n)
+  "Move to the next hunk or file header; with N, the Nth."
+  (interactive "p")
+  (dotimes (_ (abs (or n 1)))
+    (let ((pos (point)))
+      (if (and n (< n 0))
+          (progn (beginning-of-line)
+                 (unless (re-search-backward "^\\(@@\\|[^-+ \n]\\)" nil t)
+                   (goto-char pos)))
+        (end-of-line)
+        (if (re-search-forward "^\\(@@\\|[^-+ \n]\\)" nil t)
+            (beginning-of-line)
+          (goto-char pos))))))
+
+(defun ccbridge-changes-previous (&optional n)
+  "Move to the previous hunk or file header; with N, the Nth."
+  (interactive "p")
+  (ccbridge-changes-next (- (or n 1))))
+
+(defvar ccbridge-changes-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "k" #'ccbridge-change-keep)
+    (define-key map "r" #'ccbridge-change-revert)
+    (define-key map "v" #'ccbridge-changes-viewed)
+    (define-key map "u" #'ccbridge-changes-undo)
+    (define-key map (kbd "RET") #'ccbridge-changes-visit)
+    (define-key map "n" #'ccbridge-changes-next)
+    (define-key map "p" #'ccbridge-changes-previous)
+    map)
+  "Keys of the session review buffer.")
+
+(define-derived-mode ccbridge-changes-mode special-mode "ccbridge-changes"
+  "The session review: every file changed while the sidecar runs.
+Each file's line and its hunks, as a unified diff against what
+the file held when the sidecar started.  The buffer follows new
+changes.
+\\<ccbridge-changes-mode-map>
+\\[ccbridge-change-keep] keeps the hunk at point, \\[ccbridge-change-revert] reverts it
+\(on a file's line: the whole file), \\[ccbridge-changes-viewed] marks the file
+viewed, \\[ccbridge-changes-undo] undoes the last revert, \\[ccbridge-changes-visit] visits
+the line, \\[ccbridge-changes-next] and \\[ccbridge-changes-previous] move between hunks,
+\\[revert-buffer] fetches the review again.
+
+\\{ccbridge-changes-mode-map}"
+  (require 'diff-mode)
+  (setq-local revert-buffer-function #'ccbridge--changes-revert-buffer)
+  (setq-local truncate-lines t)
+  (setq header-line-format
+        (substitute-command-keys
+         "\\<ccbridge-changes-mode-map>\\[ccbridge-change-keep] keep  \
+\\[ccbridge-change-revert] revert  \\[ccbridge-changes-viewed] viewed  \
+\\[ccbridge-changes-undo] undo  \\[ccbridge-changes-visit] visit  \
+\\[revert-buffer] refresh")))
+
+;;;###autoload
+(defun ccbridge-changes ()
+  "Show the session review of the current project.
+Every file changed in the workspace while the sidecar runs (an
+agent in auto mode, a `claude' started elsewhere, a command), one
+line per file and its hunks against what it held before.  See
+`ccbridge-changes-mode' for the keys."
+  (interactive)
+  (let* ((session (ccbridge--session (ccbridge--command-root))))
+    (unless (ccbridge--running-p session)
+      (user-error "ccbridge: no sidecar runs for this project (M-x ccbridge-start)"))
+    (let ((buf (get-buffer-create
+                (format "*ccbridge changes: %s*"
+                        (file-name-nondirectory (ccbridge--session-root session))))))
+      (with-current-buffer buf
+        (unless (derived-mode-p 'ccbridge-changes-mode)
+          (ccbridge-changes-mode))
+        (setq ccbridge--changes-session session)
+        (setq default-directory (file-name-as-directory (ccbridge--session-root session)))
+        (ccbridge--changes-revert-buffer))
+      (pop-to-buffer buf))))
+
+
 ;;;; Commands
 
 (defun ccbridge--session-here ()
@@ -2143,6 +2510,7 @@ run claude with CLAUDE_CODE_SSE_PORT=%s, or /ide in Claude)" (plist-get init :po
   (let ((map (make-sparse-keymap)))
     (define-key map "c" #'ccbridge-claude)
     (define-key map "s" #'ccbridge-send)
+    (define-key map "C" #'ccbridge-changes)
     (define-key map "?" #'ccbridge-status)
     (define-key map "S" #'ccbridge-start)
     (define-key map "k" #'ccbridge-stop)
@@ -2216,8 +2584,10 @@ open file buffers and their diagnostics, and its proposed edits
 open for review (see `ccbridge-review-mode').  Turning the mode
 off stops every sidecar.
 
-Commands: `ccbridge-claude', `ccbridge-send', `ccbridge-status',
-`ccbridge-start', `ccbridge-stop' (also on `ccbridge-command-map')."
+Commands: `ccbridge-claude', `ccbridge-send', `ccbridge-changes',
+`ccbridge-status', `ccbridge-start', `ccbridge-stop' (also on
+`ccbridge-command-map'), `ccbridge-change-keep' and
+`ccbridge-change-revert'."
   :global t
   :group 'ccbridge
   :lighter (:eval (ccbridge-mode-line-string))

@@ -732,6 +732,106 @@ async fn identical_hunks_from_the_sidecar_are_decided_each_at_its_place() {
     assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
 }
 
+/// Issue 19, the session review in Emacs: a change written on disk without
+/// a review (an agent in auto mode) is shown by `M-x ccbridge-changes`,
+/// one line per file and its hunks. `r` on the second of two identical
+/// insertions reverts that one only; the review buffer follows
+/// (`changesChanged`) and the file's buffer reverts.
+/// `M-x ccbridge-change-keep` in the file, on the first, keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_review_reverts_the_hunk_at_point_only() {
+    let rig = rig("");
+    // The baseline is taken when the sidecar starts: wait for it.
+    rig.emacs.wait(
+        "the session review to be ready",
+        "(eq t (plist-get (ccbridge-test-changes) :ready))",
+        STEP,
+    );
+    let edited = HELLO
+        .replace("def greet(name):\n", "def greet(name):\n    log()\n")
+        .replace("    print(message)\n", "    print(message)\n    log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &edited).unwrap();
+    rig.m_x("ccbridge-changes");
+    rig.emacs.wait(
+        "two hunks in the review",
+        "(let ((text (ccbridge-test-changes-buffer))) \
+           (and text (= 2 (ccbridge-test-count \"\\n+    log()\" text)) \
+                (string-prefix-p \"hello.py  modified\" text)))",
+        STEP,
+    );
+    assert_eq!(
+        rig.emacs.json("(derived-mode-p 'ccbridge-changes-mode)"),
+        "ccbridge-changes-mode"
+    );
+    // To the second hunk's header, and revert it.
+    rig.emacs.keys("n n");
+    rig.emacs.wait(
+        "point on the second hunk",
+        "(string-match-p \"hunk 2\" (thing-at-point 'line))",
+        STEP,
+    );
+    rig.emacs.keys("r");
+    let expected = HELLO.replace("def greet(name):\n", "def greet(name):\n    log()\n");
+    poll_until(STEP, Duration::from_millis(10), || {
+        (std::fs::read_to_string(rig.ws.join("hello.py")).unwrap() == expected).then_some(())
+    })
+    .expect("only the second hunk is reverted");
+    rig.emacs.wait(
+        "the review buffer to follow",
+        "(let ((text (ccbridge-test-changes-buffer))) \
+           (and (= 1 (ccbridge-test-count \"\\n@@ \" text)) \
+                (= 1 (ccbridge-test-count \"\\n+    log()\" text))))",
+        STEP,
+    );
+    rig.emacs.wait(
+        "the file's buffer to revert",
+        &format!(
+            "(equal (ccbridge-test-file-text {}) {})",
+            lisp_str(&rig.path("hello.py")),
+            lisp_str(&expected)
+        ),
+        STEP,
+    );
+    rig.wait_message("reverted the hunk in hello.py");
+    // The first hunk, at point in the file's buffer: kept, nothing written.
+    rig.emacs.keys("C-x o");
+    rig.emacs.wait(
+        "the file's window",
+        "(equal (buffer-name) \"hello.py\")",
+        STEP,
+    );
+    rig.emacs.keys("M-g g 2 RET");
+    rig.m_x("ccbridge-change-keep");
+    rig.emacs.wait(
+        "the review to say kept",
+        "(string-search \"hunk 1 (kept)\" (ccbridge-test-changes-buffer))",
+        STEP,
+    );
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // With unsaved changes the line at point may not be the file's: refused.
+    rig.emacs.type_text("x");
+    rig.emacs
+        .wait("the buffer modified", "(buffer-modified-p)", STEP);
+    rig.m_x("ccbridge-change-revert");
+    rig.wait_message("hello.py has unsaved changes");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    rig.emacs.eval("(revert-buffer t t)");
+    // Nothing changed at point: said so, nothing decided.
+    rig.emacs.keys("M-<");
+    rig.m_x("ccbridge-change-revert");
+    rig.wait_message("no changed hunk here");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+}
+
 /// A file that cannot be read (not UTF-8) has no hunks: the proposal is
 /// shown whole, without conflicts, and decided whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

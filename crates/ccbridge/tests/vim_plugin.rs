@@ -991,6 +991,116 @@ async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
         .wait("the check to stop", "!ccbridge#reload#Running()", STEP);
 }
 
+/// Issue 19, the session review in Vim: a change written on disk without a
+/// review (an agent in auto mode) is listed by `:CCBridgeChanges` in the
+/// quickfix list, one entry per hunk. `:CCBridgeChangeRevert` on the
+/// quickfix entry of the second of two identical insertions reverts that one
+/// only; the list follows (`changesChanged`) and the file's buffer reloads.
+/// `:CCBridgeChangeKeep` in the file, on the first, keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_picked() {
+    let mut rig = rig(json!({}));
+    // The baseline is taken when the sidecar starts: wait for it.
+    rig.vim.wait(
+        "the session review to be ready",
+        "get(TestChanges(), 'ready', 0)",
+        STEP,
+    );
+    let edited = HELLO
+        .replace("def greet(name):\n", "def greet(name):\n    log()\n")
+        .replace("    print(message)\n", "    print(message)\n    log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &edited).unwrap();
+    rig.edit("hello.py");
+    let path = rig.path("hello.py");
+    rig.vim.keys(":CCBridgeChanges<CR>");
+    let items = rig.vim.wait(
+        "two quickfix entries",
+        "len(TestChangesList()) == 2 ? TestChangesList() : 0",
+        STEP,
+    );
+    assert_eq!(items[0][0], 2, "{items}");
+    assert_eq!(items[1][0], 5, "{items}");
+    assert_eq!(items[1][2], path.as_str(), "{items}");
+    assert!(
+        items[1][1].as_str().unwrap().contains("not reviewed"),
+        "{items}"
+    );
+    // The quickfix window has the cursor: its second entry.
+    rig.vim
+        .wait("the quickfix window", "&buftype ==# 'quickfix'", STEP);
+    rig.vim.keys("2G:CCBridgeChangeRevert<CR>");
+    let expected = HELLO.replace("def greet(name):\n", "def greet(name):\n    log()\n");
+    poll_until(STEP, Duration::from_millis(10), || {
+        (std::fs::read_to_string(rig.ws.join("hello.py")).unwrap() == expected).then_some(())
+    })
+    .expect("only the second hunk is reverted");
+    let items = rig.vim.wait(
+        "the quickfix list to follow",
+        "len(TestChangesList()) == 1 ? TestChangesList() : 0",
+        STEP,
+    );
+    assert_eq!(items[0][0], 2, "{items}");
+    rig.vim.wait(
+        "the buffer to reload",
+        &format!(
+            "TestBufferText({}) ==# {}",
+            vim_str(&path),
+            vim_str(expected.trim_end())
+        ),
+        STEP,
+    );
+    rig.wait_noted("the revert told", "reverted the hunk in");
+    // The first, under the cursor in the file: kept, nothing written.
+    rig.vim.keys("<C-w>p:2<CR>:CCBridgeChangeKeep<CR>");
+    let items = rig.vim.wait(
+        "the entry to say kept",
+        "get(get(TestChangesList(), 0, []), 1, '') =~# '(kept)' ? TestChangesList() : 0",
+        STEP,
+    );
+    assert_eq!(items.as_array().unwrap().len(), 1, "{items}");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // With unsaved changes the cursor's line may not be the file's: refused.
+    rig.vim.keys("2GAx<Esc>:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the unsaved refusal", "hello.py has unsaved changes");
+    rig.vim.keys(":edit!<CR>");
+    rig.vim.wait("the buffer unmodified", "!&modified", STEP);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // Nothing under the cursor: said so, nothing decided.
+    rig.vim.keys(":1<CR>:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the refusal", "no changed hunk here");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // A list made before the file changed again (it was not the current
+    // list, so it did not follow): its revert is refused, nothing is
+    // written, and the list is brought up to date.
+    rig.vim
+        .ex("call setqflist([], ' ', {'title': 'something else'})");
+    let newer = format!("{expected}log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &newer).unwrap();
+    rig.vim.wait(
+        "the sidecar to see the newer version",
+        "len(get(get(get(TestChanges(), 'files', []), 0, {}), 'hunks', [])) == 2",
+        STEP,
+    );
+    rig.vim
+        .keys(":colder<CR>:copen<CR>1G:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the stale refusal", "changed since the list was made");
+    rig.vim
+        .wait("the list to follow", "len(TestChangesList()) == 2", STEP);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        newer
+    );
+}
+
 /// A directory with fake `claude` and `gemini` programs that print their
 /// environment and arguments, then wait.
 fn fake_agents(dir: &Path) -> String {
@@ -1253,6 +1363,10 @@ async fn the_help_file_builds_its_tags() {
         ":CCBridgeSend",
         ":CCBridgeClaude",
         ":CCBridgeStatus",
+        ":CCBridgeChanges",
+        ":CCBridgeChangeRevert",
+        ":CCBridgeChangeKeep",
+        "ccbridge-changes",
         "ccbridge-options",
         "g:ccbridge",
     ] {

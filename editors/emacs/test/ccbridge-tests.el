@@ -151,7 +151,9 @@
       (should (eq (alist-get 'diff caps) t))
       (should (eq (alist-get 'openFile caps) t))
       (should (eq (alist-get 'approve caps) t))
-      (should (eq (alist-get 'executeCode caps) :false)))))
+      (should (eq (alist-get 'executeCode caps) :false)))
+    ;; The session review's buffer follows `changesChanged'.
+    (should (eq (alist-get 'changes json) t))))
 
 (ert-deftest ccbridge-test-the-agent-names-the-proposal ()
   (should (equal (ccbridge--agent-name '(:id 1)) "Claude"))
@@ -392,6 +394,114 @@
       (should (equal (ccbridge-mode-line-string) ""))
       (setq-local ccbridge--root nil)
       (should (equal (ccbridge-mode-line-string) "")))))
+
+;;;; The session review
+
+(defconst ccbridge-test-changes
+  (json-parse-string
+   "{\"ready\": true, \"limit\": null, \"files\": [
+      {\"path\": \"/ws/hello.py\", \"status\": \"modified\", \"version\": \"v1\",
+       \"viewed\": false, \"reviewed\": false, \"added\": 2, \"removed\": 0,
+       \"moreHunks\": 0, \"hunks\": [
+        {\"key\": \"k1\", \"oldStart\": 1, \"oldLines\": 0, \"newStart\": 1, \"newLines\": 1,
+         \"contextBefore\": [\"def greet(name):\"], \"removed\": [], \"added\": [\"    log()\"],
+         \"contextAfter\": [\"    m = 1\"], \"cut\": false, \"kept\": true},
+        {\"key\": \"k2\", \"oldStart\": 3, \"oldLines\": 0, \"newStart\": 4, \"newLines\": 1,
+         \"contextBefore\": [\"    print(m)\"], \"removed\": [], \"added\": [\"    log()\"],
+         \"contextAfter\": [], \"cut\": false, \"kept\": false}]},
+      {\"path\": \"/ws/gone.txt\", \"status\": \"deleted\", \"version\": \"v9\",
+       \"viewed\": true, \"reviewed\": true, \"added\": 0, \"removed\": 1,
+       \"moreHunks\": 0, \"hunks\": []}]}"
+   :object-type 'plist :null-object nil :false-object :json-false)
+  "A `changes' answer as jsonrpc.el parses it: two identical insertions.")
+
+(ert-deftest ccbridge-test-the-hunk-at-a-line-is-the-one-there ()
+  (let ((list ccbridge-test-changes))
+    (should (equal (ccbridge--changes-hunk-at list "/ws/hello.py" 1)
+                   '(:path "/ws/hello.py" :key "k1" :version "v1")))
+    (should (equal (ccbridge--changes-hunk-at list "/ws/hello.py" 4)
+                   '(:path "/ws/hello.py" :key "k2" :version "v1")))
+    (should-not (ccbridge--changes-hunk-at list "/ws/hello.py" 0))
+    (should-not (ccbridge--changes-hunk-at list "/ws/hello.py" 2))
+    (should-not (ccbridge--changes-hunk-at list "/ws/other.py" 1))))
+
+(ert-deftest ccbridge-test-the-review-buffer-points-every-line-at-its-hunk ()
+  (with-temp-buffer
+    (ccbridge-changes-mode)
+    (setq ccbridge--changes-session (ccbridge--session-create :root "/ws"))
+    (ccbridge--changes-render ccbridge-test-changes)
+    (should (equal (buffer-substring-no-properties (point-min) (point-max))
+                   "hello.py  modified  +2 -0, not reviewed
+@@ -2,0 +2,1 @@ hunk 1 (kept)
+ def greet(name):
++    log()
+     m = 1
+@@ -4,0 +5,1 @@ hunk 2
+     print(m)
++    log()
+gone.txt  deleted  +0 -1, reviewed, viewed
+"))
+    (cl-flet ((at (n) (save-excursion
+                        (goto-char (point-min))
+                        (forward-line (1- n))
+                        (list (ccbridge--changes-target)
+                              (plist-get (get-text-property (point) 'ccbridge-change)
+                                         :line)))))
+      ;; The second `+    log()': the second hunk, line 4 of the file.
+      (should (equal (at 8) '((:path "/ws/hello.py" :key "k2" :version "v1") 4)))
+      (should (equal (at 4) '((:path "/ws/hello.py" :key "k1" :version "v1") 1)))
+      ;; A file's line: the whole file.
+      (should (equal (at 1) '((:path "/ws/hello.py" :key nil :version "v1") 1)))
+      (should (equal (at 9) '((:path "/ws/gone.txt" :key nil :version "v9") 0))))
+    ;; Rendered again, point stays on its hunk.
+    (goto-char (point-min))
+    (forward-line 7)
+    (ccbridge--changes-render ccbridge-test-changes)
+    (should (= (line-number-at-pos) 8))))
+
+(ert-deftest ccbridge-test-a-decision-sends-exactly-the-hunk-pointed-at ()
+  (let ((sent nil)
+        (session (ccbridge--session-create :root "/ws")))
+    (cl-letf (((symbol-function 'ccbridge--changes-send)
+               (lambda (_session method params _success) (push (cons method params) sent))))
+      (with-temp-buffer
+        (ccbridge-changes-mode)
+        (setq ccbridge--changes-session session)
+        (ccbridge--changes-render ccbridge-test-changes)
+        (goto-char (point-min))
+        (forward-line 7)
+        (ccbridge-change-revert)
+        (goto-char (point-min))
+        (forward-line 3)
+        (ccbridge-change-keep)))
+    (should (equal (nreverse sent)
+                   '((:changeAction :action "revert" :path "/ws/hello.py" :key "k2" :version "v1")
+                     (:changeAction :action "keep" :path "/ws/hello.py" :key "k1" :version "v1"))))))
+
+;; What a refused decision says, and that the review is fetched again
+;; after a refused decision only (a refused fetch would only fail again).
+(ert-deftest ccbridge-test-a-refused-decision-says-why-and-refreshes ()
+  (let ((said nil) (refreshed 0)
+        (session (ccbridge--session-create :root "/ws")))
+    (cl-letf (((symbol-function 'message)
+               (lambda (fmt &rest args) (push (apply #'format fmt args) said)))
+              ((symbol-function 'ccbridge--changes-refresh-all)
+               (lambda (_) (setq refreshed (1+ refreshed)))))
+      (ccbridge--changes-refused
+       session '(:action "revert" :path "/ws/a.py" :key "k" :version "v")
+       '(:code -32602 :message "m" :data (:stale t)))
+      (ccbridge--changes-refused
+       session '(:action "revert" :path "/ws/a.py" :key "k" :version "v")
+       '(:code -32602 :message "m" :data (:conflict (:path "/ws/a.py"))))
+      (ccbridge--changes-refused
+       session nil '(:code -32600 :message "the workspace is not watched")))
+    (should (= refreshed 2))
+    (should (equal (nreverse said)
+                   '("ccbridge: not reverted: a.py changed since the review was shown; \
+nothing was written.  The review is up to date now: decide again"
+                     "ccbridge: not reverted: a.py changed on disk since the review read it; \
+nothing was written.  The review shows it as it is now"
+                     "ccbridge: the workspace is not watched")))))
 
 (provide 'ccbridge-tests)
 ;;; ccbridge-tests.el ends here

@@ -102,5 +102,25 @@
   (when (buffer-local-value 'ccbridge--current-review (window-buffer))
     (buffer-name (window-buffer))))
 
+;;;; The session review
+
+(defvar ccbridge-test-changes nil
+  "The sidecar's last answer to `changes', or nil.")
+
+(defun ccbridge-test-changes ()
+  "Ask the running sidecar for the session review again; the last answer."
+  (let ((session (cl-find-if #'ccbridge--running-p
+                             (hash-table-values ccbridge--sessions))))
+    (when session
+      (jsonrpc-async-request (ccbridge--session-conn session) :changes nil
+                             :success-fn (lambda (r) (setq ccbridge-test-changes r)))))
+  ccbridge-test-changes)
+
+(defun ccbridge-test-changes-buffer ()
+  "The text of the session review buffer, or nil."
+  (let ((buf (cl-find-if (lambda (b) (buffer-local-value 'ccbridge--changes-session b))
+                         (buffer-list))))
+    (and buf (ccbridge-test-buffer-text buf))))
+
 (provide 'ccbridge-test-init)
 ;;; init.el ends here

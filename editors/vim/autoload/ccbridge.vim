@@ -7,8 +7,9 @@ vim9script
 # open buffers, unsaved state), diagnostics.vim, review.vim (diffs),
 # reload.vim, mention.vim (:CCBridgeSend), terminal.vim (:CCBridgeClaude),
 # requests.vim (the sidecar's requests), tools.vim (approvals and command
-# output of the workspace tools).
+# output of the workspace tools), changes.vim (the session review).
 
+import autoload 'ccbridge/changes.vim'
 import autoload 'ccbridge/context.vim'
 import autoload 'ccbridge/diagnostics.vim' as diags
 import autoload 'ccbridge/review.vim'
@@ -375,6 +376,8 @@ def OnNotification(method: string, p: dict<any>)
     reload.Update()
   elseif method == 'commandEvent'
     tools.Event(p)
+  elseif method == 'changesChanged'
+    changes.Refresh()
   elseif method == 'invalidNotification'
     MessageOnce(printf('the sidecar could not use `%s`: %s', get(p, 'method', '?'), get(p, 'message', '?')),
       'warn', 'invalid:' .. get(p, 'method', '?'))
@@ -612,6 +615,8 @@ export def Start()
       executeCode: false,
       approve: o.tools.approve,
     },
+    # The session review's quickfix list follows `changesChanged`.
+    changes: true,
   }, funcref(OnInitialized, [tok]))
   Attach()
   # The editor's state goes out at once: the sidecar accepts it before

@@ -23,7 +23,8 @@ if v:version < 900 || !has('channel') || !has('job') || !has('lambda')
   endfunction
   for s:cmd in ['CCBridgeStart', 'CCBridgeStop', 'CCBridgeStatus', 'CCBridgeSend',
         \ 'CCBridgeClaude', 'CCBridgeAccept', 'CCBridgeReject', 'CCBridgeAcceptHunk',
-        \ 'CCBridgeRejectHunk']
+        \ 'CCBridgeRejectHunk', 'CCBridgeChanges', 'CCBridgeChangeRevert',
+        \ 'CCBridgeChangeKeep']
     execute 'command! -nargs=* -range -bang ' . s:cmd . ' call s:Unsupported()'
   endfor
   unlet s:cmd
@@ -41,6 +42,9 @@ command! -bar CCBridgeAccept call ccbridge#review#AcceptCurrent(0)
 command! -bar CCBridgeReject call ccbridge#review#RejectCurrent()
 command! -bar CCBridgeAcceptHunk call ccbridge#review#Hunk('accept')
 command! -bar CCBridgeRejectHunk call ccbridge#review#Hunk('reject')
+command! -bar CCBridgeChanges call ccbridge#changes#Show()
+command! -bar CCBridgeChangeRevert call ccbridge#changes#Act('revert')
+command! -bar CCBridgeChangeKeep call ccbridge#changes#Act('keep')
 
 if type(get(g:, 'ccbridge', 0)) == v:t_dict && get(g:ccbridge, 'auto_start', 0)
   if v:vim_did_enter
