@@ -13,7 +13,7 @@
 //! start has no earlier content ("created"); a file beyond the budget has
 //! an unknown one (listed, never reverted).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -40,8 +40,6 @@ struct Repo {
     top: PathBuf,
     /// `HEAD` at the start (None: no commit yet).
     commit: Option<String>,
-    /// Files git tracked at the start (absolute).
-    tracked: HashSet<PathBuf>,
 }
 
 /// The state of the workspace at the session's start.
@@ -50,32 +48,55 @@ pub struct Baseline {
     repos: Vec<Repo>,
     /// Files copied at the start: dirty ones in git, all outside it.
     copies: HashMap<PathBuf, Before>,
+    /// What is left of [`SNAPSHOT_BUDGET`].
+    budget: u64,
 }
 
 impl Baseline {
     /// Takes the baseline of `folders` (absolute, canonical). `files` are
     /// the files not ignored, as the watcher found them; used outside git.
     pub fn take(folders: &[PathBuf], files: &[PathBuf]) -> Baseline {
-        let mut b = Baseline::default();
-        let mut budget = SNAPSHOT_BUDGET;
+        let (mut b, plain) = Baseline::of_git(folders);
+        b.copy_files(&plain, files);
+        b
+    }
+
+    /// The part of the baseline git gives (the commit, and copies of the
+    /// files that differ from it), and the folders outside git, whose
+    /// files [`Self::copy_files`] copies. It needs no list of files, so it
+    /// runs while the watcher walks the tree (each takes about as long on
+    /// a large one).
+    pub fn of_git(folders: &[PathBuf]) -> (Baseline, Vec<PathBuf>) {
+        let mut b = Baseline {
+            budget: SNAPSHOT_BUDGET,
+            ..Baseline::default()
+        };
+        let mut plain = Vec::new();
         for folder in folders {
             match git_repo(folder) {
                 Some(repo) => {
                     for f in dirty_files(&repo.top, folder) {
-                        let before = copy(&f, &mut budget);
+                        let before = copy(&f, &mut b.budget);
                         b.copies.insert(f, before);
                     }
                     b.repos.push(repo);
                 }
-                None => {
-                    for f in files.iter().filter(|f| f.starts_with(folder)) {
-                        let before = copy(f, &mut budget);
-                        b.copies.insert(f.clone(), before);
-                    }
-                }
+                None => plain.push(folder.clone()),
             }
         }
-        b
+        (b, plain)
+    }
+
+    /// Copies the `files` (as the watcher found them) that are in the
+    /// folders `plain`, outside git, within the budget.
+    pub fn copy_files(&mut self, plain: &[PathBuf], files: &[PathBuf]) {
+        for f in files
+            .iter()
+            .filter(|f| plain.iter().any(|p| f.starts_with(p)))
+        {
+            let before = copy(f, &mut self.budget);
+            self.copies.insert(f.clone(), before);
+        }
     }
 
     /// What `path` held at the start.
@@ -94,11 +115,12 @@ impl Baseline {
             // recorded as unknown.
             return Before::Absent;
         };
-        if !repo.tracked.contains(path) {
-            return Before::Absent;
-        }
-        let (Some(commit), Ok(rel)) = (&repo.commit, path.strip_prefix(&repo.top)) else {
+        // Not copied: it was as in the commit, or absent from both.
+        let Ok(rel) = path.strip_prefix(&repo.top) else {
             return Before::Unknown;
+        };
+        let Some(commit) = &repo.commit else {
+            return Before::Absent;
         };
         let Some(rel) = rel.to_str() else {
             return Before::Unknown;
@@ -113,6 +135,11 @@ impl Baseline {
             .output();
         match out {
             Ok(o) if o.status.success() => Before::Bytes(o.stdout),
+            // Not in the commit: it did not exist (an untracked file would
+            // have been copied).
+            _ if git(&repo.top, &["cat-file", "-e", &format!("{commit}:{rel}")]).is_none() => {
+                Before::Absent
+            }
             _ => Before::Unknown,
         }
     }
@@ -165,28 +192,19 @@ fn trim_line(mut b: Vec<u8>) -> Option<String> {
     String::from_utf8(b).ok().filter(|s| !s.is_empty())
 }
 
-/// The git work tree `folder` is in, with what it tracks.
+/// The git work tree `folder` is in, and its commit. What the commit holds
+/// is asked per file when a file changes ([`Baseline::before`]), never
+/// listed for the whole tree.
 fn git_repo(folder: &Path) -> Option<Repo> {
     let top = PathBuf::from(trim_line(git(folder, &["rev-parse", "--show-toplevel"])?)?);
     let top = top.canonicalize().unwrap_or(top);
     let commit = git(&top, &["rev-parse", "--verify", "-q", "HEAD"]).and_then(trim_line);
-    let listed = git(folder, &["ls-files", "-z", "--full-name"])?;
-    let tracked = listed
-        .split(|b| *b == 0)
-        .filter(|p| !p.is_empty())
-        .filter_map(|p| std::str::from_utf8(p).ok())
-        .map(|p| top.join(p))
-        .collect();
-    Some(Repo {
-        top,
-        commit,
-        tracked,
-    })
+    Some(Repo { top, commit })
 }
 
 /// The files under `folder` that differ from `HEAD` (modified, staged,
-/// untracked, not ignored), absolute. Deleted ones are left out: they do
-/// not exist, and a file created there later is then new.
+/// deleted, untracked, not ignored), absolute. A deleted one is copied as
+/// absent, so a file created there later is new.
 fn dirty_files(top: &Path, folder: &Path) -> Vec<PathBuf> {
     let Some(out) = git(
         folder,
@@ -205,10 +223,8 @@ fn dirty_files(top: &Path, folder: &Path) -> Vec<PathBuf> {
     out.split(|b| *b == 0)
         .filter(|e| e.len() > 3)
         .filter_map(|e| {
-            let (xy, path) = e.split_at(3);
-            let path = std::str::from_utf8(path).ok()?;
-            let deleted = xy[1] == b'D' || (xy[0] == b'D' && xy[1] == b' ');
-            (!deleted).then(|| top.join(path))
+            let path = std::str::from_utf8(&e[3..]).ok()?;
+            Some(top.join(path))
         })
         .collect()
 }
@@ -240,9 +256,11 @@ mod tests {
         run(&root, &["init", "-q"]);
         std::fs::write(root.join("clean.txt"), "committed\n").unwrap();
         std::fs::write(root.join("dirty.txt"), "committed\n").unwrap();
+        std::fs::write(root.join("gone.txt"), "committed\n").unwrap();
         run(&root, &["add", "."]);
         run(&root, &["commit", "-qm", "one"]);
         std::fs::write(root.join("dirty.txt"), "edited before the session\n").unwrap();
+        std::fs::remove_file(root.join("gone.txt")).unwrap();
         std::fs::write(root.join("untracked.txt"), "mine\n").unwrap();
         let b = Baseline::take(std::slice::from_ref(&root), &[]);
         // The session begins; the agent changes everything and commits.
@@ -262,6 +280,9 @@ mod tests {
             Before::Bytes(b"mine\n".to_vec())
         );
         assert_eq!(b.before(&root.join("new.txt")), Before::Absent);
+        // Deleted before the session (still in the commit): created later,
+        // it is new, not the commit's.
+        assert_eq!(b.before(&root.join("gone.txt")), Before::Absent);
     }
 
     #[test]

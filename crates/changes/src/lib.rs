@@ -716,6 +716,14 @@ fn read(ws: &Workspace, path: &str) -> Read {
 }
 
 fn watch_loop(shared: Weak<Shared>, roots: Vec<PathBuf>) {
+    // Git's part of the baseline and the watcher's walk each take about
+    // as long on a large tree: side by side, not one after the other.
+    let git = {
+        let roots = roots.clone();
+        std::thread::Builder::new()
+            .name("ccbridge-baseline".into())
+            .spawn(move || Baseline::of_git(&roots))
+    };
     let (mut watcher, files) = match watch::Watcher::start(&roots) {
         Ok(w) => w,
         Err(e) => {
@@ -728,7 +736,15 @@ fn watch_loop(shared: Weak<Shared>, roots: Vec<PathBuf>) {
             return;
         }
     };
-    let baseline = Arc::new(Baseline::take(&roots, &files));
+    let baseline = match git.map(|t| t.join()) {
+        Ok(Ok((mut b, plain))) => {
+            b.copy_files(&plain, &files);
+            b
+        }
+        // No thread (or it panicked): taken here instead.
+        _ => Baseline::take(&roots, &files),
+    };
+    let baseline = Arc::new(baseline);
     drop(files);
     {
         let Some(sh) = shared.upgrade() else { return };
