@@ -29,6 +29,12 @@
  *   Everything ccbridge sends is held until one turn after `start()`
  *   resolved, so handlers and listeners registered right after
  *   `await start()` see it.
+ * - **The session review is asked for, always.** `initialize` says
+ *   `changes: true`, so ccbridge sends `changesChanged` whenever the list
+ *   changes: one small notification, and an editor that shows the review
+ *   needs no polling. A refused decision becomes an error class of its own
+ *   (`ChangeStaleError`, `ChangeConflictError` with the three versions), so
+ *   the editor can tell "reload" from "show the conflict" without parsing.
  */
 import { EventEmitter } from "node:events";
 import {
@@ -39,7 +45,15 @@ import {
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 import { OpenDiffs } from "./diffs.js";
-import { BridgeError, BridgeStoppedError, ProtocolVersionError, RemoteError, SidecarExitedError } from "./errors.js";
+import {
+  BridgeError,
+  BridgeStoppedError,
+  ChangeConflictError,
+  ChangeStaleError,
+  ProtocolVersionError,
+  RemoteError,
+  SidecarExitedError,
+} from "./errors.js";
 import { registerHostExit } from "./exit-hooks.js";
 import { removeOwnLockFile } from "./lockfile.js";
 import type { ExitStatus, Sidecar } from "./process.js";
@@ -52,6 +66,11 @@ import {
   type AtMention,
   type Capabilities,
   type AgentEnv,
+  type ChangeAction,
+  type ChangeActionResult,
+  type ChangeConflict,
+  type ChangesChangedParams,
+  type ChangesView,
   type ClaudeClient,
   type ClientDisconnectedParams,
   type CloseDiffParams,
@@ -292,6 +311,40 @@ export class Bridge extends EventEmitter {
     return result.tools?.approvalMode ?? null;
   }
 
+  /**
+   * The session review (`changes`): every file changed in the workspace
+   * folders while ccbridge runs, each as hunks against its content at the
+   * start. Fails with a {@link RemoteError} (`-32600`) when ccbridge runs
+   * with `--no-changes`.
+   */
+  async changes(): Promise<ChangesView> {
+    return this.request<ChangesView>(Method.changes, {}, 10_000);
+  }
+
+  /**
+   * A decision in the session review (`changeAction`): keep or revert one
+   * hunk (`key`) or a whole file (no `key`), mark a file viewed, keep or
+   * revert everything, undo the last revert. A revert is written
+   * atomically and only over the version named.
+   *
+   * @throws {ChangeStaleError} ccbridge has seen a newer version of the file than `version`: fetch `changes` again
+   * @throws {ChangeConflictError} the file changed on disk since; nothing was written; `conflict` has the three versions
+   * @throws {RemoteError} anything else refused (an unknown hunk, nothing to undo, ...), with ccbridge's message
+   */
+  async changeAction(action: ChangeAction): Promise<ChangeActionResult> {
+    try {
+      // revertAll writes every file: a slow disk gets time.
+      return await this.request<ChangeActionResult>(Method.changeAction, action, 60_000);
+    } catch (e) {
+      if (!(e instanceof RemoteError) || typeof e.data !== "object" || e.data === null) throw e;
+      const data = e.data as { stale?: unknown; conflict?: unknown };
+      const message = e.message.replace(/^ccbridge refused changeAction \(-?\d+\): /, "");
+      if (data.stale === true) throw new ChangeStaleError(e.method, e.rpcCode, message, e.data);
+      if (isConflict(data.conflict)) throw new ChangeConflictError(e.method, e.rpcCode, message, e.data, data.conflict);
+      throw e;
+    }
+  }
+
   // ---------------------------------------------------------------- handlers (ccbridge → editor)
 
   /**
@@ -450,7 +503,7 @@ export class Bridge extends EventEmitter {
    */
   private async sendInitialize(timeoutMs: number): Promise<InitializeResult> {
     const capabilities = this.capabilities;
-    const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, capabilities };
+    const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, capabilities, changes: true };
     if (this.approvalMode !== undefined) params.approvalMode = this.approvalMode;
     let result: InitializeResult;
     try {
@@ -576,6 +629,7 @@ export class Bridge extends EventEmitter {
       this.emit("clientDisconnected", client);
     });
     notification(Method.commandEvent, (p) => this.emit("commandEvent", p as CommandEvent));
+    notification(Method.changesChanged, (p) => this.emit("changesChanged", p as ChangesChangedParams));
     notification(Method.invalidNotification, (p) => {
       const params = p as InvalidNotificationParams;
       if (this.listenerCount("invalidNotification") > 0) this.emit("invalidNotification", params);
@@ -777,4 +831,12 @@ export class Bridge extends EventEmitter {
     const code = `CCBRIDGE_${w.kind.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
     process.emitWarning(`ccbridge: ${w.message}`, { code });
   }
+}
+
+/** `data.conflict` of a refused revert, checked (ccbridge's, but the wire is untyped). */
+function isConflict(c: unknown): c is ChangeConflict {
+  if (typeof c !== "object" || c === null) return false;
+  const o = c as Record<string, unknown>;
+  const text = (v: unknown): boolean => v === null || typeof v === "string";
+  return typeof o["path"] === "string" && text(o["before"]) && text(o["shown"]) && text(o["disk"]);
 }

@@ -24,6 +24,7 @@ import type {
   OpenFilesResult,
   ShowDiffParams,
   ApprovalMode,
+  ChangesChangedParams,
 } from "./protocol.js";
 
 export type Awaitable<T> = T | Promise<T>;
@@ -126,6 +127,8 @@ export interface BridgeEvents {
   clientDisconnected: [client: ClaudeClient | ClientDisconnectedParams];
   /** An approved workspace command started, wrote output, or exited. */
   commandEvent: [event: CommandEvent];
+  /** The session review changed: fetch `changes()` again if it is shown. */
+  changesChanged: [params: ChangesChangedParams];
   /** ccbridge could not (fully) use a report; show it once. */
   invalidNotification: [params: InvalidNotificationParams];
   /**
