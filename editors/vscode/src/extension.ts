@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { start, type AgentEnv, type ApprovalMode, type Bridge } from "@ccbridge/client";
+import { Changes } from "./changes";
 import { Reports } from "./reports";
 import { Reviews } from "./review";
 import {
@@ -43,6 +44,7 @@ class State implements vscode.Disposable {
   readonly status = vscode.window.createStatusBarItem("ccbridge.status", vscode.StatusBarAlignment.Right, 100);
   readonly reviews = new Reviews((line) => this.log(line));
   readonly commands = new CommandTerminal();
+  readonly changes = new Changes((line) => this.log(line));
   bridge: Bridge | undefined;
   private reports: Reports | undefined;
   private starting: Promise<Bridge | undefined> | undefined;
@@ -141,6 +143,7 @@ class State implements vscode.Disposable {
         }
       });
       this.bridge = bridge;
+      this.changes.attach(bridge);
       this.reports = new Reports(bridge, () => this.config().get<number>("diagnosticDelay", 500));
       this.log(
         `ccbridge ${bridge.initializeResult.serverInfo.version} listening on port ${bridge.port}; lock file ${bridge.lockFile ?? "(none)"}` +
@@ -166,6 +169,7 @@ class State implements vscode.Disposable {
     this.reports?.dispose();
     this.reports = undefined;
     this.bridge = undefined;
+    this.changes.attach(undefined);
     this.render();
   }
 
@@ -328,6 +332,7 @@ class State implements vscode.Disposable {
 
   dispose(): void {
     this.reviews.dispose();
+    this.changes.dispose();
     this.reports?.dispose();
     this.commands.dispose();
     this.status.dispose();
