@@ -35,6 +35,10 @@
  *   needs no polling. A refused decision becomes an error class of its own
  *   (`ChangeStaleError`, `ChangeConflictError` with the three versions), so
  *   the editor can tell "reload" from "show the conflict" without parsing.
+ * - **Paths are mapped at the wire.** With a `pathMap` (the sidecar on
+ *   another machine), `notify`, `request` and the incoming-request wrapper
+ *   rename every path field as it crosses, so handlers, listeners and
+ *   callers only ever see the editor's own paths.
  */
 import { EventEmitter } from "node:events";
 import {
@@ -57,6 +61,7 @@ import {
 import { registerHostExit } from "./exit-hooks.js";
 import { removeOwnLockFile } from "./lockfile.js";
 import type { ExitStatus, Sidecar } from "./process.js";
+import { PathMap } from "./remote.js";
 import {
   ErrorCode,
   Method,
@@ -151,15 +156,21 @@ export class Bridge extends EventEmitter {
   /** Aborted once the sidecar has ended, so pending requests fail at once. */
   private readonly gone = new AbortController();
   private exitError: SidecarExitedError | undefined;
+  /** The paths of the two sides (empty: the same machine, or the same names). */
+  readonly pathMap: PathMap;
+  /** Started through a `command` prefix: its lock file is on the other side. */
+  private readonly remote: boolean;
 
   /** @internal Used by `start()`, the only way to make a bridge. */
-  static _create(sidecar: Sidecar, options: StartOptions): Bridge {
-    return new Bridge(sidecar, options);
+  static _create(sidecar: Sidecar, options: StartOptions, paths: PathMap = new PathMap()): Bridge {
+    return new Bridge(sidecar, options, paths);
   }
 
-  private constructor(sidecar: Sidecar, options: StartOptions) {
+  private constructor(sidecar: Sidecar, options: StartOptions, paths: PathMap) {
     super();
     this.sidecar = sidecar;
+    this.pathMap = paths;
+    this.remote = (options.command?.length ?? 0) > 0;
     this.explicitCapabilities = options.capabilities ? { ...options.capabilities } : undefined;
     this.approvalMode = options.approvalMode;
     Object.assign(this.handlers, options.handlers);
@@ -340,7 +351,10 @@ export class Bridge extends EventEmitter {
       const data = e.data as { stale?: unknown; conflict?: unknown };
       const message = e.message.replace(/^ccbridge refused changeAction \(-?\d+\): /, "");
       if (data.stale === true) throw new ChangeStaleError(e.method, e.rpcCode, message, e.data);
-      if (isConflict(data.conflict)) throw new ChangeConflictError(e.method, e.rpcCode, message, e.data, data.conflict);
+      if (isConflict(data.conflict)) {
+        const conflict = { ...data.conflict, path: this.pathMap.toLocal(data.conflict.path) };
+        throw new ChangeConflictError(e.method, e.rpcCode, message, e.data, conflict);
+      }
       throw e;
     }
   }
@@ -459,7 +473,7 @@ export class Bridge extends EventEmitter {
     if (this.current === "stopped") return;
     this.current = "stopping";
     this.sidecar.kill("SIGTERM");
-    removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
+    if (!this.remote) removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
   }
 
   // ---------------------------------------------------------------- internals: start
@@ -566,7 +580,16 @@ export class Bridge extends EventEmitter {
 
   private registerIncoming(): void {
     const request = (method: string, run: (params: unknown) => unknown): void => {
-      this.conn.onRequest(method, (params: unknown) => this.whenOpen(() => run(params)));
+      this.conn.onRequest(method, (params: unknown) =>
+        this.whenOpen(() => {
+          const answer = run(this.pathMap.incoming(method, params));
+          // Unchanged (and as soon) without a map: `showDiff`'s "shown" must
+          // go out before a verdict its handler may already have.
+          if (this.pathMap.empty) return answer;
+          const mapped = (a: unknown): unknown => (a instanceof ResponseError ? a : this.pathMap.answer(method, a));
+          return answer instanceof Promise ? answer.then(mapped) : mapped(answer);
+        }),
+      );
     };
     request(Method.showDiff, (p) => this.handleShowDiff(p as ShowDiffParams));
     request(Method.closeDiff, (p) => this.handleCloseDiff(p as CloseDiffParams));
@@ -744,6 +767,7 @@ export class Bridge extends EventEmitter {
 
   private notify(method: string, params: object | undefined): boolean {
     if (this.current === "stopped" || this.current === "stopping") return false;
+    params = this.pathMap.outgoing(method, params);
     try {
       const sent =
         params === undefined ? this.conn.sendNotification(method) : this.conn.sendNotification(method, params);
@@ -755,6 +779,10 @@ export class Bridge extends EventEmitter {
   }
 
   private async request<R>(method: string, params: object | undefined, timeoutMs: number): Promise<R> {
+    return this.pathMap.result(method, await this.send<R>(method, this.pathMap.outgoing(method, params), timeoutMs));
+  }
+
+  private async send<R>(method: string, params: object | undefined, timeoutMs: number): Promise<R> {
     if (this.current === "stopped" || this.current === "stopping") {
       throw this.exitError ?? new BridgeStoppedError(method);
     }
@@ -796,8 +824,10 @@ export class Bridge extends EventEmitter {
     const expected = this.current === "stopping";
     this.current = "stopped";
     this.unregisterHostExit();
-    // After SIGKILL the sidecar could not remove its lock file.
-    removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
+    // After SIGKILL the sidecar could not remove its lock file (unless it
+    // runs elsewhere: then its lock file is not on this disk, and its input
+    // closing ends it there).
+    if (!this.remote) removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
     if (!expected) {
       const when = this.init ? "unexpectedly" : "before answering initialize";
       this.exitError = new SidecarExitedError(status.code, status.signal, this.sidecar.stderrTail(), when);

@@ -46,4 +46,5 @@ export {
 } from "./errors.js";
 export { resolveBin, serveArgs } from "./process.js";
 export { beforeText } from "./baseline.js";
+export { commandLine, needsQuoting, PathMap, shellQuote, type PathMapping } from "./remote.js";
 export * from "./protocol.js";
