@@ -294,12 +294,9 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
     const compareShown = "Compare: shown ↔ on disk";
     const compareStart = "Compare: start ↔ on disk";
     const pick = await vscode.window.showErrorMessage(
-      `ccbridge: ${name} changed on disk since the review read it; nothing was written.`,
-      {
-        detail:
-          "Three versions: at the session's start, as the view showed it, and on disk now." +
-          (c.disk === null ? " The file is gone from disk." : ""),
-      },
+      `ccbridge: ${name} changed on disk since the review read it; nothing was written.` +
+        (c.disk === null ? " It is gone from disk now." : "") +
+        " Compare the three versions: at the session's start, as the view showed it, on disk now.",
       compareShown,
       compareStart,
     );

@@ -4,7 +4,7 @@
 // hunk's Revert reverts that hunk only, also when another is identical.
 // See harness.mjs.
 import assert from "node:assert/strict";
-import { readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { CodeServer, artifacts, eventually, openWorkbench, screenshot } from "./harness.mjs";
@@ -27,7 +27,7 @@ const message = (text) => pane().locator(".tree-explorer-viewlet-tree-view > .me
 const row = (label) => pane().locator(`.monaco-list-row[aria-label="${label}"]`);
 
 before(async () => {
-  cs = await CodeServer.start({ files: { "story.txt": ORIGINAL, "other.txt": ORIGINAL } });
+  cs = await CodeServer.start({ files: { "story.txt": ORIGINAL, "other.txt": ORIGINAL, "busy.txt": ORIGINAL } });
   wb = await openWorkbench(cs);
 });
 
@@ -123,4 +123,47 @@ test("Revert all asks first (modal); Cancel changes nothing, confirming reverts 
     readFileSync(join(ws, "other.txt"), "utf8") === ORIGINAL && readFileSync(join(ws, "story.txt"), "utf8") === ORIGINAL,
   );
   await message("No file has changed in this session.").waitFor();
+});
+
+test("a revert over a file that keeps changing on disk is refused; the message offers the three versions", async () => {
+  const ws = realpathSync(cs.ws);
+  const file = join(ws, "busy.txt");
+  // Something keeps writing the file: the sidecar lists it at most a second
+  // late (the watcher waits for a burst to settle), so the view's version is
+  // soon not what is on disk and a revert is refused, as a conflict (or, when
+  // the sidecar has already seen the newer text, as stale: then again).
+  let tick = 0;
+  // Each version whole (written aside, then renamed), as an editor saves.
+  const writer = setInterval(() => {
+    writeFileSync(`${file}.tmp`, `${TWICE}tick ${tick++}\n`);
+    renameSync(`${file}.tmp`, file);
+  }, 25);
+  try {
+    const fileRow = row("busy.txt, modified");
+    await fileRow.waitFor();
+    const conflict = wb.page.locator(".notification-toast", { hasText: "busy.txt changed on disk since the review read it; nothing was written." });
+    await eventually(
+      "a revert refused as a conflict",
+      async () => {
+        if (await conflict.count()) return true;
+        await fileRow.hover();
+        await fileRow.locator('.action-label[aria-label="Revert the file"]').click({ timeout: 2_000 });
+        await conflict.first().waitFor({ timeout: 2_000 });
+        return true;
+      },
+      60_000,
+    );
+    await screenshot(wb.page, "changes-06-conflict");
+    await conflict.first().getByRole("button", { name: "Compare: shown ↔ on disk" }).click();
+  } finally {
+    clearInterval(writer);
+  }
+  const tab = wb.page.locator(".tabs-container .tab", { hasText: "busy.txt: as the view showed it ↔ on disk now" });
+  await tab.waitFor();
+  // Both sides are the file as it was written, each with its own tick
+  // (VS Code draws spaces as no-break spaces).
+  await wb.page.locator(".monaco-diff-editor .editor.modified .view-lines").getByText(/^tick\s\d+$/).first().waitFor();
+  await wb.page.locator(".monaco-diff-editor .editor.original .view-lines").getByText(/^tick\s\d+$/).first().waitFor();
+  assert.equal(await wb.page.locator(".monaco-diff-editor .editor.original .view-lines").getByText("INSERTED").count(), 2);
+  await screenshot(wb.page, "changes-07-conflict-compare");
 });
