@@ -14,7 +14,11 @@
  * The hunks' lines come without terminators. A removed line gets the
  * file's own line break (CRLF if the current text uses it); whether the
  * old last line ended with one follows the current text, unless the hunk
- * shows that only the final line break changed.
+ * is that last line alone with the same text: that is taken to be the
+ * final line break added or removed (the usual case; a last line whose
+ * CRLF alone became LF would be shown without its break). A hunk of
+ * several lines whose text did not change is a change of line endings,
+ * which the hunks cannot describe: `undefined` then, rather than a guess.
  */
 import type { ChangedFile } from "./protocol.js";
 
@@ -53,11 +57,14 @@ export function beforeText(file: ChangedFile, now: string): string | undefined {
   for (const h of file.hunks) {
     if (h.newStart < at || h.newStart + h.newLines > current.length) return undefined;
     if (h.added.length !== h.newLines || h.removed.length !== h.oldLines) return undefined;
+    const sameText = h.oldLines === h.newLines && h.removed.every((r, j) => r === h.added[j]);
+    const atEnd = h.newStart + h.newLines === current.length;
+    // Only line breaks changed: knowable for the final one alone.
+    if (sameText && !(atEnd && h.newLines === 1)) return undefined;
     for (let i = 0; i < h.newLines; i++) {
       if (bare(current[h.newStart + i] ?? "") !== h.added[i]) return undefined;
     }
     out.push(...current.slice(at, h.newStart));
-    const atEnd = h.newStart + h.newLines === current.length;
     h.removed.forEach((line, i) => {
       const last = i === h.removed.length - 1;
       if (!(last && atEnd)) {
@@ -67,8 +74,7 @@ export function beforeText(file: ChangedFile, now: string): string | undefined {
       // The old file's last line: does it end with a line break?
       const nowLast = current[current.length - 1];
       const nowEnds = nowLast === undefined ? true : nowLast.endsWith("\n");
-      const onlyBreakChanged = h.newLines > 0 && h.oldLines === h.newLines && h.removed.every((r, j) => r === h.added[j]);
-      out.push(line + ((onlyBreakChanged ? !nowEnds : nowEnds) ? eol : ""));
+      out.push(line + ((sameText ? !nowEnds : nowEnds) ? eol : ""));
     });
     at = h.newStart + h.newLines;
   }

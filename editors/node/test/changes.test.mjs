@@ -13,6 +13,33 @@ const ORIGINAL = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n";
 // The same line inserted twice: two identical hunks, told apart by their keys.
 const TWICE = ORIGINAL.replace("two\n", "two\nINSERTED\n").replace("six\n", "six\nINSERTED\n");
 
+/** A changed file as `changes` describes it, for `beforeText` on its own. */
+function described(status, hunks, extra = {}) {
+  return { path: "/w/f", status, sources: [], version: "v", viewed: false, reviewed: false, added: 0, removed: 0, hunks, moreHunks: 0, revertible: true, changedAt: 0, ...extra };
+}
+const hunk = (oldStart, oldLines, newStart, newLines, removed, added, extra = {}) => ({
+  key: `${oldStart}-${oldLines}`, oldStart, oldLines, newStart, newLines, contextBefore: [], removed, added, contextAfter: [], cut: false, kept: false, ...extra,
+});
+
+test("beforeText puts the removed lines back, with the file's line breaks, and says when it cannot", () => {
+  // A replaced line and a removed one, CRLF kept.
+  const now = "a\r\nB\r\nc\r\n";
+  assert.equal(beforeText(described("modified", [hunk(1, 1, 1, 1, ["b"], ["B"]), hunk(3, 1, 3, 0, ["d"], [])]), now), "a\r\nb\r\nc\r\nd\r\n");
+  // The final line break added, or removed: the last line alone, same text.
+  assert.equal(beforeText(described("modified", [hunk(1, 1, 1, 1, ["b"], ["b"])]), "a\nb\n"), "a\nb");
+  assert.equal(beforeText(described("modified", [hunk(1, 1, 1, 1, ["b"], ["b"])]), "a\nb"), "a\nb\n");
+  // Line endings converted: not describable.
+  assert.equal(beforeText(described("modified", [hunk(0, 2, 0, 2, ["a", "b"], ["a", "b"])]), "a\nb\n"), undefined);
+  assert.equal(beforeText(described("created", [hunk(0, 0, 0, 1, [], ["x"])]), "x\n"), "");
+  assert.equal(beforeText(described("deleted", [hunk(0, 2, 0, 0, ["x", "y"], [])]), ""), "x\ny\n");
+  assert.equal(beforeText(described("modified", [hunk(0, 1, 0, 1, ["a"], ["A"], { cut: true })]), "A\n"), undefined);
+  assert.equal(beforeText(described("modified", [], { moreHunks: 1 }), "A\n"), undefined);
+  assert.equal(beforeText(described("binary", []), ""), undefined);
+  // `now` is not what the hunks describe.
+  assert.equal(beforeText(described("modified", [hunk(0, 1, 0, 1, ["a"], ["A"])]), "Z\n"), undefined);
+  assert.equal(beforeText(described("modified", [hunk(0, 1, 5, 1, ["a"], ["A"])]), "A\n"), undefined);
+});
+
 /** The sandbox's workspace with `file` in it, and a bridge whose review is ready. */
 async function reviewing(t, files) {
   const sb = sandbox(t);
