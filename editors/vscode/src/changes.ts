@@ -140,7 +140,8 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
     const r = this.review;
     const files = r?.files ?? [];
     this.tree.description = r ? `${r.reviewed} of ${files.length} files reviewed` : "";
-    this.tree.badge = r && files.length > r.reviewed ? { value: files.length - r.reviewed, tooltip: `${files.length - r.reviewed} files to review` } : undefined;
+    const left = r ? files.length - r.reviewed : 0;
+    this.tree.badge = left > 0 ? { value: left, tooltip: `${left} files to review` } : undefined;
     this.tree.message = !this.bridge
       ? "The sidecar is not running."
       : !r
@@ -181,7 +182,9 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
       const dir = path.dirname(vscode.workspace.asRelativePath(f.path));
       const counts = f.status === "binary" || f.status === "unknown" ? "" : ` +${f.added} −${f.removed}`;
       item.description = `${dir === "." ? "" : `${dir} · `}${f.status}${counts}${f.reviewed ? " · reviewed" : ""}`;
-      item.tooltip = `${f.path}\n${f.status}, ${who(f)}${f.reviewed ? ", reviewed" : ""}${f.revertible ? "" : "\nIts content before the session is not known: it cannot be reverted."}`;
+      item.tooltip =
+        `${f.path}\n${f.status}, ${who(f)}${f.reviewed ? ", reviewed" : ""}` +
+        (f.revertible ? "" : "\nIts content before the session is not known: it cannot be reverted.");
       item.contextValue = `ccbridgeChangedFile${f.viewed ? "Viewed" : ""}`;
       item.command = { command: "ccbridge.changes.openDiff", title: "Open the diff", arguments: [node] };
       item.accessibilityInformation = { label: `${path.basename(f.path)}, ${f.status}${f.reviewed ? ", reviewed" : ""}` };
@@ -194,7 +197,12 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
     item.description = `+${h.newLines} −${h.oldLines}${h.kept ? " kept" : ""} ${first.trim()}`.trim();
     const md = new vscode.MarkdownString();
     md.appendCodeblock(
-      [...h.contextBefore.map((l) => `  ${l}`), ...h.removed.map((l) => `- ${l}`), ...h.added.map((l) => `+ ${l}`), ...h.contextAfter.map((l) => `  ${l}`)].join("\n") +
+      [
+        ...h.contextBefore.map((l) => `  ${l}`),
+        ...h.removed.map((l) => `- ${l}`),
+        ...h.added.map((l) => `+ ${l}`),
+        ...h.contextAfter.map((l) => `  ${l}`),
+      ].join("\n") +
         (h.cut ? "\n…" : ""),
       "diff",
     );
@@ -246,7 +254,8 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
     const detail =
       action === "keepAll"
         ? `Every change in ${files.length} files is kept and marked reviewed. Nothing on disk changes.`
-        : `${files.length} files are given back what they held when the session started (created files are removed). Undo brings back the last revert only.`;
+        : `${files.length} files are given back what they held when the session started ` +
+          "(created files are removed). Undo brings back the last revert only.";
     const pick = await vscode.window.showWarningMessage(`${verb}?`, { modal: true, detail }, verb);
     if (pick !== verb) return;
     await this.act({ action });
@@ -267,7 +276,8 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
     } catch (e) {
       if (e instanceof ChangeStaleError) {
         void vscode.window.showWarningMessage(
-          `ccbridge: ${"path" in action ? path.basename(action.path) : "the file"} changed since the view showed it; nothing was done. The view is reloaded: decide again.`,
+          `ccbridge: ${"path" in action ? path.basename(action.path) : "the file"} changed since the view showed it; ` +
+            "nothing was done. The view is reloaded: decide again.",
         );
       } else if (e instanceof ChangeConflictError) {
         void this.showConflict(e.conflict);
@@ -330,8 +340,10 @@ export class Changes implements vscode.TreeDataProvider<Node>, vscode.TextDocume
     if (before === undefined) {
       void vscode.window.showInformationMessage(
         f.status === "binary" || f.status === "unknown"
-          ? `ccbridge: ${name} is ${f.status === "binary" ? "not text" : "of unknown earlier content"}; only the whole file can be kept or reverted.`
-          : `ccbridge: the content of ${name} before the session cannot be shown (it changed since the view was drawn, or a change is too large to describe).`,
+          ? `ccbridge: ${name} is ${f.status === "binary" ? "not text" : "of unknown earlier content"}; ` +
+            "only the whole file can be kept or reverted."
+          : `ccbridge: the content of ${name} before the session cannot be shown ` +
+            "(it changed since the view was drawn, a change is too large to describe, or only line endings changed).",
       );
       void this.refresh();
       return;
