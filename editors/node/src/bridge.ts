@@ -29,6 +29,16 @@
  *   Everything ccbridge sends is held until one turn after `start()`
  *   resolved, so handlers and listeners registered right after
  *   `await start()` see it.
+ * - **The session review is asked for, always.** `initialize` says
+ *   `changes: true`, so ccbridge sends `changesChanged` whenever the list
+ *   changes: one small notification, and an editor that shows the review
+ *   needs no polling. A refused decision becomes an error class of its own
+ *   (`ChangeStaleError`, `ChangeConflictError` with the three versions), so
+ *   the editor can tell "reload" from "show the conflict" without parsing.
+ * - **Paths are mapped at the wire.** With a `pathMap` (the sidecar on
+ *   another machine), `notify`, `request` and the incoming-request wrapper
+ *   rename every path field as it crosses, so handlers, listeners and
+ *   callers only ever see the editor's own paths.
  */
 import { EventEmitter } from "node:events";
 import {
@@ -39,10 +49,19 @@ import {
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 import { OpenDiffs } from "./diffs.js";
-import { BridgeError, BridgeStoppedError, ProtocolVersionError, RemoteError, SidecarExitedError } from "./errors.js";
+import {
+  BridgeError,
+  BridgeStoppedError,
+  ChangeConflictError,
+  ChangeStaleError,
+  ProtocolVersionError,
+  RemoteError,
+  SidecarExitedError,
+} from "./errors.js";
 import { registerHostExit } from "./exit-hooks.js";
 import { removeOwnLockFile } from "./lockfile.js";
 import type { ExitStatus, Sidecar } from "./process.js";
+import { PathMap } from "./remote.js";
 import {
   ErrorCode,
   Method,
@@ -52,6 +71,11 @@ import {
   type AtMention,
   type Capabilities,
   type AgentEnv,
+  type ChangeAction,
+  type ChangeActionResult,
+  type ChangeConflict,
+  type ChangesChangedParams,
+  type ChangesView,
   type ClaudeClient,
   type ClientDisconnectedParams,
   type CloseDiffParams,
@@ -132,15 +156,21 @@ export class Bridge extends EventEmitter {
   /** Aborted once the sidecar has ended, so pending requests fail at once. */
   private readonly gone = new AbortController();
   private exitError: SidecarExitedError | undefined;
+  /** The paths of the two sides (empty: the same machine, or the same names). */
+  readonly pathMap: PathMap;
+  /** Started through a `command` prefix: its lock file is on the other side. */
+  private readonly remote: boolean;
 
   /** @internal Used by `start()`, the only way to make a bridge. */
-  static _create(sidecar: Sidecar, options: StartOptions): Bridge {
-    return new Bridge(sidecar, options);
+  static _create(sidecar: Sidecar, options: StartOptions, paths: PathMap = new PathMap()): Bridge {
+    return new Bridge(sidecar, options, paths);
   }
 
-  private constructor(sidecar: Sidecar, options: StartOptions) {
+  private constructor(sidecar: Sidecar, options: StartOptions, paths: PathMap) {
     super();
     this.sidecar = sidecar;
+    this.pathMap = paths;
+    this.remote = (options.command?.length ?? 0) > 0;
     this.explicitCapabilities = options.capabilities ? { ...options.capabilities } : undefined;
     this.approvalMode = options.approvalMode;
     Object.assign(this.handlers, options.handlers);
@@ -297,6 +327,43 @@ export class Bridge extends EventEmitter {
     return result.tools?.approvalMode ?? null;
   }
 
+  /**
+   * The session review (`changes`): every file changed in the workspace
+   * folders while ccbridge runs, each as hunks against its content at the
+   * start. Fails with a {@link RemoteError} (`-32600`) when ccbridge runs
+   * with `--no-changes`.
+   */
+  async changes(): Promise<ChangesView> {
+    return this.request<ChangesView>(Method.changes, {}, 10_000);
+  }
+
+  /**
+   * A decision in the session review (`changeAction`): keep or revert one
+   * hunk (`key`) or a whole file (no `key`), mark a file viewed, keep or
+   * revert everything, undo the last revert. A revert is written
+   * atomically and only over the version named.
+   *
+   * @throws {ChangeStaleError} ccbridge has seen a newer version of the file than `version`: fetch `changes` again
+   * @throws {ChangeConflictError} the file changed on disk since; nothing was written; `conflict` has the three versions
+   * @throws {RemoteError} anything else refused (an unknown hunk, nothing to undo, ...), with ccbridge's message
+   */
+  async changeAction(action: ChangeAction): Promise<ChangeActionResult> {
+    try {
+      // revertAll writes every file: a slow disk gets time.
+      return await this.request<ChangeActionResult>(Method.changeAction, action, 60_000);
+    } catch (e) {
+      if (!(e instanceof RemoteError) || typeof e.data !== "object" || e.data === null) throw e;
+      const data = e.data as { stale?: unknown; conflict?: unknown };
+      const message = e.message.replace(/^ccbridge refused changeAction \(-?\d+\): /, "");
+      if (data.stale === true) throw new ChangeStaleError(e.method, e.rpcCode, message, e.data);
+      if (isConflict(data.conflict)) {
+        const conflict = { ...data.conflict, path: this.pathMap.toLocal(data.conflict.path) };
+        throw new ChangeConflictError(e.method, e.rpcCode, message, e.data, conflict);
+      }
+      throw e;
+    }
+  }
+
   // ---------------------------------------------------------------- handlers (ccbridge → editor)
 
   /**
@@ -411,7 +478,7 @@ export class Bridge extends EventEmitter {
     if (this.current === "stopped") return;
     this.current = "stopping";
     this.sidecar.kill("SIGTERM");
-    removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
+    if (!this.remote) removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
   }
 
   // ---------------------------------------------------------------- internals: start
@@ -455,7 +522,7 @@ export class Bridge extends EventEmitter {
    */
   private async sendInitialize(timeoutMs: number): Promise<InitializeResult> {
     const capabilities = this.capabilities;
-    const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, capabilities };
+    const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, capabilities, changes: true };
     if (this.approvalMode !== undefined) params.approvalMode = this.approvalMode;
     let result: InitializeResult;
     try {
@@ -518,7 +585,16 @@ export class Bridge extends EventEmitter {
 
   private registerIncoming(): void {
     const request = (method: string, run: (params: unknown) => unknown): void => {
-      this.conn.onRequest(method, (params: unknown) => this.whenOpen(() => run(params)));
+      this.conn.onRequest(method, (params: unknown) =>
+        this.whenOpen(() => {
+          const answer = run(this.pathMap.incoming(method, params));
+          // Unchanged (and as soon) without a map: `showDiff`'s "shown" must
+          // go out before a verdict its handler may already have.
+          if (this.pathMap.empty) return answer;
+          const mapped = (a: unknown): unknown => (a instanceof ResponseError ? a : this.pathMap.answer(method, a));
+          return answer instanceof Promise ? answer.then(mapped) : mapped(answer);
+        }),
+      );
     };
     request(Method.showDiff, (p) => this.handleShowDiff(p as ShowDiffParams));
     request(Method.closeDiff, (p) => this.handleCloseDiff(p as CloseDiffParams));
@@ -581,6 +657,7 @@ export class Bridge extends EventEmitter {
       this.emit("clientDisconnected", client);
     });
     notification(Method.commandEvent, (p) => this.emit("commandEvent", p as CommandEvent));
+    notification(Method.changesChanged, (p) => this.emit("changesChanged", p as ChangesChangedParams));
     notification(Method.invalidNotification, (p) => {
       const params = p as InvalidNotificationParams;
       if (this.listenerCount("invalidNotification") > 0) this.emit("invalidNotification", params);
@@ -695,6 +772,7 @@ export class Bridge extends EventEmitter {
 
   private notify(method: string, params: object | undefined): boolean {
     if (this.current === "stopped" || this.current === "stopping") return false;
+    params = this.pathMap.outgoing(method, params);
     try {
       const sent =
         params === undefined ? this.conn.sendNotification(method) : this.conn.sendNotification(method, params);
@@ -706,6 +784,10 @@ export class Bridge extends EventEmitter {
   }
 
   private async request<R>(method: string, params: object | undefined, timeoutMs: number): Promise<R> {
+    return this.pathMap.result(method, await this.send<R>(method, this.pathMap.outgoing(method, params), timeoutMs));
+  }
+
+  private async send<R>(method: string, params: object | undefined, timeoutMs: number): Promise<R> {
     if (this.current === "stopped" || this.current === "stopping") {
       throw this.exitError ?? new BridgeStoppedError(method);
     }
@@ -747,8 +829,10 @@ export class Bridge extends EventEmitter {
     const expected = this.current === "stopping";
     this.current = "stopped";
     this.unregisterHostExit();
-    // After SIGKILL the sidecar could not remove its lock file.
-    removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
+    // After SIGKILL the sidecar could not remove its lock file (unless it
+    // runs elsewhere: then its lock file is not on this disk, and its input
+    // closing ends it there).
+    if (!this.remote) removeOwnLockFile(this.init?.lockFile, this.sidecar.pid);
     if (!expected) {
       const when = this.init ? "unexpectedly" : "before answering initialize";
       this.exitError = new SidecarExitedError(status.code, status.signal, this.sidecar.stderrTail(), when);
@@ -782,4 +866,12 @@ export class Bridge extends EventEmitter {
     const code = `CCBRIDGE_${w.kind.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
     process.emitWarning(`ccbridge: ${w.message}`, { code });
   }
+}
+
+/** `data.conflict` of a refused revert, checked (ccbridge's, but the wire is untyped). */
+function isConflict(c: unknown): c is ChangeConflict {
+  if (typeof c !== "object" || c === null) return false;
+  const o = c as Record<string, unknown>;
+  const text = (v: unknown): boolean => v === null || typeof v === "string";
+  return typeof o["path"] === "string" && text(o["before"]) && text(o["shown"]) && text(o["disk"]);
 }

@@ -7,6 +7,7 @@
  * string; `instanceof` works in both the ESM and the CommonJS build as long
  * as one copy of the package is loaded.
  */
+import type { ChangeConflict } from "./protocol.js";
 
 /** The `code` of each error class. */
 export type BridgeErrorCode =
@@ -130,6 +131,30 @@ export class RemoteError extends BridgeError {
     this.method = method;
     this.rpcCode = rpcCode;
     this.data = data;
+  }
+}
+
+/**
+ * A `revert` (or `keep`) named a version of the file older than the one
+ * ccbridge has seen: the review on screen is out of date. Nothing was
+ * done; fetch `changes` again and let the user decide on what is there now.
+ */
+export class ChangeStaleError extends RemoteError {
+  readonly stale = true;
+}
+
+/**
+ * A revert was refused because the file changed on disk since ccbridge
+ * read it; nothing was written. `conflict` holds the three versions (at
+ * the session's start, as the review showed it, on disk now) for the user
+ * to compare.
+ */
+export class ChangeConflictError extends RemoteError {
+  readonly conflict: ChangeConflict;
+
+  constructor(method: string, rpcCode: number, message: string, data: unknown, conflict: ChangeConflict) {
+    super(method, rpcCode, message, data);
+    this.conflict = conflict;
   }
 }
 

@@ -35,6 +35,8 @@ export {
   BridgeError,
   BridgeStoppedError,
   BridgeTimeoutError,
+  ChangeConflictError,
+  ChangeStaleError,
   INSTALL_HINT,
   ProtocolVersionError,
   RemoteError,
@@ -43,4 +45,6 @@ export {
   type BridgeErrorCode,
 } from "./errors.js";
 export { resolveBin, serveArgs } from "./process.js";
+export { beforeText } from "./baseline.js";
+export { commandLine, needsQuoting, PathMap, shellQuote, type PathMapping } from "./remote.js";
 export * from "./protocol.js";

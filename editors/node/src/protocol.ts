@@ -18,6 +18,8 @@ export const Method = {
   initialize: "initialize",
   status: "status",
   shutdown: "shutdown",
+  changes: "changes",
+  changeAction: "changeAction",
   // editor → ccbridge, notifications
   selectionChanged: "selectionChanged",
   openEditorsChanged: "openEditorsChanged",
@@ -43,6 +45,7 @@ export const Method = {
   clientDisconnected: "clientDisconnected",
   invalidNotification: "invalidNotification",
   commandEvent: "commandEvent",
+  changesChanged: "changesChanged",
 } as const;
 
 /** JSON-RPC error codes the protocol uses. */
@@ -100,6 +103,8 @@ export interface InitializeParams {
   pid?: number;
   capabilities?: Capabilities;
   approvalMode?: ApprovalMode;
+  /** Asks for `changesChanged` notifications (the session review). */
+  changes?: boolean;
 }
 
 /** The workspace tools' MCP server, when ccbridge serves it. */
@@ -396,4 +401,108 @@ export interface InvalidNotificationParams {
 /** `clientDisconnected` params. */
 export interface ClientDisconnectedParams {
   id: number;
+}
+
+// ------------------------------------------------------------ the session review
+
+/**
+ * Who changed a file, as far as ccbridge can tell: a review it held
+ * accepted exactly this text, an agent's hook reported the edit, or it was
+ * only seen on disk (anyone may have made it).
+ */
+export type ChangeSource =
+  | { kind: "reviewed"; agent: string }
+  | { kind: "agent"; agent: string; tool: string }
+  | { kind: "disk" };
+
+/** `binary`: not text or too large (reverted as a whole only); `unknown`: its earlier content is not known (listed only). */
+export type ChangedFileStatus = "created" | "modified" | "deleted" | "binary" | "unknown";
+
+/**
+ * One hunk of a changed file: lines `oldStart` to `oldStart + oldLines - 1`
+ * of the file at the session's start became lines `newStart` to
+ * `newStart + newLines - 1` of the file now (0-based, as {@link Hunk}).
+ */
+export interface ChangedHunk extends Hunk {
+  /** Names the hunk by place and content: a decision reaches this hunk only (identical hunks have different keys). */
+  key: string;
+  /** Up to 3 lines before the hunk (from the file now), without line terminators. */
+  contextBefore: string[];
+  /** The lines the hunk removed, without terminators. */
+  removed: string[];
+  /** The lines the hunk added, without terminators. */
+  added: string[];
+  contextAfter: string[];
+  /** Some lines were left out of `removed`/`added` (a huge hunk). */
+  cut: boolean;
+  /** Kept by the reviewer. */
+  kept: boolean;
+}
+
+/** One file changed in the workspace folders while ccbridge runs. */
+export interface ChangedFile {
+  path: string;
+  status: ChangedFileStatus;
+  sources: ChangeSource[];
+  /** The version a `keep`/`revert` must name: a decision on another version is refused as stale. */
+  version: string;
+  viewed: boolean;
+  /** Viewed, or every hunk kept. */
+  reviewed: boolean;
+  /** Lines added and removed, over every hunk. */
+  added: number;
+  removed: number;
+  hunks: ChangedHunk[];
+  /** Hunks not described (beyond ccbridge's cap); a decision on them waits for a reload. */
+  moreHunks: number;
+  /** `false` when the content before is not known. */
+  revertible: boolean;
+  /** Milliseconds since the epoch. */
+  changedAt: number;
+}
+
+/** The `changes` answer: the session review. */
+export interface ChangesView {
+  /** The baseline is taken and the folders are watched. */
+  ready: boolean;
+  files: ChangedFile[];
+  /** How many files are reviewed. */
+  reviewed: number;
+  /** `undo` would undo a revert. */
+  canUndo: boolean;
+  watchedFolders: number;
+  /** Why some changes may not be seen (the system's watch limit, lost events). */
+  limit: string | null;
+}
+
+/**
+ * A decision in the session review (`changeAction`). `keep` and `revert`
+ * without `key` act on the whole file; `version` is always the file's
+ * `version` as the review showed it.
+ */
+export type ChangeAction =
+  | { action: "keep" | "revert"; path: string; version: string; key?: string }
+  | { action: "viewed"; path: string; viewed?: boolean }
+  | { action: "keepAll" | "revertAll" | "undo" };
+
+export interface ChangeActionResult {
+  /** What `revertAll` could not revert, one message per file; empty otherwise. */
+  failed: string[];
+}
+
+/**
+ * The three versions of a file a refused revert would have overwritten
+ * (`null`: no file): at the session's start, as the review showed it, and
+ * on disk now.
+ */
+export interface ChangeConflict {
+  path: string;
+  before: string | null;
+  shown: string | null;
+  disk: string | null;
+}
+
+/** `changesChanged`: the session review changed; fetch `changes` again if it is shown. */
+export interface ChangesChangedParams {
+  revision: number;
 }

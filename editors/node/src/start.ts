@@ -7,6 +7,7 @@
 import { isAbsolute } from "node:path";
 import { Bridge } from "./bridge.js";
 import { resolveBin, serveArgs, Sidecar } from "./process.js";
+import { commandLine, PathMap } from "./remote.js";
 import type { StartOptions } from "./types.js";
 
 /**
@@ -21,21 +22,28 @@ import type { StartOptions } from "./types.js";
  */
 export async function start(options: StartOptions): Promise<Bridge> {
   checkOptions(options);
-  const bin = resolveBin(options.bin);
+  // Before anything is spawned: a bad map is a TypeError naming the entry.
+  const paths = new PathMap(options.pathMap ?? []);
+  const prefix = options.command ?? [];
+  // Across a prefix the binary is the other side's: this side's
+  // $CCBRIDGE_BIN names nothing there.
+  const bin = prefix.length > 0 ? options.bin || "ccbridge" : resolveBin(options.bin);
+  const argv = serveArgs({
+    workspaceFolders: options.workspaceFolders.map((f) => paths.toRemote(f)),
+    ideName: options.ideName,
+    logFile: options.logFile,
+    pid: options.pid,
+    extra: options.args,
+  });
+  const [program, ...args] = commandLine(prefix, [bin, ...argv], options.quoteCommand);
   const sidecar = new Sidecar({
-    bin,
-    args: serveArgs({
-      workspaceFolders: options.workspaceFolders,
-      ideName: options.ideName,
-      logFile: options.logFile,
-      pid: options.pid,
-      extra: options.args,
-    }),
+    bin: program ?? bin,
+    args,
     env: { ...process.env, ...options.env },
     cwd: options.cwd,
   });
   await sidecar.spawned;
-  const bridge = Bridge._create(sidecar, options);
+  const bridge = Bridge._create(sidecar, options, paths);
   try {
     await bridge._initialize(options.initializeTimeoutMs ?? 15_000);
   } catch (e) {
@@ -56,6 +64,12 @@ function checkOptions(o: StartOptions): void {
     if (typeof f !== "string" || !isAbsolute(f)) {
       throw new TypeError(`start(): workspace folders must be absolute paths (got ${JSON.stringify(f)})`);
     }
+  }
+  if (
+    o.command !== undefined &&
+    (!Array.isArray(o.command) || o.command.some((w) => typeof w !== "string") || o.command[0] === "")
+  ) {
+    throw new TypeError("start(): `command` must be an array of strings, the program first (e.g. [\"ssh\", \"-T\", \"host\"])");
   }
   if (typeof o.ideName !== "string" || o.ideName === "") {
     throw new TypeError("start(): `ideName` must be a non-empty string");

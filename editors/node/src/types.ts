@@ -4,6 +4,7 @@
  */
 import type { SidecarExitedError } from "./errors.js";
 import type { ExitStatus } from "./process.js";
+import type { PathMapping } from "./remote.js";
 import type {
   ApproveParams,
   Capabilities,
@@ -24,6 +25,7 @@ import type {
   OpenFilesResult,
   ShowDiffParams,
   ApprovalMode,
+  ChangesChangedParams,
 } from "./protocol.js";
 
 export type Awaitable<T> = T | Promise<T>;
@@ -83,8 +85,32 @@ export interface StartOptions {
   approvalMode?: ApprovalMode;
   /** Handlers in place before ccbridge can send anything. */
   handlers?: RequestHandlers;
-  /** The ccbridge binary; default `$CCBRIDGE_BIN`, else `ccbridge` on `PATH`. */
+  /**
+   * The ccbridge binary; default `$CCBRIDGE_BIN`, else `ccbridge` on `PATH`.
+   * With `command`, the binary on the sidecar's side (default `ccbridge`,
+   * found on that side's `PATH`; `$CCBRIDGE_BIN` is this side's and not used).
+   */
   bin?: string;
+  /**
+   * A prefix that starts the sidecar elsewhere, e.g. `["ssh", "-T", "devbox"]`,
+   * `["docker", "exec", "-i", "devbox"]`: the sidecar runs where the agent
+   * runs, and only the editor protocol crosses the pipe (docs/remote.md).
+   * The binary and its arguments follow the prefix; after `ssh` (which hands
+   * one command line to a remote shell) each of them is quoted for a POSIX
+   * shell.
+   */
+  command?: string[];
+  /** Quote the words after `command` for a shell: default only after `ssh`, `autossh`, `mosh`. */
+  quoteCommand?: boolean;
+  /**
+   * Folders named differently on the two sides: every path the bridge sends
+   * (workspace folders, selection, open editors, diagnostics, dirty flags,
+   * @-mentions, session-review decisions) goes local → remote, every path it
+   * receives (diffs, `openFile`, `openFiles`, `saveDocument`, `reformatFile`,
+   * the session review) remote → local; the longest matching prefix wins and
+   * other paths pass unchanged. Absolute POSIX paths on both sides.
+   */
+  pathMap?: PathMapping[];
   /** More arguments for `ccbridge serve --stdio` (`--multi-client`, `--lock-dir DIR`, ...). */
   args?: string[];
   /** Variables added to the child's environment (e.g. `CCBRIDGE_LOG: "debug"`). */
@@ -126,6 +152,8 @@ export interface BridgeEvents {
   clientDisconnected: [client: ClaudeClient | ClientDisconnectedParams];
   /** An approved workspace command started, wrote output, or exited. */
   commandEvent: [event: CommandEvent];
+  /** The session review changed: fetch `changes()` again if it is shown. */
+  changesChanged: [params: ChangesChangedParams];
   /** ccbridge could not (fully) use a report; show it once. */
   invalidNotification: [params: InvalidNotificationParams];
   /**

@@ -7,7 +7,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { start, type AgentEnv, type ApprovalMode, type Bridge } from "@ccbridge/client";
+import { start, type AgentEnv, type ApprovalMode, type Bridge, type PathMapping } from "@ccbridge/client";
+import { Changes } from "./changes";
 import { Reports } from "./reports";
 import { Reviews } from "./review";
 import {
@@ -43,6 +44,7 @@ class State implements vscode.Disposable {
   readonly status = vscode.window.createStatusBarItem("ccbridge.status", vscode.StatusBarAlignment.Right, 100);
   readonly reviews = new Reviews((line) => this.log(line));
   readonly commands = new CommandTerminal();
+  readonly changes = new Changes((line) => this.log(line));
   bridge: Bridge | undefined;
   private reports: Reports | undefined;
   private starting: Promise<Bridge | undefined> | undefined;
@@ -90,12 +92,16 @@ class State implements vscode.Disposable {
     args.push(...cfg.get<string[]>("args", []).filter((a) => typeof a === "string"));
     const bin = cfg.get<string>("path", "");
     const approvalMode = cfg.get<ApprovalMode>("approvalMode", "write-only");
-    this.log(`starting ${bin || "ccbridge"} serve --stdio for ${folders.join(", ")}`);
+    const command = cfg.get<unknown[]>("command", []).filter((w): w is string => typeof w === "string");
+    const pathMap = cfg.get<PathMapping[]>("pathMap", []);
+    this.log(`starting ${[...command, bin || "ccbridge"].join(" ")} serve --stdio for ${folders.join(", ")}`);
     try {
       const bridge = await start({
         workspaceFolders: folders,
         ideName: vscode.env.appName,
         ...(bin !== "" ? { bin } : {}),
+        ...(command.length > 0 ? { command } : {}),
+        pathMap,
         args,
         approvalMode,
         env: { CCBRIDGE_LOG: cfg.get<string>("logLevel", "info") },
@@ -103,7 +109,9 @@ class State implements vscode.Disposable {
         // VS Code's terminals (Claude checks that inside IDE terminals): the
         // extension host's parent (the main process, or the server of a
         // remote window), whose children include the terminals' pty host.
-        pid: process.ppid,
+        // Through a prefix the sidecar is on another machine, where this pid
+        // means nothing: it records its own parent there.
+        ...(command.length === 0 ? { pid: process.ppid } : {}),
         handlers: {
           showDiff: (diff, ctx) => this.reviews.show(diff, ctx),
           closeDiff: (p) => this.reviews.closed(p.id),
@@ -141,6 +149,7 @@ class State implements vscode.Disposable {
         }
       });
       this.bridge = bridge;
+      this.changes.attach(bridge);
       this.reports = new Reports(bridge, () => this.config().get<number>("diagnosticDelay", 500));
       this.log(
         `ccbridge ${bridge.initializeResult.serverInfo.version} listening on port ${bridge.port}; lock file ${bridge.lockFile ?? "(none)"}` +
@@ -166,6 +175,7 @@ class State implements vscode.Disposable {
     this.reports?.dispose();
     this.reports = undefined;
     this.bridge = undefined;
+    this.changes.attach(undefined);
     this.render();
   }
 
@@ -220,6 +230,13 @@ class State implements vscode.Disposable {
   async startAgent(id?: string): Promise<void> {
     const bridge = await this.start();
     if (!bridge) return;
+    if (this.config().get<unknown[]>("command", []).length > 0) {
+      // Its lock file, port and environment are on the sidecar's side.
+      void vscode.window.showInformationMessage(
+        "ccbridge: the sidecar runs through `ccbridge.command`, on the agents' side: start the agent there (in the workspace folder), and `/ide` finds this window.",
+      );
+      return;
+    }
     let agent: AgentEnv | undefined;
     if (id === undefined) {
       const pick = await vscode.window.showQuickPick(
@@ -328,6 +345,7 @@ class State implements vscode.Disposable {
 
   dispose(): void {
     this.reviews.dispose();
+    this.changes.dispose();
     this.reports?.dispose();
     this.commands.dispose();
     this.status.dispose();
@@ -359,7 +377,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeWorkspaceFolders(() => s.changeFolders()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("ccbridge.approvalMode")) void s.applyApprovalMode();
-      const startup = ["path", "port", "logTraffic", "logLevel", "args"].filter((k) => e.affectsConfiguration(`ccbridge.${k}`));
+      const startup = ["path", "command", "pathMap", "port", "logTraffic", "logLevel", "args"].filter((k) => e.affectsConfiguration(`ccbridge.${k}`));
       if (startup.length > 0 && s.bridge) {
         void vscode.window
           .showInformationMessage(`ccbridge: ${startup.join(", ")} take effect when the sidecar restarts.`, "Restart now")

@@ -102,7 +102,12 @@ async function freePort() {
  * and code-server serving it, the extension installed.
  */
 export class CodeServer {
-  static async start({ files = {}, settings = {}, programs = {} } = {}) {
+  /**
+   * `folder(cs)`, when given, makes the folder the window opens (default:
+   * the workspace), after the files are written; `settings` may be a
+   * function of the sandbox too.
+   */
+  static async start({ files = {}, settings = {}, programs = {}, folder } = {}) {
     const root = mkdtempSync(join(tmpdir(), "ccbridge-vscode-"));
     const cs = new CodeServer(root);
     for (const d of [cs.home, cs.userData, cs.extensions, cs.ws, cs.bin, join(cs.userData, "User")]) mkdirSync(d, { recursive: true });
@@ -115,6 +120,7 @@ export class CodeServer {
       mkdirSync(join(cs.ws, name, ".."), { recursive: true });
       writeFileSync(join(cs.ws, name), text);
     }
+    cs.opened = folder ? folder(cs) : cs.ws;
     const settingsJson = JSON.stringify(
         {
           "ccbridge.path": env.bin(),
@@ -138,7 +144,8 @@ export class CodeServer {
           "terminal.integrated.gpuAcceleration": "off",
           "chat.disableAIFeatures": true,
           "workbench.secondarySideBar.defaultVisibility": "hidden",
-          ...settings,
+          // A function of the sandbox, for settings that name its folders.
+          ...(typeof settings === "function" ? settings(cs) : settings),
         },
         null,
         2,
@@ -174,7 +181,7 @@ export class CodeServer {
         "--disable-update-check",
         "--disable-workspace-trust",
         "--disable-getting-started-override",
-        cs.ws,
+        cs.opened,
       ],
       { env: base, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
@@ -217,7 +224,7 @@ export class CodeServer {
   }
 
   url() {
-    return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(this.ws)}`;
+    return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(this.opened ?? this.ws)}`;
   }
 
   lockFiles() {

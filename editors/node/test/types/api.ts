@@ -9,7 +9,12 @@ import {
   type DiffVerdict,
   type ShowDiffParams,
   type Hunk,
+  type ChangesView,
+  type ChangedFile,
   BridgeError,
+  ChangeConflictError,
+  ChangeStaleError,
+  beforeText,
   SpawnError,
   SidecarExitedError,
 } from "@ccbridge/client";
@@ -61,6 +66,27 @@ export async function usage(): Promise<void> {
   // @ts-expect-error severities are the protocol's
   bridge.reportDiagnostics("/w/a.ts", [{ message: "m", severity: 5, range: { start: { line: 0, character: 0 }, end: { line: 0, character: 1 } } }]);
   void sent;
+
+  const review: ChangesView = await bridge.changes();
+  const file: ChangedFile | undefined = review.files[0];
+  if (file) {
+    const hunk = file.hunks[0];
+    if (hunk) await bridge.changeAction({ action: "revert", path: file.path, key: hunk.key, version: file.version });
+    await bridge.changeAction({ action: "keep", path: file.path, version: file.version });
+    void (beforeText(file, "") satisfies string | undefined);
+  }
+  await bridge.changeAction({ action: "revertAll" }).then((r) => void (r.failed satisfies string[]));
+  // @ts-expect-error a revert names the file's version
+  await bridge.changeAction({ action: "revert", path: "/w/a" });
+  // @ts-expect-error no such action
+  await bridge.changeAction({ action: "discard" });
+  bridge.on("changesChanged", ({ revision }) => void (revision satisfies number));
+  try {
+    await bridge.changeAction({ action: "undo" });
+  } catch (e) {
+    if (e instanceof ChangeConflictError) void (e.conflict.disk satisfies string | null);
+    if (e instanceof ChangeStaleError) void (e.stale satisfies true);
+  }
 
   try {
     await bridge.stop();
