@@ -75,6 +75,10 @@ pub enum Update {
     Analyzing { path: String },
     /// A server's diagnostics for one file.
     Published(Published),
+    /// A server's diagnostics for the text proposed for a file under
+    /// review ([`LanguageServers::propose`]); `path` is the file's own
+    /// path. An empty list once the proposal is gone.
+    Proposed(Published),
 }
 
 /// Files larger than this are not opened in a server.
@@ -87,6 +91,7 @@ const WRITES: usize = 256;
 
 enum Command {
     Involve(PathBuf),
+    Propose(PathBuf, Option<String>),
     Pids(tokio::sync::oneshot::Sender<Vec<u32>>),
     Stop,
 }
@@ -121,6 +126,7 @@ impl LanguageServers {
             folders,
             servers: HashMap::new(),
             docs: BTreeMap::new(),
+            proposals: HashMap::new(),
             events,
             published,
         };
@@ -138,6 +144,19 @@ impl LanguageServers {
                 tracing::warn!("language servers: busy, {} not checked now", p.display())
             }
             Err(_) => {}
+        }
+    }
+
+    /// `text` is proposed for `path` (a review is open): the server checks
+    /// it as a document of its own beside the file (a hidden sibling that
+    /// is never written to disk, so imports resolve as for the file), and
+    /// its diagnostics come as [`Update::Proposed`] for `path`. `None`: the
+    /// proposal is gone (decided, closed). Never waits.
+    pub fn propose(&self, path: impl Into<PathBuf>, text: Option<String>) {
+        if let Err(mpsc::error::TrySendError::Full(_)) =
+            self.commands.try_send(Command::Propose(path.into(), text))
+        {
+            tracing::warn!("language servers: busy, a proposal not checked");
         }
     }
 
@@ -210,6 +229,9 @@ struct Actor {
     folders: Vec<PathBuf>,
     servers: HashMap<Key, Server>,
     docs: BTreeMap<PathBuf, Doc>,
+    /// Proposals under review, by their shadow document's path: the file
+    /// proposed for, and the text (kept here, since it is not on disk).
+    proposals: HashMap<PathBuf, (PathBuf, String)>,
     events: mpsc::Sender<Event>,
     published: mpsc::Sender<Update>,
 }
@@ -225,6 +247,7 @@ impl Actor {
             tokio::select! {
                 c = commands.recv() => match c {
                     Some(Command::Involve(p)) => self.involve(p).await,
+                    Some(Command::Propose(p, text)) => self.propose(p, text).await,
                     Some(Command::Pids(tx)) => {
                         let pids = self.servers.values()
                             .filter_map(|s| s.process.as_ref()?.child.id())
@@ -249,6 +272,42 @@ impl Actor {
         self.folders.iter().find(|f| path.starts_with(f)).cloned()
     }
 
+    async fn propose(&mut self, path: PathBuf, text: Option<String>) {
+        let path = PathBuf::from(ccbridge_protocol::uri::normalize(&path.to_string_lossy()));
+        let Some(shadow) = shadow_path(&path) else {
+            return;
+        };
+        match text {
+            Some(text) if text.len() as u64 <= MAX_FILE => {
+                self.proposals.insert(shadow.clone(), (path, text));
+                self.involve(shadow).await;
+            }
+            _ => {
+                // Gone (or too large): closed in its server and cleared.
+                if self.proposals.remove(&shadow).is_none() {
+                    return;
+                }
+                if let Some(doc) = self.docs.remove(&shadow) {
+                    if doc.version.is_some() {
+                        let uri = message::file_uri(&shadow.to_string_lossy());
+                        let close = message::notification(
+                            "textDocument/didClose",
+                            json!({"textDocument": {"uri": uri}}),
+                        );
+                        self.write(&doc.key, close);
+                    }
+                }
+                let _ = self
+                    .published
+                    .send(Update::Proposed(Published {
+                        path: path.to_string_lossy().into_owned(),
+                        diagnostics: Vec::new(),
+                    }))
+                    .await;
+            }
+        }
+    }
+
     async fn involve(&mut self, path: PathBuf) {
         let path = PathBuf::from(ccbridge_protocol::uri::normalize(&path.to_string_lossy()));
         let (Some(spec), Some(root)) = (servers::spec_for(&path), self.folder_of(&path)) else {
@@ -258,7 +317,11 @@ impl Actor {
         if self.servers.get(&key).is_some_and(|s| s.unavailable) {
             return;
         }
-        let Some(text) = read(&path).await else {
+        let text = match self.proposals.get(&path) {
+            Some((_, text)) => Some(text.clone()),
+            None => read(&path).await,
+        };
+        let Some(text) = text else {
             // Gone (or no longer text): close it and clear what it had.
             if let Some(doc) = self.docs.remove(&path) {
                 if doc.version.is_some() {
@@ -388,19 +451,26 @@ impl Actor {
     }
 
     async fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
-        let _ = self
-            .published
-            .send(Update::Published(Published {
+        let update = match self.proposals.get(path) {
+            Some((of, _)) => Update::Proposed(Published {
+                path: of.to_string_lossy().into_owned(),
+                diagnostics,
+            }),
+            None => Update::Published(Published {
                 path: path.to_string_lossy().into_owned(),
                 diagnostics,
-            }))
-            .await;
+            }),
+        };
+        let _ = self.published.send(update).await;
     }
 
     /// Tells the owner that `path`'s fresh diagnostics are coming. Never
     /// waits: with the channel full, the owner simply does not wait for
     /// this file's report.
     fn analyzing(&self, path: &Path) {
+        if self.proposals.contains_key(path) {
+            return; // a proposal's check is not waited for
+        }
         let _ = self.published.try_send(Update::Analyzing {
             path: path.to_string_lossy().into_owned(),
         });
@@ -520,6 +590,19 @@ impl Actor {
             },
         }
     }
+}
+
+/// Where the text proposed for `path` is checked: a hidden sibling with
+/// the same extension (`/w/app.py` → `/w/.app.ccbridge-proposed.py`), so
+/// the server picks the same language and resolves imports from the same
+/// folder. It only ever exists in the server's memory.
+pub fn shadow_path(path: &Path) -> Option<PathBuf> {
+    let stem = path.file_stem()?.to_str()?;
+    let name = match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!(".{stem}.ccbridge-proposed.{ext}"),
+        None => format!(".{stem}.ccbridge-proposed"),
+    };
+    Some(path.with_file_name(name))
 }
 
 fn hash(text: &str) -> u64 {

@@ -126,3 +126,75 @@ async fn files_outside_the_workspace_or_of_no_language_start_nothing() {
     assert!(lsp.pids().await.is_empty());
     lsp.stop().await;
 }
+
+/// The next [`Update::Proposed`] for `path` that satisfies `ok`, within
+/// [`WAIT`]; a publication naming the shadow document as a file of its own
+/// fails the test.
+async fn until_proposed(
+    rx: &mut mpsc::Receiver<Update>,
+    path: &Path,
+    what: &str,
+    ok: impl Fn(&Published) -> bool,
+) -> Published {
+    let deadline = Instant::now() + WAIT;
+    let want = path.to_string_lossy();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(Update::Proposed(p))) if p.path == want && ok(&p) => return p,
+            Ok(Some(Update::Published(p))) => assert!(
+                !p.path.contains("ccbridge-proposed"),
+                "the shadow document leaked as a file: {p:?}"
+            ),
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the language servers stopped while waiting for {what}"),
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_is_checked_as_its_own_document_beside_the_file() {
+    let bin = ccbridge_testkit::pyright_bin_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    // The proposal imports a sibling module: it resolves from the same
+    // folder, as the file's own imports would.
+    std::fs::write(
+        ws.join("helper.py"),
+        "def twice(n: int) -> int:\n    return 2 * n\n",
+    )
+    .unwrap();
+    let file = ws.join("app.py");
+    std::fs::write(&file, "from helper import twice\nx: int = twice(1)\n").unwrap();
+    let options = Options {
+        search_dirs: vec![bin],
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    lsp.propose(
+        &file,
+        Some("from helper import twice\nx: int = twice(1)\ny: str = twice(2)\n".into()),
+    );
+    let p = until_proposed(&mut rx, &file, "the proposal's type error", |p| {
+        !p.diagnostics.is_empty()
+    })
+    .await;
+    assert_eq!(p.diagnostics.len(), 1, "{:?}", p.diagnostics);
+    let d = &p.diagnostics[0];
+    assert_eq!(
+        (d.range.start.line, d.range.start.character),
+        (2, 9),
+        "{d:?}"
+    );
+    assert!(
+        !ws.join(".app.ccbridge-proposed.py").exists(),
+        "never on disk"
+    );
+
+    // Gone: cleared, and the file's own diagnostics were never touched.
+    lsp.propose(&file, None);
+    until_proposed(&mut rx, &file, "the clearing", |p| p.diagnostics.is_empty()).await;
+    lsp.stop().await;
+}

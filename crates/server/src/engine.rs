@@ -460,6 +460,12 @@ impl EngineHandle {
         lock(&self.shared.ide.state).all_diagnostics()
     }
 
+    /// The diagnostics of the texts proposed in open reviews, by file path
+    /// (see `EditorEvent::ProposedDiagnostics`).
+    pub fn proposed_diagnostics(&self) -> Vec<ccbridge_protocol::editor::FileDiagnostics> {
+        lock(&self.shared.ide.state).proposed_diagnostics()
+    }
+
     /// The workspace folders, as the lock file advertises them.
     pub fn workspace_folders(&self) -> Vec<String> {
         lock(&self.shared.ide.state).workspace_folders.clone()
@@ -560,6 +566,10 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
         }
         EditorEvent::Diagnostics { path, diagnostics } => {
             lock(&shared.ide.state).set_diagnostics(&path, diagnostics);
+            shared.ide.diagnostics_changed();
+        }
+        EditorEvent::ProposedDiagnostics { path, diagnostics } => {
+            lock(&shared.ide.state).set_proposed_diagnostics(&path, diagnostics);
             shared.ide.diagnostics_changed();
         }
         EditorEvent::ClearDiagnostics => {

@@ -542,6 +542,14 @@ pub enum EditorEvent {
     },
     /// Forget every file's diagnostics.
     ClearDiagnostics,
+    /// Diagnostics of the text proposed for `path` in an open review (a
+    /// language server checked it as a document of its own); an empty
+    /// list once the proposal is gone. `getDiagnostics {}` gives them to
+    /// Claude as `_claude_fs_right:<path>`, the right side of the diff.
+    ProposedDiagnostics {
+        path: String,
+        diagnostics: Vec<Diagnostic>,
+    },
     /// A diagnostics source (a language server ccbridge runs) is analyzing
     /// `path`'s new text: `getDiagnostics` waits for its report, within
     /// Claude's budget, rather than answer with the old one. With

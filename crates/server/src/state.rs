@@ -6,6 +6,10 @@ use ccbridge_protocol::editor::{Diagnostic, EditorTab, FileDiagnostics, Selectio
 use ccbridge_protocol::uri::{file_uri, normalize, path_from_uri, percent_decode};
 use std::collections::{BTreeMap, HashMap};
 
+/// The uri prefix Claude Code reads as "the proposed (right) side of this
+/// file's open diff" in a `getDiagnostics` answer.
+pub const RIGHT_SIDE: &str = "_claude_fs_right:";
+
 #[derive(Debug, Default)]
 pub struct EditorState {
     /// The selection or cursor in the active editor; `None` without one.
@@ -17,7 +21,9 @@ pub struct EditorState {
     dirty: HashMap<String, bool>,
     /// Diagnostics per normalized path; files without any are absent.
     diagnostics: BTreeMap<String, Vec<Diagnostic>>,
-    /// Bumped on every change of `diagnostics`.
+    /// The diagnostics of texts proposed in open reviews, by file path.
+    proposed: BTreeMap<String, Vec<Diagnostic>>,
+    /// Bumped on every change of `diagnostics` or `proposed`.
     diagnostics_generation: u64,
     /// The serialized whole-workspace `getDiagnostics` result, if current.
     all_diagnostics_json: Option<std::sync::Arc<str>>,
@@ -128,6 +134,40 @@ impl EditorState {
         }
     }
 
+    pub fn set_proposed_diagnostics(&mut self, path: &str, diagnostics: Vec<Diagnostic>) {
+        self.diagnostics_changed();
+        let key = normalize(path);
+        if diagnostics.is_empty() {
+            self.proposed.remove(&key);
+        } else {
+            self.proposed.insert(key, diagnostics);
+        }
+    }
+
+    /// The proposals' diagnostics, `uri` the file's `file://` uri.
+    pub fn proposed_diagnostics(&self) -> Vec<FileDiagnostics> {
+        self.proposed
+            .iter()
+            .map(|(p, d)| FileDiagnostics {
+                uri: file_uri(p),
+                diagnostics: d.clone(),
+            })
+            .collect()
+    }
+
+    /// What the whole-workspace `getDiagnostics` answers: every file's,
+    /// then each open proposal's as `_claude_fs_right:<path>`, which
+    /// Claude reads as the right side of that file's diff and prefers to
+    /// the file's own while it differs from what it saw last.
+    pub fn all_diagnostics_with_proposals(&self) -> Vec<FileDiagnostics> {
+        let mut all = self.all_diagnostics();
+        all.extend(self.proposed.iter().map(|(p, d)| FileDiagnostics {
+            uri: format!("{RIGHT_SIDE}{p}"),
+            diagnostics: d.clone(),
+        }));
+        all
+    }
+
     pub fn clear_diagnostics(&mut self) {
         self.diagnostics_changed();
         self.diagnostics.clear();
@@ -200,6 +240,27 @@ mod tests {
         assert!(unknown.diagnostics.is_empty());
         s.set_diagnostics("/w/my file.ts", vec![]);
         assert!(s.all_diagnostics().is_empty());
+    }
+
+    #[test]
+    fn a_proposals_diagnostics_are_the_right_side_of_its_diff() {
+        let mut s = EditorState::default();
+        s.set_diagnostics("/w/a.py", vec![diag("file")]);
+        let g = s.diagnostics_generation();
+        s.set_proposed_diagnostics("/w/a.py", vec![diag("proposal")]);
+        assert_ne!(s.diagnostics_generation(), g, "a cached answer is dropped");
+        let all = s.all_diagnostics_with_proposals();
+        let uris: Vec<&str> = all.iter().map(|f| f.uri.as_str()).collect();
+        assert_eq!(uris, ["file:///w/a.py", "_claude_fs_right:/w/a.py"]);
+        assert_eq!(all[1].diagnostics[0].message, "proposal");
+        // Not the file's own: `{uri}` and the list of files are unchanged.
+        assert_eq!(
+            s.diagnostics_for("file:///w/a.py").diagnostics[0].message,
+            "file"
+        );
+        assert_eq!(s.all_diagnostics().len(), 1);
+        s.set_proposed_diagnostics("/w/a.py", vec![]);
+        assert_eq!(s.all_diagnostics_with_proposals().len(), 1);
     }
 
     #[test]

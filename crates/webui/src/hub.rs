@@ -315,6 +315,7 @@ impl Hub {
             "tabs": inner.tabs,
             "diagnostics": diagnostics,
             "diagnosticsSource": source,
+            "proposedDiagnostics": self.proposed_diagnostics(),
             "tools": self.tools(),
             "approvals": inner.runs.pending(),
             "runs": inner.runs.runs(),
@@ -343,13 +344,32 @@ impl Hub {
         (files, source)
     }
 
+    /// The diagnostics of the texts proposed in open reviews, as
+    /// `[{path, diagnostics}]`: a review card says what its change would
+    /// introduce before anyone accepts it.
+    pub fn proposed_diagnostics(&self) -> Vec<Value> {
+        let files = self
+            .engine
+            .get()
+            .map(EngineHandle::proposed_diagnostics)
+            .unwrap_or_default();
+        files
+            .into_iter()
+            .map(|f| {
+                let path = f.uri.strip_prefix("file://").unwrap_or(&f.uri).to_owned();
+                json!({"path": path, "diagnostics": f.diagnostics})
+            })
+            .collect()
+    }
+
     /// The engine's diagnostics changed: the pages get them.
     pub fn diagnostics_changed(&self) {
         self.diagnostics_source
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let (files, source) = self.diagnostics();
         self.publish(json!({"type": "diagnostics", "diagnostics": files,
-                            "diagnosticsSource": source}));
+                            "diagnosticsSource": source,
+                            "proposedDiagnostics": self.proposed_diagnostics()}));
     }
 
     fn log(&self, inner: &mut Inner, mut entry: Value) {
@@ -383,6 +403,9 @@ impl Hub {
                 agent: view.agent.unwrap_or(s.agent),
             });
         self.involve(&view.old_file_path);
+        if let Some(l) = self.language_servers.get() {
+            l.propose(&view.old_file_path, Some(view.proposed_contents.clone()));
+        }
         let review = Review::new(view, session, now_ms());
         self.publish(json!({"type": "review", "review": review}));
         inner.reviews.insert(review.id, review);
@@ -401,6 +424,9 @@ impl Hub {
         let Some(review) = inner.reviews.remove(&id) else {
             return;
         };
+        if let Some(l) = self.language_servers.get() {
+            l.propose(&review.path, None);
+        }
         let agent = review.agent.map_or("the agent", AgentKind::display_name);
         let what = match (reason, review.status) {
             (CloseReason::Decided, crate::reviews::Status::Accepted) => {

@@ -673,7 +673,8 @@ async fn file(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response
 
 async fn diagnostics(State(ui): State<Arc<Ui>>) -> Json<Value> {
     let (files, source) = ui.hub.diagnostics();
-    Json(json!({"diagnostics": files, "diagnosticsSource": source}))
+    Json(json!({"diagnostics": files, "diagnosticsSource": source,
+                "proposedDiagnostics": ui.hub.proposed_diagnostics()}))
 }
 
 /// Sends an editor event to the engine.

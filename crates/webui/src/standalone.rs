@@ -296,6 +296,10 @@ async fn forward_diagnostics(
                 path: p.path,
                 diagnostics: p.diagnostics,
             },
+            Update::Proposed(p) => EditorEvent::ProposedDiagnostics {
+                path: p.path,
+                diagnostics: p.diagnostics,
+            },
         };
         if engine.send(event).await.is_err() {
             return;

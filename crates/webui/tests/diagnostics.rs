@@ -50,14 +50,19 @@ async fn until(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_type_error_reaches_get_diagnostics_and_a_fix_clears_it() {
+/// `ccbridge serve`'s runtime on `ws` with pyright, running until dropped
+/// through [`Served::stop`].
+struct Served {
+    port: u16,
+    token: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<Result<(), ccbridge_server::ServerError>>,
+    _cfg: tempfile::TempDir,
+}
+
+async fn serve(ws: &std::path::Path) -> Served {
     let bin = ccbridge_testkit::pyright_bin_dir();
-    let ws_dir = tempfile::tempdir().unwrap();
     let cfg = tempfile::tempdir().unwrap();
-    let ws = std::fs::canonicalize(ws_dir.path()).unwrap();
-    let file = ws.join("app.py");
-    std::fs::write(&file, "def f() -> int:\n    return \"text\"\n").unwrap();
     let mut config = Config::new("LspTest", vec![ws.display().to_string()]);
     config.lock_dir = Some(cfg.path().join("ide"));
     config.notify_delay = Duration::from_millis(10);
@@ -71,7 +76,7 @@ async fn a_type_error_reaches_get_diagnostics_and_a_fix_clears_it() {
         ..Options::default()
     };
     let s = Standalone::start(config, options).await.unwrap();
-    let ide_port = s.engine().port();
+    let port = s.engine().port();
     let lock = std::fs::read(s.engine().lock_path().unwrap()).unwrap();
     let token = ccbridge_protocol::lockfile::LockFile::parse(&lock)
         .unwrap()
@@ -81,10 +86,41 @@ async fn a_type_error_reaches_get_diagnostics_and_a_fix_clears_it() {
     let run = tokio::spawn(s.run(async move {
         let _ = stopped.await;
     }));
+    Served {
+        port,
+        token,
+        stop,
+        run,
+        _cfg: cfg,
+    }
+}
 
-    let mut claude = IdeClient::connect_as(ide_port, Some(&token), WAIT, "claude-code")
-        .await
-        .unwrap();
+impl Served {
+    async fn claude(&self) -> IdeClient {
+        IdeClient::connect_as(self.port, Some(&self.token), WAIT, "claude-code")
+            .await
+            .unwrap()
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(WAIT, self.run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_type_error_reaches_get_diagnostics_and_a_fix_clears_it() {
+    let ws_dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(ws_dir.path()).unwrap();
+    let file = ws.join("app.py");
+    std::fs::write(&file, "def f() -> int:\n    return \"text\"\n").unwrap();
+    let served = serve(&ws).await;
+
+    let mut claude = served.claude().await;
     let uri = format!("file://{}", file.display());
     // Nothing involved the file yet: no server runs, nothing is known.
     let before = diagnostics(&mut claude, json!({"uri": uri})).await;
@@ -95,9 +131,7 @@ async fn a_type_error_reaches_get_diagnostics_and_a_fix_clears_it() {
 
     // Claude proposes an edit to it: the baseline is being computed while
     // the review is open.
-    let mut proposer = IdeClient::connect_as(ide_port, Some(&token), WAIT, "claude-code")
-        .await
-        .unwrap();
+    let mut proposer = served.claude().await;
     let args = json!({"old_file_path": file, "new_file_path": file,
         "new_file_contents": "def f() -> int:\n    return 1\n", "tab_name": "lsp-tab"});
     let diff = tokio::spawn(async move {
@@ -142,10 +176,63 @@ async fn a_type_error_reaches_get_diagnostics_and_a_fix_clears_it() {
     })
     .await;
 
-    let _ = stop.send(());
-    tokio::time::timeout(WAIT, run)
+    served.stop().await;
+}
+
+/// While a review is open, its proposed text is checked as its own
+/// document: Claude's whole-workspace answer carries its errors as
+/// `_claude_fs_right:<path>` (the right side of the diff), the file's own
+/// entry stays as the file is, and the entry goes with the review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposals_errors_are_the_right_side_of_its_diff_while_it_is_open() {
+    let ws_dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(ws_dir.path()).unwrap();
+    let file = ws.join("app.py");
+    std::fs::write(&file, "def f() -> int:\n    return 1\n").unwrap();
+    let served = serve(&ws).await;
+    let mut claude = served.claude().await;
+    let mut proposer = served.claude().await;
+    let args = json!({"old_file_path": file, "new_file_path": file,
+        "new_file_contents": "def f() -> int:\n    return 1\n\n\nx: str = f()\n",
+        "tab_name": "right-tab"});
+    let diff = tokio::spawn(async move {
+        let r = proposer.call_tool_raw("openDiff", args, None).await;
+        (proposer, r)
+    });
+    let right = format!("_claude_fs_right:{}", file.display());
+    let got = until(&mut claude, json!({}), "the proposal's error", |f| {
+        f.iter().any(|f| f["uri"] == right)
+    })
+    .await;
+    let entry = got.iter().find(|f| f["uri"] == right).unwrap();
+    let d = &entry["diagnostics"][0];
+    assert_eq!(d["severity"], "Error", "{d}");
+    assert_eq!(
+        d["range"]["start"],
+        json!({"line": 4, "character": 9}),
+        "{d}"
+    );
+    let uri = format!("file://{}", file.display());
+    let own = diagnostics(&mut claude, json!({"uri": uri})).await;
+    assert_eq!(
+        own[0]["diagnostics"],
+        json!([]),
+        "the file itself is fine: {own:#?}"
+    );
+    assert!(
+        !ws.join(".app.ccbridge-proposed.py").exists(),
+        "the proposal is never written"
+    );
+
+    claude
+        .call_tool("close_tab", json!({"tab_name": "right-tab"}), Some(WAIT))
         .await
-        .unwrap()
-        .unwrap()
         .unwrap();
+    let (_proposer, answer) = tokio::time::timeout(WAIT, diff).await.unwrap().unwrap();
+    answer.unwrap();
+    until(&mut claude, json!({}), "the right side to go", |f| {
+        f.iter().all(|f| f["uri"] != right)
+    })
+    .await;
+    served.stop().await;
 }

@@ -61,7 +61,10 @@ pub(crate) async fn call(ide: &Arc<Ide>, _caller: Caller, a: RawJson) -> Reply {
         if let Some(json) = state.all_diagnostics_json() {
             return Reply::Serialized(json);
         }
-        (state.all_diagnostics(), state.diagnostics_generation())
+        (
+            state.all_diagnostics_with_proposals(),
+            state.diagnostics_generation(),
+        )
     };
     let json: Arc<str> = match serde_json::to_string(&diagnostics_result(&files)) {
         Ok(j) => j.into(),
