@@ -43,6 +43,10 @@ use tokio::sync::{mpsc, watch};
 pub struct Options {
     /// Directories searched for the servers' programs before `PATH`.
     pub search_dirs: Vec<PathBuf>,
+    /// Whether `PATH` is searched after `search_dirs` (the default); off,
+    /// only `search_dirs` are, for a setup that must not pick up whatever
+    /// is installed.
+    pub search_path: bool,
     /// How often a server that exits is started again.
     pub max_restarts: u32,
     /// The wait before the first restart; it doubles with each.
@@ -53,6 +57,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             search_dirs: Vec::new(),
+            search_path: true,
             max_restarts: 5,
             backoff: Duration::from_millis(500),
         }
@@ -79,6 +84,9 @@ pub enum Update {
     /// review ([`LanguageServers::propose`]); `path` is the file's own
     /// path. An empty list once the proposal is gone.
     Proposed(Published),
+    /// Files of `language` get no diagnostics: `why` says what to do (its
+    /// server is not installed, or it kept exiting and was given up on).
+    Unavailable { language: String, why: String },
 }
 
 /// Files larger than this are not opened in a server.
@@ -395,18 +403,24 @@ impl Actor {
         let Some(server) = self.servers.get_mut(key) else {
             return;
         };
-        let Some(program) = servers::locate(spec, &self.options.search_dirs) else {
-            tracing::warn!(
-                "no {} language server installed (looked for {} in {}PATH): no diagnostics for those files",
+        let Some(program) =
+            servers::locate(spec, &self.options.search_dirs, self.options.search_path)
+        else {
+            let why = format!(
+                "no {} language server is installed (looked for {} in {})",
                 spec.language,
                 spec.commands.join(", "),
                 self.options
                     .search_dirs
                     .iter()
-                    .map(|d| format!("{}, ", d.display()))
-                    .collect::<String>()
+                    .map(|d| d.display().to_string())
+                    .chain(self.options.search_path.then(|| "PATH".to_owned()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
+            tracing::warn!("{why}: no diagnostics for those files");
             server.unavailable = true;
+            self.unavailable(spec.language, why);
             return;
         };
         server.gen += 1;
@@ -432,8 +446,10 @@ impl Actor {
                 self.write(key, init);
             }
             Err(e) => {
-                tracing::warn!("cannot start {}: {e}", program.display());
+                let why = format!("{} cannot start: {e}", program.display());
+                tracing::warn!("{why}");
                 server.unavailable = true;
+                self.unavailable(spec.language, why);
             }
         }
     }
@@ -462,6 +478,15 @@ impl Actor {
             }),
         };
         let _ = self.published.send(update).await;
+    }
+
+    /// Tells the owner that files of `language` get no diagnostics, and why
+    /// (never waits: a full channel only loses the note, not the log).
+    fn unavailable(&self, language: &str, why: String) {
+        let _ = self.published.try_send(Update::Unavailable {
+            language: language.to_owned(),
+            why,
+        });
     }
 
     /// Tells the owner that `path`'s fresh diagnostics are coming. Never
@@ -511,12 +536,13 @@ impl Actor {
                         let _ = events.send(Event::Restart { key }).await;
                     });
                 } else {
-                    tracing::warn!(
-                        "the {} language server exited {} times: given up",
-                        spec.language,
-                        s.restarts
+                    let why = format!(
+                        "the {} language server exited {} times and was given up on",
+                        spec.language, s.restarts
                     );
+                    tracing::warn!("{why}");
                     s.unavailable = true;
+                    self.unavailable(spec.language, why);
                 }
                 let stale: Vec<PathBuf> = self
                     .docs

@@ -54,9 +54,13 @@ pub fn spec_for(path: &Path) -> Option<usize> {
         .position(|s| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
 }
 
-/// The first of `spec`'s programs found in `dirs`, then on `PATH`.
-pub fn locate(spec: &Spec, dirs: &[PathBuf]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
+/// The first of `spec`'s programs found in `dirs`, then (with
+/// `search_path`) on `PATH`.
+pub fn locate(spec: &Spec, dirs: &[PathBuf], search_path: bool) -> Option<PathBuf> {
+    let path = search_path
+        .then(|| std::env::var_os("PATH"))
+        .flatten()
+        .unwrap_or_default();
     let all: Vec<PathBuf> = dirs
         .iter()
         .cloned()
@@ -96,16 +100,16 @@ mod tests {
         let p = d.path().join("pyright-langserver");
         std::fs::write(&p, "#!/bin/sh\n").unwrap();
         assert_eq!(
-            locate(spec, &[d.path().into()]).filter(|f| f.starts_with(d.path())),
+            locate(spec, &[d.path().into()], true).filter(|f| f.starts_with(d.path())),
             None
         );
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(locate(spec, &[d.path().into()]), Some(p.clone()));
+        assert_eq!(locate(spec, &[d.path().into()], true), Some(p.clone()));
         // basedpyright is preferred when both are there.
         let b = d.path().join("basedpyright-langserver");
         std::fs::copy(&p, &b).unwrap();
         std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(locate(spec, &[d.path().into()]), Some(b));
+        assert_eq!(locate(spec, &[d.path().into()], true), Some(b));
     }
 }

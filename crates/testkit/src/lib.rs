@@ -169,10 +169,17 @@ pub fn tail(text: &str, n: usize) -> String {
 /// (`node_modules/.bin` in [`e2e_dir`]), for the language-server tests.
 /// Panics with how to install it when it is missing.
 pub fn pyright_bin_dir() -> std::path::PathBuf {
+    e2e_bin_dir("pyright-langserver")
+}
+
+/// The directory of the pinned test programs' commands, checked to hold
+/// `program` (a language server the tests start: `pyright-langserver`,
+/// `typescript-language-server`); a missing one fails with how to install it.
+pub fn e2e_bin_dir(program: &str) -> std::path::PathBuf {
     let dir = e2e_dir().join("node_modules/.bin");
     assert!(
-        dir.join("pyright-langserver").is_file(),
-        "pyright-langserver is missing from {}: run scripts/test, which installs the pinned \
+        dir.join(program).is_file(),
+        "{program} is missing from {}: run scripts/test, which installs the pinned \
          test programs (tests/e2e/package.json), or `npm ci` in a copy of tests/e2e and point \
          CCBRIDGE_E2E_DIR at it",
         dir.display()

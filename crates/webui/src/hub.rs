@@ -139,6 +139,9 @@ pub struct Hub {
     /// The session review, when ccbridge watches the workspace.
     changes: OnceLock<ccbridge_changes::Changes>,
     language_servers: OnceLock<ccbridge_lsp::LanguageServers>,
+    /// Languages whose files get no diagnostics, and why (not installed,
+    /// given up on): the Diagnostics view says so instead of looking empty.
+    unavailable: Mutex<BTreeMap<String, String>>,
 }
 
 impl Default for Hub {
@@ -153,6 +156,7 @@ impl Default for Hub {
             notes: broadcast::channel(EVENT_BACKLOG).0,
             changes: OnceLock::new(),
             language_servers: OnceLock::new(),
+            unavailable: Mutex::default(),
         }
     }
 }
@@ -316,6 +320,7 @@ impl Hub {
             "diagnostics": diagnostics,
             "diagnosticsSource": source,
             "proposedDiagnostics": self.proposed_diagnostics(),
+            "unavailableServers": self.unavailable_servers(),
             "tools": self.tools(),
             "approvals": inner.runs.pending(),
             "runs": inner.runs.runs(),
@@ -369,7 +374,25 @@ impl Hub {
         let (files, source) = self.diagnostics();
         self.publish(json!({"type": "diagnostics", "diagnostics": files,
                             "diagnosticsSource": source,
-                            "proposedDiagnostics": self.proposed_diagnostics()}));
+                            "proposedDiagnostics": self.proposed_diagnostics(),
+                            "unavailableServers": self.unavailable_servers()}));
+    }
+
+    /// Files of `language` get no diagnostics, because `why`.
+    pub fn language_server_unavailable(&self, language: String, why: String) {
+        self.unavailable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(language, why);
+        self.diagnostics_changed();
+    }
+
+    /// `[{language, why}]`: the languages without diagnostics, and why.
+    pub fn unavailable_servers(&self) -> Vec<Value> {
+        let u = self.unavailable.lock().unwrap_or_else(|p| p.into_inner());
+        u.iter()
+            .map(|(language, why)| json!({"language": language, "why": why}))
+            .collect()
     }
 
     fn log(&self, inner: &mut Inner, mut entry: Value) {

@@ -674,7 +674,8 @@ async fn file(State(ui): State<Arc<Ui>>, Query(q): Query<PathQuery>) -> Response
 async fn diagnostics(State(ui): State<Arc<Ui>>) -> Json<Value> {
     let (files, source) = ui.hub.diagnostics();
     Json(json!({"diagnostics": files, "diagnosticsSource": source,
-                "proposedDiagnostics": ui.hub.proposed_diagnostics()}))
+                "proposedDiagnostics": ui.hub.proposed_diagnostics(),
+                "unavailableServers": ui.hub.unavailable_servers()}))
 }
 
 /// Sends an editor event to the engine.

@@ -174,7 +174,7 @@ impl Standalone {
         // Before the session review, so its first change reaches them.
         let language_servers = options.language_servers.clone().map(|o| {
             let (servers, published) = ccbridge_lsp::LanguageServers::start(o, folders.clone());
-            tokio::spawn(forward_diagnostics(published, handle.clone()));
+            tokio::spawn(forward_diagnostics(published, handle.clone(), hub.clone()));
             hub.attach_language_servers(servers.clone());
             servers
         });
@@ -279,10 +279,12 @@ impl Standalone {
 
 /// The language servers' diagnostics, as the editor's: the same event an
 /// editor's report is, so `getDiagnostics`, the page and the workspace
-/// tools' `new_diagnostics` all have them.
+/// tools' `new_diagnostics` all have them. A language without a server
+/// goes to the page, which says so.
 async fn forward_diagnostics(
     mut updates: tokio::sync::mpsc::Receiver<ccbridge_lsp::Update>,
     engine: EngineHandle,
+    hub: Arc<Hub>,
 ) {
     use ccbridge_lsp::Update;
     use ccbridge_server::EditorEvent;
@@ -300,6 +302,10 @@ async fn forward_diagnostics(
                 path: p.path,
                 diagnostics: p.diagnostics,
             },
+            Update::Unavailable { language, why } => {
+                hub.language_server_unavailable(language, why);
+                continue;
+            }
         };
         if engine.send(event).await.is_err() {
             return;

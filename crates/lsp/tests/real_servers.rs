@@ -1,7 +1,10 @@
-//! The client against the real pyright (pinned in tests/e2e): a type
-//! error is published for an involved file and cleared when the file is
-//! fixed on disk; a server that is killed is restarted and the file's
-//! diagnostics come back; stopping kills the server.
+//! The client against real language servers: pyright and
+//! typescript-language-server (pinned in tests/e2e), clangd (Debian's).
+//! With pyright: a type error is published for an involved file and
+//! cleared when the file is fixed on disk; a server that is killed is
+//! restarted and the file's diagnostics come back; stopping kills the
+//! server; a proposal is checked as its own document. With the others: a
+//! type error arrives with its 0-based place and a string code.
 
 use ccbridge_lsp::{LanguageServers, Options, Published, Update};
 use std::path::Path;
@@ -196,5 +199,99 @@ async fn a_proposal_is_checked_as_its_own_document_beside_the_file() {
     // Gone: cleared, and the file's own diagnostics were never touched.
     lsp.propose(&file, None);
     until_proposed(&mut rx, &file, "the clearing", |p| p.diagnostics.is_empty()).await;
+    lsp.stop().await;
+}
+
+/// The first publication for a file of `name` (in a fresh workspace holding
+/// `text`) with a diagnostic, from the server found in `search_dirs` (then
+/// on `PATH`).
+async fn first_error(name: &str, text: &str, search_dirs: Vec<std::path::PathBuf>) -> Published {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let file = ws.join(name);
+    std::fs::write(&file, text).unwrap();
+    let options = Options {
+        search_dirs,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    let p = until(&mut rx, &file, "the type error", |p| {
+        !p.diagnostics.is_empty()
+    })
+    .await;
+    lsp.stop().await;
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_language_server_reports_a_type_error() {
+    let bin = ccbridge_testkit::e2e_bin_dir("typescript-language-server");
+    let p = first_error("bad.ts", "export const x: number = \"text\";\n", vec![bin]).await;
+    let d = &p.diagnostics[0];
+    assert_eq!(
+        d.severity,
+        ccbridge_protocol::editor::Severity::Error,
+        "{d:?}"
+    );
+    assert_eq!(
+        (d.range.start.line, d.range.start.character),
+        (0, 13),
+        "{d:?}"
+    );
+    // TypeScript's numeric code, as the string Claude keeps.
+    assert_eq!(d.code.as_deref(), Some("2322"), "{d:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clangd_reports_a_type_error() {
+    assert!(
+        std::process::Command::new("clangd")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "clangd is not installed: scripts/test installs Debian's clangd"
+    );
+    let p = first_error("bad.cpp", "int f() { return \"text\"; }\n", Vec::new()).await;
+    let d = &p.diagnostics[0];
+    assert_eq!(
+        d.severity,
+        ccbridge_protocol::editor::Severity::Error,
+        "{d:?}"
+    );
+    assert_eq!(d.range.start.line, 0, "{d:?}");
+    assert!(d.message.contains("int"), "{d:?}");
+}
+
+#[tokio::test]
+async fn a_language_without_its_server_installed_is_said_to_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let file = ws.join("a.py");
+    std::fs::write(&file, "x = 1\n").unwrap();
+    let empty = ws.join("bin");
+    std::fs::create_dir(&empty).unwrap();
+    let options = Options {
+        search_dirs: vec![empty.clone()],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    let got = tokio::time::timeout(WAIT, async {
+        loop {
+            match rx.recv().await {
+                Some(Update::Unavailable { language, why }) => return (language, why),
+                Some(_) => {}
+                None => panic!("the language servers stopped"),
+            }
+        }
+    })
+    .await
+    .expect("no word of the missing server");
+    assert_eq!(got.0, "Python");
+    assert!(got.1.contains("pyright-langserver"), "{}", got.1);
+    assert!(got.1.contains(&empty.display().to_string()), "{}", got.1);
+    assert!(!got.1.contains("PATH"), "PATH was not searched: {}", got.1);
     lsp.stop().await;
 }
