@@ -1,5 +1,6 @@
 //! Editor here, agent there (issue 25): a real headless Neovim with the
-//! plugin (and, in one test, a real Vim with its plugin) on this side; on the other, a "host" that is a network namespace
+//! plugin (and, in one test each, a real Vim and a real Emacs with their
+//! plugins) on this side; on the other, a "host" that is a network namespace
 //! running Debian's sshd (`ccbridge_testkit::remote`), where the sidecar
 //! runs through the plugin's `cmd = { "ssh", "-T", ..., "root@<host>" }`
 //! with its own binary, `HOME`, `CLAUDE_CONFIG_DIR` (lock directory) and
@@ -11,12 +12,13 @@
 //! live in the namespace, where the sidecar's IDE port is (that port is
 //! on the namespace's own loopback, out of reach from this side).
 //!
-//! Needs root (network namespaces), openssh-server, Neovim, and Vim 9 with
-//! tmux for the Vim test (`scripts/test` installs them); without them every
-//! test fails saying so.
+//! Needs root (network namespaces), openssh-server, Neovim, and Vim 9,
+//! Emacs 28+ and tmux for their tests (`scripts/test` installs them);
+//! without them every test fails saying so.
 
 mod claude_side;
 
+use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::remote::{processes_of, Host};
@@ -552,4 +554,109 @@ fn vim_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_l
     assert!(vim.quit().is_some(), "Vim did not exit");
     drop(vim);
     assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after :qa! in Vim");
+}
+
+/// `s` as a Lisp string literal.
+fn lisp_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The same with Emacs: `ccbridge-command-prefix` the ssh prefix,
+/// `ccbridge-path-map` the two names of the workspace. A region reaches the
+/// remote Claude with the remote path; Claude's `openDiff` opens a review
+/// of the local file whose original is the remote text, and `C-c C-c`
+/// accepts; quitting Emacs ends the remote side.
+#[test]
+fn emacs_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_lock() {
+    let host = second_host();
+    let f = folders();
+    let home = f.base.join("local-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
+    let mut opts = EmacsOptions::new(init, &f.local);
+    opts.env.push(("HOME".into(), home.display().to_string()));
+    let emacs = Emacs::start(&opts).expect("start Emacs");
+    let local = f.local.display().to_string();
+    let prefix: Vec<String> = host.ssh_prefix().iter().map(|w| lisp_str(w)).collect();
+    // The local folder is the project (it is no Git checkout here).
+    emacs.eval(&format!(
+        "(setq ccbridge-program {} ccbridge-command-prefix (list {}) \
+         ccbridge-path-map (list (cons {} {})) \
+         ccbridge-project-function (lambda (_) {}) \
+         ccbridge-program-args (list \"--selection-debounce-ms\" \"0\") \
+         ccbridge-selection-debounce 0)",
+        lisp_str(&f.wrapper.display().to_string()),
+        prefix.join(" "),
+        lisp_str(&local),
+        lisp_str(&f.remote.display().to_string()),
+        lisp_str(&local),
+    ));
+    let local_file = f.local.join("hello.py").display().to_string();
+    let remote_file = f.remote.join("hello.py").display().to_string();
+    emacs.eval(&format!("(find-file {})", lisp_str(&local_file)));
+    emacs.eval("(ccbridge-mode 1)");
+    let running = poll_until(STEP, Duration::from_millis(20), || {
+        (emacs.json("(plist-get (car (ccbridge-info)) :status)") == "running").then_some(())
+    });
+    if running.is_none() {
+        panic!(
+            "the sidecar did not answer over ssh; {}\nsshd: {}",
+            emacs.string("(ccbridge-status-string)"),
+            host.sshd_log()
+        );
+    }
+    let rt = remote_runtime(&host);
+    let lock_file = emacs.json("(plist-get (car (ccbridge-info)) :lockFile)");
+    let (_, port, lock) = remote_lock(&f.lock_dir, lock_file.as_str().unwrap());
+    assert_eq!(
+        lock["workspaceFolders"],
+        serde_json::json!([f.remote.display().to_string()])
+    );
+    // The lock's pid is the remote side's (the SSH session), not Emacs's.
+    let pid = lock["pid"].as_u64().expect("a pid") as u32;
+    assert_ne!(pid, emacs.pid());
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "lock pid {pid} is not alive"
+    );
+    let token = lock["authToken"].as_str().unwrap().to_owned();
+    let mut claude = rt
+        .block_on(rt.spawn(async move { connect(port, &token).await }))
+        .unwrap();
+    emacs.wait(
+        "Emacs to see Claude connected",
+        "(> (plist-get (car (ccbridge-info)) :clients) 0)",
+        STEP,
+    );
+
+    // A region in the local buffer reaches Claude with the remote path:
+    // `local` on the second line, after `    print("`.
+    emacs.keys("M-< C-n M-m C-f C-f C-f C-f C-f C-f C-f C-SPC M-f");
+    let sel = rt.block_on(selection_with(&mut claude, "local"));
+    assert_eq!(sel["filePath"], remote_file.as_str(), "{sel}");
+
+    // Claude's openDiff of the remote file: a review of the local path
+    // whose original is the remote text (the local file holds another).
+    let proposed = REMOTE_TEXT.replace("hello ", "hi ");
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, remote_file, &proposed)
+    };
+    let review = emacs.wait(
+        "the review to open",
+        "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
+         (and r (buffer-live-p (ccbridge--review-buffer r)) \
+              (eq (window-buffer) (ccbridge--review-buffer r)) \
+              (vector (ccbridge--review-path r) (ccbridge--review-original r))))",
+        STEP,
+    );
+    assert_eq!(review[0], local_file.as_str(), "{review}");
+    assert_eq!(review[1], REMOTE_TEXT, "the original is the remote file's");
+    emacs.keys("C-c C-c");
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+
+    // Quitting Emacs ends the remote sidecar, which removes its lock.
+    assert!(emacs.quit(), "Emacs did not exit");
+    assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after Emacs quit");
 }
