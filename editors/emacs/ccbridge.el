@@ -2650,8 +2650,16 @@ number with more), then \" ◆N\" with N reviews waiting."
   "The state of ccbridge in this Emacs, as text."
   (let ((lines nil)
         (program (ccbridge--program)))
-    (push (format "ccbridge-mode is %s; binary: %s" (if ccbridge-mode "on" "off")
-                  (or program (format-message "`%s' not found" ccbridge-program)))
+    (push (if (ccbridge--remote-p)
+              (format "ccbridge-mode is %s; through %S, binary there: %s, path map %S%s"
+                      (if ccbridge-mode "on" "off") ccbridge-command-prefix
+                      ccbridge-program ccbridge-path-map
+                      (let ((problems (ccbridge--remote-problems)))
+                        (if problems
+                            (concat "\nnot started: " (string-join problems "; "))
+                          "")))
+            (format "ccbridge-mode is %s; binary: %s" (if ccbridge-mode "on" "off")
+                    (or program (format-message "`%s' not found" ccbridge-program))))
           lines)
     (when (= (hash-table-count ccbridge--sessions) 0)
       (push "no sidecar (visit a file of a project, or M-x ccbridge-start)" lines))

@@ -1687,6 +1687,17 @@ async fn a_bad_path_map_is_an_error_before_anything_runs() {
     let note = note[0].as_str().unwrap();
     assert!(note.contains("`path_map[1]` must be"), "{note}");
     assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
+    // A `cmd` of the wrong type is refused too, not replaced by the
+    // default (which would start the sidecar here).
+    let extra = json!({"cmd": "ssh devbox", "path_map": [["/a", "/b"]]});
+    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
+    vim.keys(":CCBridgeStart<CR>");
+    vim.wait(
+        "the error",
+        &format!("TestNoted({})", vim_str("`cmd` must be a list of strings")),
+        STEP,
+    );
+    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
     assert!(!mark.exists(), "the prefix ran");
 }
 

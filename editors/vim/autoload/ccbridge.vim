@@ -110,6 +110,11 @@ def Merge(defaults: dict<any>, user: dict<any>, prefix: string, problems: list<s
       result[key] = [value]
     elseif name == 'workspace_folders' && type(value) == v:t_func
       result[key] = value
+    elseif (name == 'cmd' || name == 'path_map') && type(value) != want
+      # Kept as given, not replaced by the default: Start refuses it and
+      # says why (a sidecar run here instead of there, or paths crossing
+      # unmapped, would be wrong in a way a warning does not stop).
+      result[key] = value
     elseif name == 'cmd_quote'
       # Three states: v:null (by the prefix's program), true, false.
       if type(value) == v:t_bool || type(value) == v:t_none
@@ -442,7 +447,7 @@ enddef
 def RemoteProblems(): list<string>
   const o = Options()
   var problems = remote.Normalize(o.path_map)[1]
-  if !empty(filter(copy(o.cmd), (_, w) => type(w) != v:t_string))
+  if type(o.cmd) != v:t_list || !empty(filter(copy(o.cmd), (_, w) => type(w) != v:t_string))
     problems->insert('`cmd` must be a list of strings')
   endif
   return problems
@@ -459,7 +464,7 @@ export def Command(): list<string>
     cmd += ['--workspace', remote.ToRemote(map, dir)]
   endfor
   if o.log_file != ''
-    # A file on the sidecar's side: expanded there when remote.
+    # A file on the sidecar's side: not expanded here when remote.
     cmd += ['--log-file', IsRemote() ? o.log_file : expand(o.log_file)]
   endif
   cmd += mapnew(o.args, (_, a) => type(a) == v:t_string ? a : string(a))
@@ -776,7 +781,15 @@ export def StatusLines(): list<string>
   const o = Options()
   if status == 'stopped'
     out->add('ccbridge: stopped (:CCBridgeStart starts it)')
-    out->add(printf('binary: %s', executable(o.bin) ? exepath(o.bin) : '`' .. o.bin .. '` not found (set g:ccbridge.bin)'))
+    if IsRemote()
+      out->add(printf('remote: through %s, binary there: %s', string(o.cmd), o.bin))
+      const problems = RemoteProblems()
+      if !empty(problems)
+        out->add('not started: ' .. join(problems, '; '))
+      endif
+    else
+      out->add(printf('binary: %s', executable(o.bin) ? exepath(o.bin) : '`' .. o.bin .. '` not found (set g:ccbridge.bin)'))
+    endif
     return out
   endif
   const server = get(init, 'serverInfo', {})
