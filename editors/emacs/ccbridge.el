@@ -116,6 +116,34 @@ Do not put --stdio, --workspace, --ide-name or --log-file here: they
 come from the project and the other options."
   :type '(repeat string))
 
+(defcustom ccbridge-command-prefix nil
+  "A command prefix running the sidecar where the agent runs, or nil.
+For example (\"ssh\" \"-T\" \"devbox\") or (\"docker\" \"exec\" \"-i\" \"box\"):
+the sidecar is then this prefix followed by `ccbridge-program' (the
+ccbridge on that side) and its arguments.  No pid is sent through a
+prefix, as Emacs's means nothing on the other side.  See
+`ccbridge-path-map' and `ccbridge-command-quote'."
+  :type '(repeat string))
+
+(defcustom ccbridge-command-quote 'auto
+  "Whether the sidecar's words are quoted for a shell after the prefix.
+`auto' quotes them when the prefix's program is ssh, autossh or mosh,
+which join their arguments into one command line for the remote
+shell; `docker exec', `podman exec' and env pass words as they are."
+  :type '(choice (const :tag "By the prefix's program" auto)
+                 (const :tag "Always" t)
+                 (const :tag "Never" nil)))
+
+(defcustom ccbridge-path-map nil
+  "How this side and the sidecar's side name the same files.
+A list of (LOCAL . REMOTE) absolute directory names, for example
+\((\"/home/me/proj\" . \"/srv/proj\")).  Every path sent to the
+sidecar goes LOCAL to REMOTE, every path received REMOTE to LOCAL;
+the longest matching prefix wins, other paths pass unchanged.  Nil
+when both sides name the files alike.  Read when a sidecar starts;
+a malformed entry stops the start with an error."
+  :type '(alist :key-type directory :value-type directory))
+
 (defcustom ccbridge-log-file nil
   "File the sidecar logs to (`--log-file'), or nil for its stderr.
 Without a log file, the sidecar's stderr goes to a hidden buffer
@@ -235,6 +263,7 @@ Version 3 adds the other agents (Gemini CLI, Qwen Code) to the
                                  (:copier nil))
   "One project's sidecar."
   root folders conn proc (status 'stopped) init clients waiting ide-name
+  path-map
   stopping restart held last-selection last-tabs
   (dirty (make-hash-table :test #'equal))
   reviews terminals stderr exit)
@@ -475,6 +504,162 @@ text gets the proposal's line ends back)."
     (if crlf (string-replace "\n" "\r\n" body) body)))
 
 
+;;;; The sidecar on another machine
+
+;; Pure functions (tested on their own in test/ccbridge-tests.el): the
+;; command line through `ccbridge-command-prefix', and the renaming of
+;; paths by `ccbridge-path-map' where messages cross the pipe.  The same
+;; rules as the Neovim plugin's remote.lua.
+
+(defun ccbridge--normalize-path-map (user)
+  "USER's path map (see `ccbridge-path-map') checked.
+Return (MAP . PROBLEMS): MAP holds the good entries as (LOCAL . REMOTE)
+without trailing slashes, PROBLEMS a message for each bad one."
+  (let ((map nil) (problems nil) (i 0))
+    (if (not (listp user))
+        (cons nil (list "`ccbridge-path-map' must be a list of (LOCAL . REMOTE)"))
+      (dolist (e user)
+        (setq i (1+ i))
+        (let* ((l (and (consp e) (car e)))
+               ;; (LOCAL . REMOTE), or (LOCAL REMOTE) as customize may save it.
+               (r (and (consp e) (if (and (consp (cdr e)) (null (cddr e)))
+                                     (cadr e)
+                                   (cdr e)))))
+          (if (and (stringp l) (stringp r)
+                   (string-prefix-p "/" l) (string-prefix-p "/" r))
+              (push (cons (directory-file-name l) (directory-file-name r)) map)
+            (push (format "entry %d of `ccbridge-path-map' must be \(LOCAL . REMOTE), two absolute file names, not %S" i e)
+                  problems))))
+      (cons (nreverse map) (nreverse problems)))))
+
+(defun ccbridge--swap-prefix (path from to)
+  "PATH with directory FROM at its start replaced by TO, or nil.
+Whole components only: /a/bc does not lie under /a/b."
+  (cond
+   ((string= path from) to)
+   ((let ((head (if (string= from "/") "/" (concat from "/"))))
+      (and (string-prefix-p head path)
+           (let ((rest (substring path (length head))))
+             (if (string= to "/") (concat "/" rest) (concat to "/" rest))))))))
+
+(defun ccbridge--translate-path (map path to-remote)
+  "PATH renamed by MAP, to the sidecar's names if TO-REMOTE, else back.
+The longest matching prefix wins; anything but a string passes."
+  (if (not (stringp path))
+      path
+    (let ((best nil) (best-length -1))
+      (dolist (m map)
+        (let ((from (if to-remote (car m) (cdr m)))
+              (to (if to-remote (cdr m) (car m))))
+          (when (> (length from) best-length)
+            (when-let ((p (ccbridge--swap-prefix path from to)))
+              (setq best p best-length (length from))))))
+      (or best path))))
+
+(defun ccbridge--shell-quote (word)
+  "WORD quoted for a POSIX shell (what ssh hands its command to)."
+  (if (and (not (string-empty-p word))
+           (not (string-match-p "[^A-Za-z0-9_./=:,+@%-]" word)))
+      word
+    (concat "'" (string-replace "'" "'\\''" word) "'")))
+
+(defun ccbridge--needs-quoting-p (prefix quote)
+  "Whether the words after PREFIX need QUOTE-ing for a shell.
+QUOTE is `ccbridge-command-quote': t or nil decide, `auto' asks
+whether PREFIX's program joins its arguments for a remote shell."
+  (if (eq quote 'auto)
+      (and prefix
+           (member (file-name-nondirectory (car prefix)) '("ssh" "autossh" "mosh"))
+           t)
+    quote))
+
+(defun ccbridge--prefixed-command (prefix argv quote)
+  "PREFIX then ARGV, ARGV's words quoted as QUOTE and PREFIX need."
+  (if (null prefix)
+      argv
+    (append prefix
+            (if (ccbridge--needs-quoting-p prefix quote)
+                (mapcar #'ccbridge--shell-quote argv)
+              argv))))
+
+(defun ccbridge--map-field (plist key fn)
+  "Replace the value of KEY in PLIST by FN of it, in place."
+  (let ((cell (plist-member plist key)))
+    (when cell (setcar (cdr cell) (funcall fn (cadr cell))))))
+
+(defun ccbridge--map-seq (seq fn)
+  "SEQ (a vector or a list) with FN applied to each element."
+  (cond ((vectorp seq) (vconcat (mapcar fn seq)))
+        ((consp seq) (mapcar fn seq))
+        (t seq)))
+
+(defun ccbridge--map-message (map kind method value)
+  "VALUE, a message's params or result, with its paths renamed by MAP.
+KIND is `outgoing' (what Emacs sends: notifications, its requests'
+params), `incoming' (the params of the sidecar's requests), `answer'
+\(Emacs's answers to those) or `result' (the sidecar's answers to
+Emacs's requests); METHOD names the message (a string or a symbol).
+Return a copy, or VALUE itself if MAP is empty."
+  (if (or (null map) (not (consp value)))
+      value
+    (let* ((v (copy-tree value t))
+           (to-remote (memq kind '(outgoing answer)))
+           (f (lambda (p) (ccbridge--translate-path map p to-remote)))
+           (fs (lambda (l) (ccbridge--map-seq l f)))
+           (name (if (symbolp method)
+                     (string-remove-prefix ":" (symbol-name method))
+                   method)))
+      (pcase (list kind name)
+        (`(outgoing ,(or "initialize" "workspaceChanged"))
+         (ccbridge--map-field v :workspaceFolders fs))
+        (`(outgoing ,(or "selectionChanged" "atMentioned"))
+         (ccbridge--map-field v :filePath f))
+        (`(outgoing "openEditorsChanged")
+         (ccbridge--map-field
+          v :tabs (lambda (tabs)
+                    (ccbridge--map-seq
+                     tabs (lambda (tab)
+                            (unless (eq (plist-get tab :isUntitled) t)
+                              (ccbridge--map-field tab :path f))
+                            tab)))))
+        (`(outgoing "diagnosticsChanged")
+         (ccbridge--map-field v :path f)
+         (ccbridge--map-field
+          v :uri (lambda (u)
+                   (if (and (stringp u) (string-prefix-p "file://" u))
+                       (concat "file://" (funcall f (substring u 7)))
+                     u))))
+        (`(outgoing ,(or "documentDirtyChanged" "changeAction"))
+         (ccbridge--map-field v :path f))
+        (`(incoming "showDiff")
+         (ccbridge--map-field v :oldFilePath f)
+         (ccbridge--map-field v :newFilePath f))
+        (`(incoming "openFile") (ccbridge--map-field v :filePath f))
+        (`(incoming "openFiles") (ccbridge--map-field v :paths fs))
+        (`(incoming ,(or "saveDocument" "reformatFile"))
+         (ccbridge--map-field v :path f))
+        (`(answer "openFile") (ccbridge--map-field v :filePath f))
+        (`(answer "openFiles") (ccbridge--map-field v :opened fs))
+        (`(result "changes")
+         (ccbridge--map-field
+          v :files (lambda (files)
+                     (ccbridge--map-seq
+                      files (lambda (file) (ccbridge--map-field file :path f) file))))))
+      v)))
+
+(defun ccbridge--remote-p ()
+  "Return non-nil if `ccbridge-command-prefix' is set (a remote sidecar)."
+  (and ccbridge-command-prefix t))
+
+(defun ccbridge--remote-problems ()
+  "What is wrong with `ccbridge-command-prefix' and `ccbridge-path-map'."
+  (append
+   (unless (and (listp ccbridge-command-prefix)
+                (cl-every #'stringp ccbridge-command-prefix))
+     (list "`ccbridge-command-prefix' must be a list of strings"))
+   (cdr (ccbridge--normalize-path-map ccbridge-path-map))))
+
+
 ;;;; The connection
 
 (defclass ccbridge--connection (jsonrpc-process-connection)
@@ -556,7 +741,9 @@ Claude compares them with its own (real) working directory."
     (when (and conn (ccbridge--running-p session) (jsonrpc-running-p conn))
       (condition-case err
           ;; A symbol: jsonrpc 1.0.14 (Emacs 28) sends no string methods.
-          (jsonrpc-notify conn (intern method) params)
+          (jsonrpc-notify conn (intern method)
+                          (ccbridge--map-message (ccbridge--session-path-map session)
+                                                 'outgoing method params))
         (error (ccbridge--once 'send :warning "could not write to the sidecar: %s"
                                (error-message-string err)))))))
 
@@ -576,14 +763,33 @@ Claude compares them with its own (real) working directory."
         (and (file-executable-p p) (not (file-directory-p p)) p)
       (executable-find ccbridge-program))))
 
+(defun ccbridge--remote-folders (session)
+  "SESSION's workspace folders as the sidecar names them.
+Through a prefix only the root goes: its true name here (a symlink's
+target) names nothing on the other side."
+  (let ((map (ccbridge--session-path-map session)))
+    (delete-dups
+     (mapcar (lambda (d) (ccbridge--translate-path map d t))
+             (if (ccbridge--remote-p)
+                 (list (ccbridge--session-root session))
+               (ccbridge--session-folders session))))))
+
 (defun ccbridge--command (session program)
-  "The command line starting SESSION's sidecar with PROGRAM."
-  (append (list program "serve" "--stdio" "--ide-name" (ccbridge--ide-name session))
-          (cl-loop for dir in (ccbridge--session-folders session)
-                   append (list "--workspace" dir))
-          (and ccbridge-log-file
-               (list "--log-file" (expand-file-name ccbridge-log-file)))
-          ccbridge-program-args))
+  "The command line starting SESSION's sidecar with PROGRAM.
+Through `ccbridge-command-prefix' if set, the folders then named as
+the sidecar's side names them."
+  (ccbridge--prefixed-command
+   ccbridge-command-prefix
+   (append (list program "serve" "--stdio" "--ide-name" (ccbridge--ide-name session))
+           (cl-loop for dir in (ccbridge--remote-folders session)
+                    append (list "--workspace" dir))
+           (and ccbridge-log-file
+                ;; A file on the sidecar's side: named as it is there.
+                (list "--log-file" (if (ccbridge--remote-p)
+                                       ccbridge-log-file
+                                     (expand-file-name ccbridge-log-file))))
+           ccbridge-program-args)
+   ccbridge-command-quote))
 
 (defun ccbridge--settle (session init err)
   "Run SESSION's waiting callbacks with INIT, or with ERR."
@@ -609,7 +815,28 @@ Starts the sidecar if it is stopped; FN runs at once if it runs."
    ((ccbridge--session-stopping session)
     (setf (ccbridge--session-restart session) t))
    ((ccbridge--running-p session))
+   ((ccbridge--remote-problems)
+    ;; Paths would cross under the wrong names: nothing is spawned.
+    (let ((msg (format-message "not started: %s"
+                               (string-join (ccbridge--remote-problems) "; "))))
+      (setf (ccbridge--session-held session) t)
+      (ccbridge--once 'remote-options :error "%s" msg)
+      (ccbridge--settle session nil msg)))
+   ((ccbridge--remote-p)
+    (if (executable-find (car ccbridge-command-prefix))
+        (progn
+          (setf (ccbridge--session-path-map session)
+                (car (ccbridge--normalize-path-map ccbridge-path-map)))
+          ;; The program is the other side's: not looked up here.
+          (ccbridge--spawn session ccbridge-program))
+      (let ((msg (format-message "`%s' (the `ccbridge-command-prefix') not found"
+                                 (car ccbridge-command-prefix))))
+        (setf (ccbridge--session-held session) t)
+        (ccbridge--once 'no-binary :error "%s" msg)
+        (ccbridge--settle session nil msg))))
    (t
+    (setf (ccbridge--session-path-map session)
+          (car (ccbridge--normalize-path-map ccbridge-path-map)))
     (let ((program (ccbridge--program)))
       (if (not program)
           (let ((msg (format-message
@@ -688,16 +915,20 @@ crates/ccbridge in its repository) or set `ccbridge-program'"
 
 (defun ccbridge--initialize-params (session)
   "The `initialize' params for SESSION."
-  (list :protocolVersion ccbridge-protocol-version
-        :ideName (ccbridge--ide-name session)
-        :workspaceFolders (vconcat (ccbridge--session-folders session))
-        :pid (emacs-pid)
-        :capabilities (list :diff t :openFile t :saveDocument t
-                            :closeTab :json-false :reformat :json-false
-                            :executeCode :json-false
-                            :approve (if ccbridge-approve t :json-false))
-        ;; The session review's buffer follows `changesChanged'.
-        :changes t))
+  (append
+   (list :protocolVersion ccbridge-protocol-version
+         :ideName (ccbridge--ide-name session)
+         :workspaceFolders (vconcat (ccbridge--remote-folders session)))
+   ;; Emacs's pid means nothing on another machine (the agent would
+   ;; delete a lock whose pid is dead there): a remote sidecar records
+   ;; its parent instead.
+   (unless (ccbridge--remote-p) (list :pid (emacs-pid)))
+   (list :capabilities (list :diff t :openFile t :saveDocument t
+                             :closeTab :json-false :reformat :json-false
+                             :executeCode :json-false
+                             :approve (if ccbridge-approve t :json-false))
+         ;; The session review's buffer follows `changesChanged'.
+         :changes t)))
 
 (defun ccbridge--initialized (session conn result)
   "SESSION's sidecar on CONN answered `initialize' with RESULT."
@@ -750,7 +981,8 @@ another version?  Install the one that goes with this package.)"
 (defun ccbridge--distinct-name (session init)
   "Number SESSION's default name if another lock file (of INIT's) has it."
   (let ((lock (plist-get init :lockFile)))
-    (when (and (not ccbridge-ide-name) (stringp lock))
+    ;; (A remote sidecar's lock directory is not on this disk.)
+    (when (and (not ccbridge-ide-name) (stringp lock) (not (ccbridge--remote-p)))
       (let* ((base (ccbridge--default-ide-name (ccbridge--session-root session)))
              (taken (ccbridge--lock-names lock)))
         (when (member base taken)
@@ -873,7 +1105,15 @@ the ccbridge binary from the same version?)"
     (_ nil)))
 
 (defun ccbridge--handle-request (session method params)
-  "Answer SESSION's request METHOD with PARAMS."
+  "Answer SESSION's request METHOD with PARAMS, paths renamed both ways."
+  (let ((map (ccbridge--session-path-map session)))
+    (ccbridge--map-message
+     map 'answer method
+     (ccbridge--answer-request
+      session method (ccbridge--map-message map 'incoming method params)))))
+
+(defun ccbridge--answer-request (session method params)
+  "Answer SESSION's request METHOD with PARAMS (this side's paths)."
   (pcase method
     ('showDiff (ccbridge--show-diff session params))
     ('closeDiff
@@ -1814,9 +2054,13 @@ An error is shown; a refused decision says why and what to do."
         (ccbridge--message "no sidecar runs for %s (M-x ccbridge-start)"
                            (ccbridge--session-root session))
       (jsonrpc-async-request
-       conn method params
+       conn method (ccbridge--map-message (ccbridge--session-path-map session)
+                                          'outgoing method params)
        :timeout 30
-       :success-fn success
+       :success-fn (let ((map (ccbridge--session-path-map session)))
+                     (lambda (result)
+                       (funcall success
+                                (ccbridge--map-message map 'result method result))))
        :error-fn (lambda (err) (ccbridge--changes-refused session params err))
        :timeout-fn (lambda () (ccbridge--message "no answer to %s" method))))))
 
@@ -2406,8 +2650,16 @@ number with more), then \" ◆N\" with N reviews waiting."
   "The state of ccbridge in this Emacs, as text."
   (let ((lines nil)
         (program (ccbridge--program)))
-    (push (format "ccbridge-mode is %s; binary: %s" (if ccbridge-mode "on" "off")
-                  (or program (format-message "`%s' not found" ccbridge-program)))
+    (push (if (ccbridge--remote-p)
+              (format "ccbridge-mode is %s; through %S, binary there: %s, path map %S%s"
+                      (if ccbridge-mode "on" "off") ccbridge-command-prefix
+                      ccbridge-program ccbridge-path-map
+                      (let ((problems (ccbridge--remote-problems)))
+                        (if problems
+                            (concat "\nnot started: " (string-join problems "; "))
+                          "")))
+            (format "ccbridge-mode is %s; binary: %s" (if ccbridge-mode "on" "off")
+                    (or program (format-message "`%s' not found" ccbridge-program))))
           lines)
     (when (= (hash-table-count ccbridge--sessions) 0)
       (push "no sidecar (visit a file of a project, or M-x ccbridge-start)" lines))

@@ -54,6 +54,8 @@ struct Setup<'a> {
     load_path: Vec<PathBuf>,
     /// Turn the mode on and wait for the sidecar.
     start: bool,
+    /// Emacs names the workspace through a symlink, `link` → `ws`.
+    link: bool,
 }
 
 impl Default for Setup<'_> {
@@ -63,6 +65,7 @@ impl Default for Setup<'_> {
             path: vec![],
             load_path: vec![],
             start: true,
+            link: false,
         }
     }
 }
@@ -77,7 +80,7 @@ fn rig(before: &str) -> Rig {
 fn rig_with(setup: Setup) -> Rig {
     let dir = ccbridge_testkit::temp_dir("ccbridge-emacs-").unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let ws = root.join("ws");
+    let mut ws = root.join("ws");
     let home = root.join("home");
     let lock_dir = root.join("ide");
     std::fs::create_dir_all(&ws).unwrap();
@@ -89,6 +92,10 @@ fn rig_with(setup: Setup) -> Rig {
         .expect("git (project.el finds the project by its .git)");
     assert!(git.success());
     std::fs::write(ws.join("hello.py"), HELLO).unwrap();
+    if setup.link {
+        std::os::unix::fs::symlink(&ws, root.join("link")).unwrap();
+        ws = root.join("link");
+    }
     let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
     if !setup.path.is_empty() {
@@ -562,6 +569,122 @@ async fn claude_opens_a_file_at_a_line_in_a_file_window() {
               (= 3 (with-current-buffer (window-buffer) (line-number-at-pos (window-point)))))",
         STEP,
     );
+}
+
+// ───────────────────────── the sidecar through a prefix ─────────────────────────
+
+/// `ccbridge-command-prefix`: a stand-in for `ssh -T host`, a real prefix
+/// process that leaves a mark at `mark` and, as ssh does, joins the words
+/// after it into one command line for a shell (they arrive intact only if
+/// Emacs quoted them).
+fn ssh_like_prefix(mark: &Path) -> String {
+    format!(
+        "(list \"sh\" \"-c\" {} \"ssh-like\")",
+        lisp_str(&format!("touch '{}'; eval \"exec $*\"", mark.display()))
+    )
+}
+
+/// The sidecar's side is `ws`, Emacs's a symlink to it, `link` (the
+/// sidecar resolves symlinks in its workspace folders, so only the real
+/// folder can be its name): Emacs starts the sidecar through a prefix and
+/// `ccbridge-path-map` renames every path that crosses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
+    let rig = rig_with(Setup {
+        link: true,
+        start: false,
+        ..Setup::default()
+    });
+    let root = rig.ws.parent().unwrap().to_owned();
+    let real = root.join("ws");
+    let mark = root.join("prefix-ran");
+    let name = "Emacs (it's remote)";
+    rig.emacs.eval(&format!(
+        "(setq ccbridge-command-prefix {} ccbridge-command-quote t \
+         ccbridge-path-map (list (cons {} {})) ccbridge-ide-name {})",
+        ssh_like_prefix(&mark),
+        lisp_str(&rig.ws.display().to_string()),
+        lisp_str(&real.display().to_string()),
+        lisp_str(name)
+    ));
+    rig.visit("hello.py");
+    rig.emacs.eval("(ccbridge-mode 1)");
+    rig.wait_running();
+    assert!(mark.exists(), "the prefix did not run");
+    // The lock file names the sidecar's folder, and the name survived the
+    // shell after the prefix.
+    let lock = rig.lock();
+    assert_eq!(lock["workspaceFolders"], json!([real]));
+    assert_eq!(lock["ideName"], name);
+
+    // A region in Emacs's file reaches Claude under the sidecar's name.
+    let mut c = rig.claude().await;
+    rig.emacs.keys("M-< C-SPC M-f");
+    let s = selection(&mut c, "def", [0, 0, 0, 3]).await;
+    let real_hello = real.join("hello.py").display().to_string();
+    assert_eq!(s["filePath"], real_hello);
+    rig.quit_keys();
+
+    // openFile by the sidecar's name visits Emacs's.
+    std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
+    let r = c
+        .call_tool(
+            "openFile",
+            json!({"filePath": real.join("other.txt"), "preview": false, "startText": "two",
+                   "endText": "", "selectToEndOfLine": false, "makeFrontmost": true}),
+            Some(STEP),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    rig.emacs.wait(
+        "other.txt under Emacs's name",
+        &format!(
+            "(equal (buffer-file-name (window-buffer)) {})",
+            lisp_str(&rig.path("other.txt"))
+        ),
+        STEP,
+    );
+
+    // A review of the sidecar's file opens for Emacs's, with the original
+    // as the sidecar read it.
+    let task = start_open_diff(c, real_hello, &HELLO.replace("hello ", "hi "));
+    let review = "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
+                  (and r (vector (ccbridge--review-path r) (ccbridge--review-original r))))";
+    let r = rig.emacs.wait("the review to open", review, STEP);
+    assert_eq!(r[0], rig.path("hello.py"));
+    assert_eq!(r[1], HELLO);
+    rig.emacs
+        .wait("the review's buffer", "(ccbridge-test-review-buffer)", STEP);
+    rig.emacs
+        .eval("(with-current-buffer (ccbridge-test-review-buffer) (ccbridge-review-reject))");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+/// A malformed `ccbridge-path-map` stops the start with a clear error,
+/// before the prefix is run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_path_map_is_an_error_before_anything_runs() {
+    let rig = rig_with(Setup {
+        start: false,
+        ..Setup::default()
+    });
+    let mark = rig.ws.parent().unwrap().join("prefix-ran");
+    rig.emacs.eval(&format!(
+        "(setq ccbridge-command-prefix {} ccbridge-path-map '((\"relative\" . \"/srv\")))",
+        ssh_like_prefix(&mark)
+    ));
+    rig.visit("hello.py");
+    rig.emacs.eval("(ccbridge-mode 1)");
+    rig.emacs.wait(
+        "the error",
+        "(string-search \"not started: entry 1 of `ccbridge-path-map' must be\" \
+         (or (ccbridge-test-buffer-text \"*Warnings*\") \"\"))",
+        STEP,
+    );
+    assert_eq!(rig.info()["status"], "stopped");
+    assert!(!mark.exists(), "the prefix ran");
 }
 
 // ───────────────────────── reviews ─────────────────────────

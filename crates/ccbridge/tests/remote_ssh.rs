@@ -1,5 +1,6 @@
 //! Editor here, agent there (issue 25): a real headless Neovim with the
-//! plugin on this side; on the other, a "host" that is a network namespace
+//! plugin (and, in one test each, a real Vim and a real Emacs with their
+//! plugins) on this side; on the other, a "host" that is a network namespace
 //! running Debian's sshd (`ccbridge_testkit::remote`), where the sidecar
 //! runs through the plugin's `cmd = { "ssh", "-T", ..., "root@<host>" }`
 //! with its own binary, `HOME`, `CLAUDE_CONFIG_DIR` (lock directory) and
@@ -11,14 +12,17 @@
 //! live in the namespace, where the sidecar's IDE port is (that port is
 //! on the namespace's own loopback, out of reach from this side).
 //!
-//! Needs root (network namespaces), openssh-server and Neovim
-//! (`scripts/test` installs both); without them every test fails saying so.
+//! Needs root (network namespaces), openssh-server, Neovim, and Vim 9,
+//! Emacs 28+ and tmux for their tests (`scripts/test` installs them);
+//! without them every test fails saying so.
 
 mod claude_side;
 
+use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::remote::{processes_of, Host};
+use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as REMOTE_TEXT;
 use claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
 use serde_json::Value;
@@ -177,31 +181,47 @@ impl Sides {
 
     /// The lock file, read on the remote side (where Claude reads it).
     fn lock(&mut self) -> (PathBuf, Value) {
-        let path = PathBuf::from(self.init()["lockFile"].as_str().unwrap());
-        assert!(
-            path.starts_with(&self.lock_dir),
-            "{} is not in the remote side's lock directory",
-            path.display()
-        );
-        let lock = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let path = self.init()["lockFile"].as_str().unwrap().to_owned();
+        let (path, _, lock) = remote_lock(&self.lock_dir, &path);
         (path, lock)
     }
 
-    /// Waits until the remote side's lock directory is empty and no
-    /// remote ccbridge runs any more.
     fn assert_remote_side_ended(&self, what: &str) {
-        let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
-            (ccbridge_testkit::lock_files(&self.lock_dir).is_empty()
-                && processes_of(&self.remote_exe).is_empty())
-            .then_some(())
-        });
-        assert!(
-            ended.is_some(),
-            "{what}: after 10 s, lock files {:?}, remote ccbridge processes {:?}",
-            ccbridge_testkit::lock_files(&self.lock_dir),
-            processes_of(&self.remote_exe)
-        );
+        assert_remote_side_ended(&self.lock_dir, &self.remote_exe, what);
     }
+}
+
+/// Waits until the remote side's lock directory is empty and no remote
+/// ccbridge (`remote_exe`) runs any more.
+fn assert_remote_side_ended(lock_dir: &Path, remote_exe: &Path, what: &str) {
+    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        (ccbridge_testkit::lock_files(lock_dir).is_empty() && processes_of(remote_exe).is_empty())
+            .then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "{what}: after 10 s, lock files {:?}, remote ccbridge processes {:?}",
+        ccbridge_testkit::lock_files(lock_dir),
+        processes_of(remote_exe)
+    );
+}
+
+/// The lock file's path and contents, read on the remote side, where
+/// Claude reads it; `path` as the sidecar reported it.
+fn remote_lock(lock_dir: &Path, path: &str) -> (PathBuf, u16, Value) {
+    let path = PathBuf::from(path);
+    assert!(
+        path.starts_with(lock_dir),
+        "{} is not in the remote side's lock directory",
+        path.display()
+    );
+    let lock = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let port = path
+        .file_stem()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    (path, port, lock)
 }
 
 /// A runtime whose threads are on the remote host (its network namespace),
@@ -437,4 +457,206 @@ fn the_page_of_a_remote_ccbridge_serve_answers_through_ssh_forwarding() {
         processes_of(&f.remote_exe).is_empty().then_some(())
     });
     assert!(ended.is_some(), "the remote serve outlived its SSH session");
+}
+
+/// The same over the same second host with Vim: `g:ccbridge.cmd` the ssh
+/// prefix, `path_map` the two names of the workspace. A selection reaches
+/// the remote Claude with the remote path; Claude's `openDiff` opens a
+/// review of the local file whose original is the remote text, and `:w`
+/// in it accepts; quitting Vim ends the remote side.
+#[test]
+fn vim_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_lock() {
+    let host = second_host();
+    let f = folders();
+    let home = f.base.join("local-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut opts = VimOptions::new(&f.local);
+    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
+    opts.env.push(("HOME".into(), home.display().to_string()));
+    let mut vim = Vim::start(&opts).expect("start vim");
+    let options = serde_json::json!({
+        "bin": f.wrapper,
+        "cmd": host.ssh_prefix(),
+        "path_map": [[f.local, f.remote]],
+        "args": ["--selection-debounce-ms", "0"],
+        "selection": {"debounce_ms": 0},
+    });
+    vim.ex(&format!(
+        "let g:ccbridge = json_decode('{}')",
+        options.to_string().replace('\'', "''")
+    ));
+    vim.ex("CCBridgeStart");
+    let running = poll_until(STEP, Duration::from_millis(20), || {
+        (vim.eval("ccbridge#Status()") == "running").then_some(())
+    });
+    if running.is_none() {
+        let stderr = vim.eval("ccbridge#StderrTail()");
+        panic!(
+            "the sidecar did not answer over ssh; stderr: {stderr}\nsshd: {}",
+            host.sshd_log()
+        );
+    }
+    let rt = remote_runtime(&host);
+    let lock_file = vim.eval("ccbridge#Init().lockFile");
+    let (_, port, lock) = remote_lock(&f.lock_dir, lock_file.as_str().unwrap());
+    assert_eq!(
+        lock["workspaceFolders"],
+        serde_json::json!([f.remote.display().to_string()])
+    );
+    // The lock's pid is the remote side's (the SSH session), not Vim's.
+    let pid = lock["pid"].as_u64().expect("a pid") as u32;
+    assert_ne!(pid, vim.pid());
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "lock pid {pid} is not alive"
+    );
+    let token = lock["authToken"].as_str().unwrap().to_owned();
+    let mut claude = rt
+        .block_on(rt.spawn(async move { connect(port, &token).await }))
+        .unwrap();
+    vim.wait(
+        "CCBridgeConnected",
+        "len(TestEvents('CCBridgeConnected')) > 0",
+        STEP,
+    );
+
+    // A selection in the local buffer reaches Claude with the remote path.
+    let local_file = f.local.join("hello.py").display().to_string();
+    let remote_file = f.remote.join("hello.py").display().to_string();
+    vim.ex(&format!("edit {local_file}"));
+    vim.keys("gg/local<CR>ve");
+    let sel = rt.block_on(selection_with(&mut claude, "local"));
+    assert_eq!(sel["filePath"], remote_file.as_str(), "{sel}");
+
+    // Claude's openDiff of the remote file: a review of the local path
+    // whose original is the remote text (the local file holds another).
+    let proposed = REMOTE_TEXT.replace("hello ", "hi ");
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, remote_file, &proposed)
+    };
+    vim.wait(
+        "the review to open",
+        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
+        STEP,
+    );
+    let review = vim.eval("ccbridge#review#Pending()[0]");
+    assert_eq!(review["path"], local_file.as_str(), "{review}");
+    assert_eq!(
+        review["original"], REMOTE_TEXT,
+        "the original is the remote file's"
+    );
+    vim.keys("<Esc>:w<CR>");
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+
+    // Quitting Vim ends the remote sidecar, which removes its lock.
+    assert!(vim.quit().is_some(), "Vim did not exit");
+    drop(vim);
+    assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after :qa! in Vim");
+}
+
+/// `s` as a Lisp string literal.
+fn lisp_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The same with Emacs: `ccbridge-command-prefix` the ssh prefix,
+/// `ccbridge-path-map` the two names of the workspace. A region reaches the
+/// remote Claude with the remote path; Claude's `openDiff` opens a review
+/// of the local file whose original is the remote text, and `C-c C-c`
+/// accepts; quitting Emacs ends the remote side.
+#[test]
+fn emacs_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_lock() {
+    let host = second_host();
+    let f = folders();
+    let home = f.base.join("local-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
+    let mut opts = EmacsOptions::new(init, &f.local);
+    opts.env.push(("HOME".into(), home.display().to_string()));
+    let emacs = Emacs::start(&opts).expect("start Emacs");
+    let local = f.local.display().to_string();
+    let prefix: Vec<String> = host.ssh_prefix().iter().map(|w| lisp_str(w)).collect();
+    // The local folder is the project (it is no Git checkout here).
+    emacs.eval(&format!(
+        "(setq ccbridge-program {} ccbridge-command-prefix (list {}) \
+         ccbridge-path-map (list (cons {} {})) \
+         ccbridge-project-function (lambda (_) {}) \
+         ccbridge-program-args (list \"--selection-debounce-ms\" \"0\") \
+         ccbridge-selection-debounce 0)",
+        lisp_str(&f.wrapper.display().to_string()),
+        prefix.join(" "),
+        lisp_str(&local),
+        lisp_str(&f.remote.display().to_string()),
+        lisp_str(&local),
+    ));
+    let local_file = f.local.join("hello.py").display().to_string();
+    let remote_file = f.remote.join("hello.py").display().to_string();
+    emacs.eval(&format!("(find-file {})", lisp_str(&local_file)));
+    emacs.eval("(ccbridge-mode 1)");
+    let running = poll_until(STEP, Duration::from_millis(20), || {
+        (emacs.json("(plist-get (car (ccbridge-info)) :status)") == "running").then_some(())
+    });
+    if running.is_none() {
+        panic!(
+            "the sidecar did not answer over ssh; {}\nsshd: {}",
+            emacs.string("(ccbridge-status-string)"),
+            host.sshd_log()
+        );
+    }
+    let rt = remote_runtime(&host);
+    let lock_file = emacs.json("(plist-get (car (ccbridge-info)) :lockFile)");
+    let (_, port, lock) = remote_lock(&f.lock_dir, lock_file.as_str().unwrap());
+    assert_eq!(
+        lock["workspaceFolders"],
+        serde_json::json!([f.remote.display().to_string()])
+    );
+    // The lock's pid is the remote side's (the SSH session), not Emacs's.
+    let pid = lock["pid"].as_u64().expect("a pid") as u32;
+    assert_ne!(pid, emacs.pid());
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "lock pid {pid} is not alive"
+    );
+    let token = lock["authToken"].as_str().unwrap().to_owned();
+    let mut claude = rt
+        .block_on(rt.spawn(async move { connect(port, &token).await }))
+        .unwrap();
+    emacs.wait(
+        "Emacs to see Claude connected",
+        "(> (plist-get (car (ccbridge-info)) :clients) 0)",
+        STEP,
+    );
+
+    // A region in the local buffer reaches Claude with the remote path:
+    // `local` on the second line, after `    print("`.
+    emacs.keys("M-< C-n M-m C-f C-f C-f C-f C-f C-f C-f C-SPC M-f");
+    let sel = rt.block_on(selection_with(&mut claude, "local"));
+    assert_eq!(sel["filePath"], remote_file.as_str(), "{sel}");
+
+    // Claude's openDiff of the remote file: a review of the local path
+    // whose original is the remote text (the local file holds another).
+    let proposed = REMOTE_TEXT.replace("hello ", "hi ");
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, remote_file, &proposed)
+    };
+    let review = emacs.wait(
+        "the review to open",
+        "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
+         (and r (buffer-live-p (ccbridge--review-buffer r)) \
+              (eq (window-buffer) (ccbridge--review-buffer r)) \
+              (vector (ccbridge--review-path r) (ccbridge--review-original r))))",
+        STEP,
+    );
+    assert_eq!(review[0], local_file.as_str(), "{review}");
+    assert_eq!(review[1], REMOTE_TEXT, "the original is the remote file's");
+    emacs.keys("C-c C-c");
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+
+    // Quitting Emacs ends the remote sidecar, which removes its lock.
+    assert!(emacs.quit(), "Emacs did not exit");
+    assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after Emacs quit");
 }

@@ -1570,6 +1570,164 @@ async fn the_workspace_tools_ask_vims_user_and_show_the_commands_output() {
     );
 }
 
+/// A stand-in for `ssh -T host`: a real prefix process that leaves a mark
+/// and, as ssh does, joins the words after it into one command line for a
+/// shell (so they arrive intact only if the plugin quoted them).
+fn ssh_like_prefix(mark: &Path) -> Value {
+    json!([
+        "sh",
+        "-c",
+        format!("touch '{}'; eval \"exec $*\"", mark.display()),
+        "ssh-like"
+    ])
+}
+
+/// The sidecar's side is `real`, the editor's a symlink to it, `link` (the
+/// sidecar resolves symlinks in its workspace folders, so only the real
+/// folder can be its name): Vim starts the sidecar through a prefix and
+/// `path_map` renames every path that crosses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-").unwrap();
+    let real = dir.path().join("real");
+    let link = dir.path().join("link");
+    let lock_dir = dir.path().join("ide");
+    let mark = dir.path().join("prefix-ran");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(real.join("hello.py"), HELLO).unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let name = "Vim (it's remote)";
+    let extra = json!({
+        "cmd": ssh_like_prefix(&mark),
+        "cmd_quote": true,
+        "path_map": [[link, real]],
+        "workspace_folders": [link],
+        "ide_name": name,
+    });
+    let mut vim = start_vim(&link, &dir.path().join("home"), &[]);
+    vim.ex(&let_options(&options(&lock_dir, &extra)));
+    vim.ex("CCBridgeStart");
+    vim.wait(
+        "the sidecar to answer initialize",
+        "ccbridge#Status() ==# 'running'",
+        STEP,
+    );
+    let mut rig = Rig {
+        vim,
+        ws: link.clone(),
+        lock_dir,
+        dir,
+    };
+    assert!(mark.exists(), "the prefix did not run");
+    // The lock file names the sidecar's folder, and the name survived the
+    // shell after the prefix.
+    let lock = rig.lock();
+    assert_eq!(lock["workspaceFolders"], json!([real]));
+    assert_eq!(lock["ideName"], name);
+
+    // A selection in the editor's file reaches Claude under the sidecar's name.
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    rig.vim.keys("gg0ve");
+    let s = selection_with(&mut c, "def").await;
+    let real_hello = real.join("hello.py").display().to_string();
+    assert_eq!(s["filePath"], real_hello);
+
+    // openFile by the sidecar's name opens the editor's.
+    std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
+    let r = c
+        .call_tool(
+            "openFile",
+            json!({"filePath": real.join("other.txt"), "preview": false, "startText": "two",
+                   "endText": "", "selectToEndOfLine": false, "makeFrontmost": true}),
+            Some(STEP),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    let other = rig.path("other.txt");
+    rig.vim.wait(
+        "other.txt under the editor's name",
+        &format!("expand('%:p') ==# {} && line('.') == 2", vim_str(&other)),
+        STEP,
+    );
+
+    // A review of the sidecar's file opens for the editor's, with the
+    // original as the sidecar read it.
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = start_open_diff(c, real_hello, &proposed);
+    rig.vim.wait(
+        "the review to open",
+        "len(ccbridge#review#Pending()) == 1",
+        STEP,
+    );
+    let r = rig.vim.eval("ccbridge#review#Pending()[0]");
+    assert_eq!(r["path"], rig.path("hello.py"));
+    assert_eq!(r["original"], HELLO);
+    rig.vim.ex("CCBridgeReject");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+/// A malformed `path_map` (or `cmd`) stops the start with a clear error,
+/// before the prefix is run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_path_map_is_an_error_before_anything_runs() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-").unwrap();
+    let mark = dir.path().join("prefix-ran");
+    let mut vim = start_vim(dir.path(), &dir.path().join("home"), &[]);
+    let extra = json!({"cmd": ssh_like_prefix(&mark), "path_map": [["relative", "/srv"]]});
+    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
+    vim.keys(":CCBridgeStart<CR>");
+    let note = vim.wait(
+        "the error",
+        &format!("TestNoted({})", vim_str("not started")),
+        STEP,
+    );
+    let note = note[0].as_str().unwrap();
+    assert!(note.contains("`path_map[1]` must be"), "{note}");
+    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
+    // A `cmd` of the wrong type is refused too, not replaced by the
+    // default (which would start the sidecar here).
+    let extra = json!({"cmd": "ssh devbox", "path_map": [["/a", "/b"]]});
+    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
+    vim.keys(":CCBridgeStart<CR>");
+    vim.wait(
+        "the error",
+        &format!("TestNoted({})", vim_str("`cmd` must be a list of strings")),
+        STEP,
+    );
+    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
+    assert!(!mark.exists(), "the prefix ran");
+}
+
+/// The path map and the command line's quoting (test/remote.vim, run by
+/// `vim -es`: its assertions' failures are the output).
+#[test]
+fn the_remote_helpers_pass_their_unit_tests() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-unit-").unwrap();
+    let out = dir.path().join("errors");
+    let mut child = std::process::Command::new(ccbridge_testkit::vim::vim_bin())
+        .args(["-N", "-u", "NONE", "-i", "NONE", "-es", "-S"])
+        .arg(plugin_dir().join("test/remote.vim"))
+        .env("CCBRIDGE_TEST_OUT", &out)
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = poll_until(STEP, Duration::from_millis(20), || {
+        child.try_wait().unwrap()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        panic!("vim -es did not finish the tests in {STEP:?}");
+    }
+    let errors = std::fs::read_to_string(&out).expect("test/remote.vim wrote its result");
+    assert_eq!(errors, "", "test/remote.vim failed:\n{errors}");
+}
+
 /// Vim9 script compiles a function when it is first called: every
 /// function of every script is compiled here (test/compile.vim), so a
 /// mistake in a path no other test takes still fails.

@@ -503,5 +503,127 @@ nothing was written.  The review is up to date now: decide again"
 nothing was written.  The review shows it as it is now"
                      "ccbridge: the workspace is not watched")))))
 
+;;;; The sidecar on another machine
+
+(ert-deftest ccbridge-test-path-map-is-checked-and-trimmed ()
+  (should (equal (ccbridge--normalize-path-map
+                  '(("/home/me/proj/" . "/srv/proj") ("/a" "/b//")))
+                 '((("/home/me/proj" . "/srv/proj") ("/a" . "/b")))))
+  ;; Bad entries are named by their position and left out.
+  (let ((r (ccbridge--normalize-path-map
+            '(("rel" . "/x") ("/ok" . "/ok2") ("/a") "/s"))))
+    (should (equal (car r) '(("/ok" . "/ok2"))))
+    (should (= (length (cdr r)) 3))
+    (should (string-match-p "entry 1 of `ccbridge-path-map' must be" (nth 0 (cdr r))))
+    (should (string-match-p "entry 3 " (nth 1 (cdr r))))
+    (should (string-match-p "entry 4 " (nth 2 (cdr r)))))
+  (should (cdr (ccbridge--normalize-path-map "/a"))))
+
+(ert-deftest ccbridge-test-paths-are-renamed-both-ways-longest-prefix-first ()
+  (let ((map (car (ccbridge--normalize-path-map
+                   '(("/home/me/proj" . "/srv/proj")
+                     ("/home/me/proj/vendor" . "/opt/vendor")
+                     ("/" . "/mnt/host"))))))
+    (should (equal (ccbridge--translate-path map "/home/me/proj/a.py" t) "/srv/proj/a.py"))
+    (should (equal (ccbridge--translate-path map "/srv/proj/a.py" nil) "/home/me/proj/a.py"))
+    (should (equal (ccbridge--translate-path map "/home/me/proj" t) "/srv/proj"))
+    ;; The most specific entry wins, whatever the order.
+    (should (equal (ccbridge--translate-path map "/home/me/proj/vendor/x.c" t)
+                   "/opt/vendor/x.c"))
+    (should (equal (ccbridge--translate-path map "/opt/vendor/x.c" nil)
+                   "/home/me/proj/vendor/x.c"))
+    ;; Whole components only: /home/me/project is not under /home/me/proj.
+    (should (equal (ccbridge--translate-path map "/home/me/project/a" t)
+                   "/mnt/host/home/me/project/a"))
+    (should (equal (ccbridge--translate-path map "/mnt/host/tmp/x" nil) "/tmp/x"))
+    ;; Outside every entry, not a string, or no map: unchanged.
+    (should (equal (ccbridge--translate-path map "/etc/passwd" nil) "/etc/passwd"))
+    (should (eq (ccbridge--translate-path map nil t) nil))
+    (should (equal (ccbridge--translate-path nil "/a/b" t) "/a/b"))))
+
+(ert-deftest ccbridge-test-the-command-through-a-prefix-is-quoted-for-ssh ()
+  (should (equal (ccbridge--shell-quote "plain/path-1.x") "plain/path-1.x"))
+  (should (equal (ccbridge--shell-quote "Emacs (my proj)") "'Emacs (my proj)'"))
+  (should (equal (ccbridge--shell-quote "it's") "'it'\\''s'"))
+  (should (equal (ccbridge--shell-quote "") "''"))
+  (let ((argv '("/opt/ccbridge" "serve" "--ide-name" "Emacs (it's)")))
+    ;; ssh joins its words into one line for the remote shell.
+    (should (equal (ccbridge--prefixed-command '("ssh" "-T" "h") argv 'auto)
+                   '("ssh" "-T" "h" "/opt/ccbridge" "serve" "--ide-name"
+                     "'Emacs (it'\\''s)'")))
+    (should (equal (ccbridge--prefixed-command '("/usr/bin/autossh" "h") argv 'auto)
+                   '("/usr/bin/autossh" "h" "/opt/ccbridge" "serve" "--ide-name"
+                     "'Emacs (it'\\''s)'")))
+    ;; docker exec passes words as they are; the option decides over both.
+    (should (equal (ccbridge--prefixed-command '("docker" "exec" "-i" "c") argv 'auto)
+                   (append '("docker" "exec" "-i" "c") argv)))
+    (should (equal (ccbridge--prefixed-command '("ssh" "h") argv nil)
+                   (append '("ssh" "h") argv)))
+    (should (equal (car (last (ccbridge--prefixed-command '("env") argv t)))
+                   "'Emacs (it'\\''s)'"))
+    (should (equal (ccbridge--prefixed-command nil argv t) argv))))
+
+(ert-deftest ccbridge-test-every-path-field-crosses-under-the-other-sides-name ()
+  (let ((map '(("/l" . "/r"))))
+    (cl-flet ((out (method params) (ccbridge--map-message map 'outgoing method params))
+              (in (method params) (ccbridge--map-message map 'incoming method params)))
+      (should (equal (out "workspaceChanged" '(:workspaceFolders ["/l" "/other"] :ideName "x"))
+                     '(:workspaceFolders ["/r" "/other"] :ideName "x")))
+      (should (equal (out "initialize" '(:workspaceFolders ["/l"]))
+                     '(:workspaceFolders ["/r"])))
+      (should (equal (out "selectionChanged" '(:filePath "/l/a" :text "t"))
+                     '(:filePath "/r/a" :text "t")))
+      (should (equal (out "openEditorsChanged" '(:tabs [(:path "/l/a" :isActive t)]))
+                     '(:tabs [(:path "/r/a" :isActive t)])))
+      (should (equal (out "diagnosticsChanged" '(:path "/l/a" :uri "file:///l/a" :diagnostics []))
+                     '(:path "/r/a" :uri "file:///r/a" :diagnostics [])))
+      (should (equal (out "documentDirtyChanged" '(:path "/l/a" :isDirty t))
+                     '(:path "/r/a" :isDirty t)))
+      (should (equal (out "atMentioned" '(:filePath "/l/a")) '(:filePath "/r/a")))
+      (should (equal (out :changeAction '(:action "revert" :path "/l/a"))
+                     '(:action "revert" :path "/r/a")))
+      ;; Coming in: the sidecar's names become this side's; contents stay.
+      (should (equal (in 'showDiff '(:id 1 :oldFilePath "/r/a" :newFilePath "/r/a"
+                                     :originalContents "/r/a"))
+                     '(:id 1 :oldFilePath "/l/a" :newFilePath "/l/a"
+                       :originalContents "/r/a")))
+      (should (equal (in 'openFile '(:filePath "/r/a")) '(:filePath "/l/a")))
+      (should (equal (in 'openFiles '(:paths ["/r/a" "/x"])) '(:paths ["/l/a" "/x"])))
+      (should (equal (in 'saveDocument '(:path "/r/a")) '(:path "/l/a")))
+      (should (equal (ccbridge--map-message map 'result :changes
+                                            '(:files [(:path "/r/a") (:path "/x")]))
+                     '(:files [(:path "/l/a") (:path "/x")])))
+      ;; Emacs's answers go back under the sidecar's names.
+      (should (equal (ccbridge--map-message map 'answer 'openFile '(:filePath "/l/a" :lineCount 3))
+                     '(:filePath "/r/a" :lineCount 3)))
+      (should (equal (ccbridge--map-message map 'answer 'openFiles '(:opened ["/l/a"]))
+                     '(:opened ["/r/a"])))
+      ;; The caller's value is left alone; other methods and no map pass.
+      (let ((p (list :filePath "/l/a")))
+        (out "selectionChanged" p)
+        (should (equal p '(:filePath "/l/a")))
+        (should (equal (out "nothingKnown" p) '(:filePath "/l/a")))
+        (should (equal (ccbridge--map-message nil 'outgoing "selectionChanged" p)
+                       '(:filePath "/l/a"))))
+      (should (eq (ccbridge--map-message map 'answer 'saveDocument nil) nil)))))
+
+(ert-deftest ccbridge-test-no-pid-goes-through-a-prefix ()
+  (let ((session (ccbridge--session-create :root "/l" :folders '("/l" "/l2")
+                                           :path-map '(("/l" . "/r")))))
+    (let ((ccbridge-command-prefix nil))
+      (should (plist-get (ccbridge--initialize-params session) :pid)))
+    (let ((ccbridge-command-prefix '("ssh" "-T" "h"))
+          (ccbridge-command-quote 'auto)
+          (ccbridge-log-file nil)
+          (ccbridge-program-args nil)
+          (ccbridge-ide-name "E"))
+      (let ((params (ccbridge--initialize-params session)))
+        (should-not (plist-member params :pid))
+        ;; The root only: its true name here names nothing over there.
+        (should (equal (plist-get params :workspaceFolders) ["/r"])))
+      (should (equal (ccbridge--command session "/opt/ccbridge")
+                     '("ssh" "-T" "h" "/opt/ccbridge" "serve" "--stdio" "--ide-name" "E"
+                       "--workspace" "/r"))))))
+
 (provide 'ccbridge-tests)
 ;;; ccbridge-tests.el ends here

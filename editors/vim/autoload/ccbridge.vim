@@ -12,6 +12,7 @@ vim9script
 import autoload 'ccbridge/changes.vim'
 import autoload 'ccbridge/context.vim'
 import autoload 'ccbridge/diagnostics.vim' as diags
+import autoload 'ccbridge/remote.vim'
 import autoload 'ccbridge/review.vim'
 import autoload 'ccbridge/reload.vim'
 import autoload 'ccbridge/requests.vim'
@@ -27,6 +28,14 @@ const PROTOCOL = 3
 const DEFAULTS = {
   bin: 'ccbridge',
   args: [],
+  # The sidecar on another machine: `cmd` is the prefix it is started
+  # through (['ssh', '-T', 'devbox']), `bin` then names the ccbridge there;
+  # `cmd_quote` quotes the words after the prefix for a remote shell
+  # (v:null: when the prefix is ssh, autossh or mosh); `path_map` is
+  # [[local, remote], ...] (remote.vim).
+  cmd: [],
+  cmd_quote: v:null,
+  path_map: [],
   auto_start: false,
   ide_name: '',
   workspace_folders: [],
@@ -101,6 +110,21 @@ def Merge(defaults: dict<any>, user: dict<any>, prefix: string, problems: list<s
       result[key] = [value]
     elseif name == 'workspace_folders' && type(value) == v:t_func
       result[key] = value
+    elseif (name == 'cmd' || name == 'path_map') && type(value) != want
+      # Kept as given, not replaced by the default: Start refuses it and
+      # says why (a sidecar run here instead of there, or paths crossing
+      # unmapped, would be wrong in a way a warning does not stop).
+      result[key] = value
+    elseif name == 'cmd_quote'
+      # Three states: v:null (by the prefix's program), true, false.
+      if type(value) == v:t_bool || type(value) == v:t_none
+        result[key] = value
+      elseif type(value) == v:t_number && (value == 0 || value == 1)
+        result[key] = value == 1
+      else
+        problems->add('`cmd_quote` must be v:true, v:false or v:null')
+        result[key] = v:null
+      endif
     elseif want == v:t_bool && type(value) == v:t_number && (value == 0 || value == 1)
       result[key] = value == 1
     elseif want == v:t_float && type(value) == v:t_number
@@ -212,6 +236,9 @@ var stderr: list<string> = []
 var stopping = false
 var restart = false
 var ide_name = ''
+# The path map in force (remote.Normalize of `path_map`), fixed when the
+# sidecar starts: both sides must agree for its whole life.
+var path_map: list<any> = []
 
 export def Status(): string
   return status
@@ -289,7 +316,7 @@ enddef
 # Sends a notification if the sidecar runs (it replays state to Claude, so
 # nothing is queued here).
 export def Notify(method: string, params: dict<any>)
-  Write({jsonrpc: '2.0', method: method, params: params})
+  Write({jsonrpc: '2.0', method: method, params: remote.Map(path_map, 'outgoing', method, params)})
 enddef
 
 # Sends a request; Cb(error, result) is called with the answer, or with an
@@ -298,9 +325,11 @@ export def Request(method: string, params: dict<any>, Cb: any = 0)
   next_id += 1
   const id = next_id
   if type(Cb) == v:t_func
-    callbacks[string(id)] = Cb
+    # The answer's paths come back to this side's names.
+    const map = path_map
+    callbacks[string(id)] = (err: dict<any>, result: any) => Cb(err, remote.Map(map, 'result', method, result))
   endif
-  if !Write({jsonrpc: '2.0', id: id, method: method, params: params})
+  if !Write({jsonrpc: '2.0', id: id, method: method, params: remote.Map(path_map, 'outgoing', method, params)})
     if has_key(callbacks, string(id))
       remove(callbacks, string(id))
       Cb({code: -32099, message: 'ccbridge is not running'}, v:null)
@@ -330,7 +359,7 @@ def OnOut(tok: number, ch: channel, msg: any)
   if has_key(msg, 'method') && has_key(msg, 'id')
     var r: dict<any>
     try
-      r = requests.Handle(msg.method, params, tok, msg.id)
+      r = requests.Handle(msg.method, remote.Map(path_map, 'incoming', msg.method, params), tok, msg.id)
     catch
       r = {error: {code: -32603, message: v:exception}}
     endtry
@@ -340,7 +369,7 @@ def OnOut(tok: number, ch: channel, msg: any)
     if has_key(r, 'error')
       Write({jsonrpc: '2.0', id: msg.id, error: r.error})
     else
-      Write({jsonrpc: '2.0', id: msg.id, result: get(r, 'result', v:null)})
+      Write({jsonrpc: '2.0', id: msg.id, result: remote.Map(path_map, 'answer', msg.method, get(r, 'result', v:null))})
     endif
   elseif has_key(msg, 'method')
     OnNotification(msg.method, params)
@@ -407,17 +436,39 @@ export def OnReady(Cb: func)
   endif
 enddef
 
-# The command line that starts the sidecar.
+# Whether the sidecar runs through a prefix (`cmd`), on another machine
+# or in a container.
+export def IsRemote(): bool
+  return !empty(Options().cmd)
+enddef
+
+# What is wrong with `cmd` and `path_map` (both must be right before
+# anything is spawned, or paths would cross under the wrong names).
+def RemoteProblems(): list<string>
+  const o = Options()
+  var problems = remote.Normalize(o.path_map)[1]
+  if type(o.cmd) != v:t_list || !empty(filter(copy(o.cmd), (_, w) => type(w) != v:t_string))
+    problems->insert('`cmd` must be a list of strings')
+  endif
+  return problems
+enddef
+
+# The command line that starts the sidecar: the `cmd` prefix, then the
+# sidecar's words (with the sidecar's names of the folders), quoted for
+# the remote shell when the prefix needs it.
 export def Command(): list<string>
   const o = Options()
+  const map = remote.Normalize(o.path_map)[0]
   var cmd = [o.bin, 'serve', '--stdio', '--ide-name', IdeName()]
   for dir in WorkspaceFolders()
-    cmd += ['--workspace', dir]
+    cmd += ['--workspace', remote.ToRemote(map, dir)]
   endfor
   if o.log_file != ''
-    cmd += ['--log-file', expand(o.log_file)]
+    # A file on the sidecar's side: not expanded here when remote.
+    cmd += ['--log-file', IsRemote() ? o.log_file : expand(o.log_file)]
   endif
-  return cmd + mapnew(o.args, (_, a) => type(a) == v:t_string ? a : string(a))
+  cmd += mapnew(o.args, (_, a) => type(a) == v:t_string ? a : string(a))
+  return remote.Command(o.cmd, cmd, o.cmd_quote)
 enddef
 
 # The `ideName`s of the other lock files beside ours.
@@ -443,7 +494,8 @@ enddef
 # Several Vims in one folder: the default name gets a number, so Claude's
 # /ide list tells them apart ("Vim (app) [2]").
 def DistinctName()
-  if Options().ide_name != '' || type(get(init, 'lockFile', 0)) != v:t_string
+  # (A remote sidecar's lock directory is not on this disk.)
+  if Options().ide_name != '' || type(get(init, 'lockFile', 0)) != v:t_string || IsRemote()
     return
   endif
   ide_name = ''
@@ -563,12 +615,26 @@ export def Start()
     return
   endif
   const o = Options()
-  if !executable(o.bin)
+  const problems = RemoteProblems()
+  if !empty(problems)
+    const msg = 'not started: ' .. join(problems, '; ')
+    MessageOnce(msg, 'error', 'remote-options')
+    Settle({}, msg)
+    return
+  endif
+  if IsRemote() && !executable(o.cmd[0])
+    const msg = printf('`%s` (the `cmd` prefix) not found', o.cmd[0])
+    MessageOnce(msg, 'error', 'no-binary')
+    Settle({}, msg)
+    return
+  endif
+  if !IsRemote() && !executable(o.bin)
     const msg = printf('`%s` not found: install ccbridge (cargo install --path crates/ccbridge in a ccbridge checkout) or set g:ccbridge.bin to its full path', o.bin)
     MessageOnce(msg, 'error', 'no-binary')
     Settle({}, msg)
     return
   endif
+  path_map = remote.Normalize(o.path_map)[0]
   token += 1
   const tok = token
   stderr = []
@@ -601,11 +667,10 @@ export def Start()
   job = j
   chan = job_getchannel(j)
   status = 'starting'
-  Request('initialize', {
+  var params: dict<any> = {
     protocolVersion: PROTOCOL,
     ideName: IdeName(),
     workspaceFolders: WorkspaceFolders(),
-    pid: getpid(),
     capabilities: {
       diff: true,
       openFile: true,
@@ -617,7 +682,13 @@ export def Start()
     },
     # The session review's quickfix list follows `changesChanged`.
     changes: true,
-  }, funcref(OnInitialized, [tok]))
+  }
+  if !IsRemote()
+    # Vim's pid means nothing on another machine (Claude would delete a
+    # lock whose pid is dead there): a remote sidecar records its parent.
+    params.pid = getpid()
+  endif
+  Request('initialize', params, funcref(OnInitialized, [tok]))
   Attach()
   # The editor's state goes out at once: the sidecar accepts it before
   # `initialize` is answered and replays it to each Claude session.
@@ -710,7 +781,15 @@ export def StatusLines(): list<string>
   const o = Options()
   if status == 'stopped'
     out->add('ccbridge: stopped (:CCBridgeStart starts it)')
-    out->add(printf('binary: %s', executable(o.bin) ? exepath(o.bin) : '`' .. o.bin .. '` not found (set g:ccbridge.bin)'))
+    if IsRemote()
+      out->add(printf('remote: through %s, binary there: %s', string(o.cmd), o.bin))
+      const problems = RemoteProblems()
+      if !empty(problems)
+        out->add('not started: ' .. join(problems, '; '))
+      endif
+    else
+      out->add(printf('binary: %s', executable(o.bin) ? exepath(o.bin) : '`' .. o.bin .. '` not found (set g:ccbridge.bin)'))
+    endif
     return out
   endif
   const server = get(init, 'serverInfo', {})
@@ -718,7 +797,12 @@ export def StatusLines(): list<string>
   var proto = get(init, 'protocolVersion', '?')
   out->add(printf('ccbridge %s (%s, pid %d), editor protocol %s%s', type(server) == v:t_dict ? get(server, 'version', '?') : '?',
     status, pid, proto, type(proto) == v:t_number && proto != PROTOCOL ? printf(' (this plugin speaks %d: update them together)', PROTOCOL) : ''))
-  out->add(printf('binary: %s', exepath(o.bin)))
+  if IsRemote()
+    out->add(printf('remote: through `%s`, path map %s', join(o.cmd), string(path_map)))
+    out->add(printf('binary (on the sidecar''s side): %s', o.bin))
+  else
+    out->add(printf('binary: %s', exepath(o.bin)))
+  endif
   const lock = get(init, 'lockFile', v:null)
   out->add(printf('port %s, lock file %s', get(init, 'port', '?'), type(lock) == v:t_string ? lock : 'none'))
   out->add('workspace: ' .. join(WorkspaceFolders(), ', ') .. ', named ' .. IdeName())
