@@ -1,30 +1,10 @@
 //! ccbridge's engine in-process, on the benchmark's runtime, with an editor
 //! frontend that does nothing (the measured paths never reach the editor).
 
-use async_trait::async_trait;
-use ccbridge_server::FrontendError;
-use ccbridge_server::{
-    Capabilities, CloseReason, Config, DiffId, DiffView, EngineHandle, Frontend, Server,
-};
+use ccbridge_server::{Config, EngineHandle, NoEditor, Server};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// An editor that answers nothing interesting.
-struct NullEditor;
-
-#[async_trait]
-impl Frontend for NullEditor {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-    async fn show_diff(&self, _diff: DiffView) -> Result<(), FrontendError> {
-        Ok(())
-    }
-    async fn close_diff(&self, _id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
-        Ok(())
-    }
-}
 
 /// A running in-process engine; stopped when dropped.
 pub struct Engine {
@@ -56,10 +36,11 @@ impl Engine {
     /// clients at once (the 16-connection runs need that).
     pub async fn start(tuning: Tuning) -> anyhow::Result<Engine> {
         let mut config = Config::new("ccbridge-bench", vec![crate::fixture::WORKSPACE.into()]);
+        config.lock_dir = None;
         config.multi_client = true;
         config.selection_debounce = tuning.selection_debounce;
         config.notify_delay = tuning.notify_delay;
-        let server = Server::bind(config, Arc::new(NullEditor)).await?;
+        let server = Server::bind(config, Arc::new(NoEditor)).await?;
         let handle = server.handle();
         let port = server.port();
         let token = server.token().to_owned();

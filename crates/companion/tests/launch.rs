@@ -8,32 +8,10 @@
 
 use ccbridge_companion::launch::{self, Options};
 use ccbridge_companion::Agent;
-use ccbridge_server::{Capabilities, Config, EditorEvent, Frontend, Server};
+use ccbridge_server::{Config, EditorEvent, NoEditor, Server};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
-
-struct Nothing;
-
-#[async_trait::async_trait]
-impl Frontend for Nothing {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
-    }
-    async fn show_diff(
-        &self,
-        _diff: ccbridge_server::DiffView,
-    ) -> Result<(), ccbridge_server::FrontendError> {
-        Ok(())
-    }
-    async fn close_diff(
-        &self,
-        _id: ccbridge_server::DiffId,
-        _reason: ccbridge_server::CloseReason,
-    ) -> Result<(), ccbridge_server::FrontendError> {
-        Ok(())
-    }
-}
 
 fn read(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -52,7 +30,7 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
     let mut config = Config::new("First", vec![a.display().to_string()]);
     config.lock_dir = Some(root.join("ide"));
     config.pid = 4242;
-    let server = Server::bind(config, Arc::new(Nothing)).await.unwrap();
+    let server = Server::bind(config, Arc::new(NoEditor)).await.unwrap();
     server.publish().unwrap();
     let engine = server.handle();
     let (stop_engine, engine_stopped) = tokio::sync::oneshot::channel::<()>();

@@ -14,7 +14,10 @@ pub struct Config {
     pub workspace_folders: Vec<String>,
     /// The editor's pid, written to the lock file.
     pub pid: u32,
-    /// Where the lock file goes; `None` writes no lock file (embedding, tests).
+    /// Where the lock file goes. [`Config::new`] sets the directory Claude
+    /// Code reads ([`Config::default_lock_dir`]), so an embedding editor is
+    /// found as the docs say; `None` writes no lock file (tests, benchmarks,
+    /// an engine reached only by its port).
     pub lock_dir: Option<PathBuf>,
     /// A fixed port in 10000–65535, or `None` for an OS-assigned one.
     pub port: Option<u16>,
@@ -53,7 +56,7 @@ impl Config {
             ide_name: ide_name.into(),
             workspace_folders,
             pid: std::process::id(),
-            lock_dir: None,
+            lock_dir: Config::default_lock_dir(),
             port: None,
             allowed_hosts: Vec::new(),
             multi_client: false,

@@ -59,6 +59,27 @@ pub struct DiffView {
     pub proposed_contents: String,
 }
 
+/// A frontend with no editor behind it: no capabilities, and every diff
+/// "shown" without anyone to decide it (Claude's own terminal prompt then
+/// decides). For an engine run for its other parts (the workspace tools,
+/// the companion, benchmarks, tests) and as the smallest example of the
+/// trait.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoEditor;
+
+#[async_trait]
+impl Frontend for NoEditor {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+    async fn show_diff(&self, _diff: DiffView) -> Result<(), FrontendError> {
+        Ok(())
+    }
+    async fn close_diff(&self, _id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
+        Ok(())
+    }
+}
+
 /// The user's verdict on a diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "camelCase")]

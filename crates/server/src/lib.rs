@@ -10,7 +10,10 @@
 //!
 //! Usage: build a [`Config`], [`Server::bind`] it with a frontend, take an
 //! [`EngineHandle`] for editor events, then [`Server::run`] until shutdown.
-//! The lock file is written when `run` starts and removed when it returns.
+//! The lock file is written when `run` starts (where Claude Code looks, by
+//! default) and removed when it returns. `examples/embed.rs` is a whole
+//! editor in a hundred lines; [`NoEditor`] is the frontend of an engine run
+//! without one.
 //!
 //! Layout: `handshake` (HTTP upgrade and auth), `connection` (one socket's
 //! loop), `peer` (the session it serves, as the router sees it),
@@ -51,7 +54,7 @@ pub use engine::{ApplyError, EngineGone, EngineHandle, Server, ServerError};
 pub use frontend::{
     Activity, AgentKind, Approval, Capabilities, ClientId, ClientInfo, CloseReason, CommandEvent,
     DiffDecision, DiffId, DiffView, EditorEvent, Frontend, FrontendError, HiddenCharacter,
-    OpenedFile, RunId,
+    NoEditor, OpenedFile, RunId,
 };
 pub use review::{AgentSession, EditorContext, Proposal, Verdict};
 pub use sessions::{AUXILIARY_CLIENT, SUPERSEDED_CODE, SUPERSEDED_REASON};
