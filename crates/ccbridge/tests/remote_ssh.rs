@@ -354,6 +354,10 @@ fn a_dropped_ssh_connection_ends_the_remote_sidecar_and_its_lock() {
 /// `ccbridge serve` on the remote host, its page reached from here through
 /// `ssh -L <local port>:127.0.0.1:<ui port>`: the page and its API answer
 /// with the forwarded port in `Host` and `Origin`; a rebound name does not.
+/// In real Chromium here, through the forward: the printed link signs in,
+/// a remote Claude's proposal shows and is accepted there, and Claude gets
+/// the verdict; a fresh link from `ccbridge link` on the remote host works
+/// through the forward too.
 #[test]
 fn the_page_of_a_remote_ccbridge_serve_answers_through_ssh_forwarding() {
     use std::io::BufRead;
@@ -410,6 +414,53 @@ fn the_page_of_a_remote_ccbridge_serve_answers_through_ssh_forwarding() {
     })
     .expect("the forward to carry a request");
     assert_eq!(page.status, 200, "{}", page.head);
+
+    // Chromium, on this side, opens the printed link with the forwarded
+    // port (the token after `#` stays).
+    let mut browser = ccbridge_testkit::browser::Browser::launch();
+    browser.new_page("ui", "light");
+    browser.goto("ui", &format!("{origin}/#token={token}"));
+    browser.wait_for("ui", "[data-connection]");
+    // A Claude on the remote host proposes an edit of the remote file.
+    let rt = remote_runtime(&host);
+    let lock = poll_until(STEP, Duration::from_millis(50), || {
+        ccbridge_testkit::lock_files(&f.lock_dir).into_iter().next()
+    })
+    .expect("the remote serve's lock file");
+    let (_, ide_port, lock) = remote_lock(&f.lock_dir, lock.to_str().unwrap());
+    let ide_token = lock["authToken"].as_str().unwrap().to_owned();
+    let claude = rt
+        .block_on(rt.spawn(async move { connect(ide_port, &ide_token).await }))
+        .unwrap();
+    let remote_file = f.remote.join("hello.py").display().to_string();
+    let proposed = REMOTE_TEXT.replace("hello ", "hi ");
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, remote_file, &proposed)
+    };
+    browser.click(
+        "ui",
+        "[data-review][data-status=pending] [data-action=accept-file]",
+    );
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+    drop(browser);
+
+    // A fresh link, made on the remote host, works through the forward.
+    let link = std::process::Command::new("ssh")
+        .args(host.ssh_prefix().into_iter().skip(1))
+        .arg(format!(
+            "cd {} && {} link",
+            f.remote.display(),
+            f.wrapper.display()
+        ))
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&link.stdout).into_owned();
+    let token = link
+        .split_once("#token=")
+        .map(|(_, t)| t.trim().to_owned())
+        .unwrap_or_else(|| panic!("ccbridge link printed no link: {link:?}"));
     let body = serde_json::json!({ "token": token }).to_string();
     let signed = ccbridge_testkit::http::post(
         local_port,
