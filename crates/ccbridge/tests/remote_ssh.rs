@@ -18,7 +18,9 @@
 
 mod claude_side;
 
+use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::remote::{processes_of, Host};
@@ -66,13 +68,26 @@ struct Folders {
 }
 
 fn folders() -> Folders {
+    folders_for(None)
+}
+
+/// [`folders`], with the remote side's workspace, `HOME` and
+/// `CLAUDE_CONFIG_DIR` those of `claude`'s sandbox when the real Claude
+/// Code runs there.
+fn folders_for(claude: Option<&Sandbox>) -> Folders {
     let dir = ccbridge_testkit::temp_dir("ccbridge-remote-").unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
-    let (local, remote, there) = (
+    let (local, mut remote, there) = (
         base.join("local"),
         base.join("remote"),
         base.join("remote-side"),
     );
+    let (mut home, mut config) = (there.join("home"), there.join("claude"));
+    if let Some(sb) = claude {
+        remote = std::fs::canonicalize(sb.workspace()).unwrap();
+        home = sb.home().to_path_buf();
+        config = sb.config_dir().to_path_buf();
+    }
     for d in [&local, &remote, &there.join("bin"), &there.join("home")] {
         std::fs::create_dir_all(d).unwrap();
     }
@@ -85,8 +100,8 @@ fn folders() -> Folders {
         &wrapper,
         format!(
             "#!/bin/sh\nHOME='{h}' CLAUDE_CONFIG_DIR='{c}' exec '{x}' \"$@\"\n",
-            h = there.join("home").display(),
-            c = there.join("claude").display(),
+            h = home.display(),
+            c = config.display(),
             x = remote_exe.display()
         ),
     )
@@ -101,7 +116,7 @@ fn folders() -> Folders {
         remote,
         wrapper,
         remote_exe,
-        lock_dir: there.join("claude/ide"),
+        lock_dir: config.join("ide"),
         dir,
     }
 }
@@ -111,7 +126,11 @@ fn second_host() -> Host {
 }
 
 fn start() -> Sides {
-    let host = second_host();
+    start_with(second_host(), folders())
+}
+
+/// Neovim here with the plugin's sidecar on `host` through `ssh -T`.
+fn start_with(host: Host, folders: Folders) -> Sides {
     let Folders {
         base,
         local,
@@ -120,7 +139,7 @@ fn start() -> Sides {
         remote_exe,
         lock_dir,
         dir,
-    } = folders();
+    } = folders;
     let home = base.join("local-home");
     std::fs::create_dir_all(&home).unwrap();
     let mut nvim = Nvim::start(
@@ -710,4 +729,129 @@ fn emacs_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the
     // Quitting Emacs ends the remote sidecar, which removes its lock.
     assert!(emacs.quit(), "Emacs did not exit");
     assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after Emacs quit");
+}
+
+/// The whole of it with the real Claude Code (pinned) on the remote host,
+/// in its network namespace, started as the plugin's terminal starts it (no
+/// permission mode: auto mode, with the `--settings` of `initialize.agents`),
+/// its model a mock on that host's loopback. Neovim here reaches the
+/// sidecar only through `ssh -T`. A selection in the local buffer reaches
+/// Claude's prompt; Claude's Edit of the remote file opens a review in
+/// Neovim of the local path, `:w` accepts it, and the edit lands on the
+/// remote file only.
+#[test]
+fn the_real_claude_code_on_the_remote_host_has_its_edit_reviewed_in_local_neovim() {
+    let claude_bin = claude_bin();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let host = second_host();
+    let f = folders_for(Some(&sandbox));
+    let remote_file = f.remote.join("hello.py");
+    let local_file = f.local.join("hello.py");
+    let mut s = start_with(host, f);
+    // The model, on the remote host: a listener made by a thread that
+    // entered its network namespace stays there. Made after the host, so
+    // it is dropped before it.
+    let mock = OnRemoteHost::new(s.host.netns(), || MockAnthropic::start().expect("mock API"));
+    let init = s.init();
+    let launcher: Vec<String> = ["ip", "netns", "exec", s.host.netns()]
+        .map(String::from)
+        .into_iter()
+        .chain([claude_bin.display().to_string()])
+        .collect();
+    let claude = Claude::start(
+        &sandbox,
+        &ClaudeOptions::new(&claude_bin, mock.url())
+            .launcher(launcher)
+            .in_editor_terminal(&init),
+    )
+    .expect("start claude on the remote host");
+    claude
+        .wait_prompt(STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    s.nvim().wait(
+        "CCBridgeConnected",
+        "#test.events_named('CCBridgeConnected') > 0",
+        STEP,
+    );
+
+    // A selection in the local buffer shows in the remote Claude's prompt.
+    s.nvim().command(&format!("edit {}", local_file.display()));
+    s.nvim().input("ggVj");
+    claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    s.nvim().input("<Esc>");
+
+    // Claude edits the remote file: reviewed in Neovim, accepted with :w.
+    let old = "    print(message)";
+    let new = "    print(message.upper())";
+    claude
+        .request_edit(&mock, &remote_file.display().to_string(), old, new, STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    s.nvim().wait(
+        "the review in Neovim",
+        "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
+        STEP,
+    );
+    s.nvim().input(":w<CR>");
+    claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    assert_eq!(
+        std::fs::read_to_string(&remote_file).unwrap(),
+        REMOTE_TEXT.replace(old, new)
+    );
+    assert_eq!(std::fs::read_to_string(&local_file).unwrap(), LOCAL_TEXT);
+    drop(claude);
+    assert!(
+        s.nvim.take().unwrap().quit().is_some(),
+        "Neovim did not exit"
+    );
+    s.assert_remote_side_ended("after Neovim quit");
+}
+
+/// A value made, and dropped, by a thread on the remote host: a listener's
+/// `Drop` wakes its accept loop by connecting to it, which only works from
+/// the namespace the listener is in.
+struct OnRemoteHost<T: Send + 'static> {
+    value: Option<T>,
+    netns: String,
+}
+
+impl<T: Send + 'static> OnRemoteHost<T> {
+    fn new(netns: &str, make: impl FnOnce() -> T + Send + 'static) -> Self {
+        let ns = netns.to_owned();
+        let value = std::thread::spawn(move || {
+            ccbridge_testkit::remote::enter(&ns).expect("the remote host");
+            make()
+        })
+        .join()
+        .unwrap();
+        OnRemoteHost {
+            value: Some(value),
+            netns: netns.to_owned(),
+        }
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for OnRemoteHost<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value.as_ref().unwrap()
+    }
+}
+
+impl<T: Send + 'static> Drop for OnRemoteHost<T> {
+    fn drop(&mut self) {
+        let (value, ns) = (self.value.take(), self.netns.clone());
+        let _ = std::thread::spawn(move || {
+            if ccbridge_testkit::remote::enter(&ns).is_ok() {
+                drop(value);
+            }
+        })
+        .join();
+    }
 }
