@@ -13,6 +13,27 @@ use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// The next update `pick` takes, within [`WAIT`].
+async fn next<T>(
+    rx: &mut mpsc::Receiver<Update>,
+    what: &str,
+    mut pick: impl FnMut(Update) -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(u)) => {
+                if let Some(t) = pick(u) {
+                    return t;
+                }
+            }
+            Ok(None) => panic!("the language servers stopped while waiting for {what}"),
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
+    }
+}
+
 /// The next publication for `path` that satisfies `ok`, within [`WAIT`].
 async fn until(
     rx: &mut mpsc::Receiver<Update>,
@@ -20,17 +41,12 @@ async fn until(
     what: &str,
     ok: impl Fn(&Published) -> bool,
 ) -> Published {
-    let deadline = Instant::now() + WAIT;
     let path = path.to_string_lossy();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, rx.recv()).await {
-            Ok(Some(Update::Published(p))) if p.path == path && ok(&p) => return p,
-            Ok(Some(_)) => {}
-            Ok(None) => panic!("the language servers stopped while waiting for {what}"),
-            Err(_) => panic!("no {what} within {WAIT:?}"),
-        }
-    }
+    next(rx, what, |u| match u {
+        Update::Published(p) if p.path == path && ok(&p) => Some(p),
+        _ => None,
+    })
+    .await
 }
 
 fn alive(pid: u32) -> bool {
@@ -139,21 +155,19 @@ async fn until_proposed(
     what: &str,
     ok: impl Fn(&Published) -> bool,
 ) -> Published {
-    let deadline = Instant::now() + WAIT;
     let want = path.to_string_lossy();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, rx.recv()).await {
-            Ok(Some(Update::Proposed(p))) if p.path == want && ok(&p) => return p,
-            Ok(Some(Update::Published(p))) => assert!(
+    next(rx, what, |u| match u {
+        Update::Proposed(p) if p.path == want && ok(&p) => Some(p),
+        Update::Published(p) => {
+            assert!(
                 !p.path.contains("ccbridge-proposed"),
                 "the shadow document leaked as a file: {p:?}"
-            ),
-            Ok(Some(_)) => {}
-            Ok(None) => panic!("the language servers stopped while waiting for {what}"),
-            Err(_) => panic!("no {what} within {WAIT:?}"),
+            );
+            None
         }
-    }
+        _ => None,
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,17 +292,11 @@ async fn a_language_without_its_server_installed_is_said_to_have_none() {
     };
     let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
     lsp.involve(&file);
-    let got = tokio::time::timeout(WAIT, async {
-        loop {
-            match rx.recv().await {
-                Some(Update::Unavailable { language, why }) => return (language, why),
-                Some(_) => {}
-                None => panic!("the language servers stopped"),
-            }
-        }
+    let got = next(&mut rx, "word of the missing server", |u| match u {
+        Update::Unavailable { language, why } => Some((language, why)),
+        _ => None,
     })
-    .await
-    .expect("no word of the missing server");
+    .await;
     assert_eq!(got.0, "Python");
     assert!(got.1.contains("pyright-langserver"), "{}", got.1);
     assert!(got.1.contains(&empty.display().to_string()), "{}", got.1);
