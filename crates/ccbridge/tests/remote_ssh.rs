@@ -243,6 +243,32 @@ fn remote_lock(lock_dir: &Path, path: &str) -> (PathBuf, u16, Value) {
     (path, port, lock)
 }
 
+/// Checks the lock file `path` on the remote side (the remote workspace; a
+/// live pid of the remote side, the SSH session, never the editor's
+/// `editor_pid`, which means nothing there) and connects a scripted Claude
+/// to it from the remote host.
+fn remote_claude(
+    rt: &tokio::runtime::Runtime,
+    f: &Folders,
+    path: &str,
+    editor_pid: u32,
+) -> ccbridge_client::ws_client::IdeClient {
+    let (_, port, lock) = remote_lock(&f.lock_dir, path);
+    assert_eq!(
+        lock["workspaceFolders"],
+        serde_json::json!([f.remote.display().to_string()])
+    );
+    let pid = lock["pid"].as_u64().expect("a pid") as u32;
+    assert_ne!(pid, editor_pid);
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "lock pid {pid} is not alive"
+    );
+    let token = lock["authToken"].as_str().unwrap().to_owned();
+    rt.block_on(rt.spawn(async move { connect(port, &token).await }))
+        .unwrap()
+}
+
 /// A runtime whose threads are on the remote host (its network namespace),
 /// as Claude Code is. The test's own thread, which drives Neovim, stays
 /// here: only tasks spawned on the runtime reach the remote loopback.
@@ -568,22 +594,7 @@ fn vim_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_l
     }
     let rt = remote_runtime(&host);
     let lock_file = vim.eval("ccbridge#Init().lockFile");
-    let (_, port, lock) = remote_lock(&f.lock_dir, lock_file.as_str().unwrap());
-    assert_eq!(
-        lock["workspaceFolders"],
-        serde_json::json!([f.remote.display().to_string()])
-    );
-    // The lock's pid is the remote side's (the SSH session), not Vim's.
-    let pid = lock["pid"].as_u64().expect("a pid") as u32;
-    assert_ne!(pid, vim.pid());
-    assert!(
-        Path::new(&format!("/proc/{pid}")).exists(),
-        "lock pid {pid} is not alive"
-    );
-    let token = lock["authToken"].as_str().unwrap().to_owned();
-    let mut claude = rt
-        .block_on(rt.spawn(async move { connect(port, &token).await }))
-        .unwrap();
+    let mut claude = remote_claude(&rt, &f, lock_file.as_str().unwrap(), vim.pid());
     vim.wait(
         "CCBridgeConnected",
         "len(TestEvents('CCBridgeConnected')) > 0",
@@ -677,22 +688,7 @@ fn emacs_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the
     }
     let rt = remote_runtime(&host);
     let lock_file = emacs.json("(plist-get (car (ccbridge-info)) :lockFile)");
-    let (_, port, lock) = remote_lock(&f.lock_dir, lock_file.as_str().unwrap());
-    assert_eq!(
-        lock["workspaceFolders"],
-        serde_json::json!([f.remote.display().to_string()])
-    );
-    // The lock's pid is the remote side's (the SSH session), not Emacs's.
-    let pid = lock["pid"].as_u64().expect("a pid") as u32;
-    assert_ne!(pid, emacs.pid());
-    assert!(
-        Path::new(&format!("/proc/{pid}")).exists(),
-        "lock pid {pid} is not alive"
-    );
-    let token = lock["authToken"].as_str().unwrap().to_owned();
-    let mut claude = rt
-        .block_on(rt.spawn(async move { connect(port, &token).await }))
-        .unwrap();
+    let mut claude = remote_claude(&rt, &f, lock_file.as_str().unwrap(), emacs.pid());
     emacs.wait(
         "Emacs to see Claude connected",
         "(> (plist-get (car (ccbridge-info)) :clients) 0)",
