@@ -105,11 +105,22 @@ pub fn apply(original: &str, proposed: &str, hunks: &[Hunk], keep: &[bool]) -> S
 }
 
 /// A stable name for a hunk's content (its old and new lines), so a
-/// decision about it survives edits elsewhere in the file.
+/// decision about it survives edits elsewhere in the file. Splits both
+/// texts into lines: for every hunk of a text, [`fingerprints`] does that
+/// once.
 pub fn fingerprint(original: &str, proposed: &str, h: &Hunk) -> u64 {
+    fingerprint_in(&lines(original), &lines(proposed), h)
+}
+
+/// [`fingerprint`] of each of `hunks`, the texts split once (a 2,000-hunk
+/// proposal took ~1 s per decision when each hunk split both texts anew).
+pub fn fingerprints(original: &str, proposed: &str, hunks: &[Hunk]) -> Vec<u64> {
+    let (old, new) = (lines(original), lines(proposed));
+    hunks.iter().map(|h| fingerprint_in(&old, &new, h)).collect()
+}
+
+fn fingerprint_in(old: &[&str], new: &[&str], h: &Hunk) -> u64 {
     use std::hash::{Hash, Hasher};
-    let old = lines(original);
-    let new = lines(proposed);
     let mut s = std::collections::hash_map::DefaultHasher::new();
     let range = |start: u32, n: u32| start as usize..(start + n) as usize;
     old.get(range(h.old_start, h.old_lines)).hash(&mut s);

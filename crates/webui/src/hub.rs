@@ -380,7 +380,11 @@ impl Hub {
         self.involve(&view.old_file_path);
         let review = Review::new(view, session, now_ms());
         self.publish(json!({"type": "review", "review": review}));
+        let entry = json!({"kind": "proposed", "review": review.id, "path": review.path,
+            "agent": review.agent.map(AgentKind::display_name),
+            "hunks": review.hunks.len(), "isNewFile": review.is_new_file});
         inner.reviews.insert(review.id, review);
+        self.log(&mut inner, entry);
     }
 
     /// The right side of review `id` as the reviewer left it, while it is
@@ -408,10 +412,15 @@ impl Hub {
         };
         let note = format!("{}: {what}", review.path);
         self.publish(json!({"type": "closed", "id": id, "reason": reason, "note": note}));
+        // For the history: how many of the proposal's hunks the text kept.
+        let (proposed, kept) = review.hunk_counts();
         self.log(
             &mut inner,
             json!({"kind": "closed", "review": id, "path": review.path,
-                   "reason": reason, "note": note}),
+                   "reason": reason, "note": note, "status": review.status,
+                   "agent": review.agent.map(AgentKind::display_name),
+                   "proposedHunks": proposed, "keptHunks": kept,
+                   "edited": review.edited, "isNewFile": review.is_new_file}),
         );
     }
 
@@ -505,6 +514,18 @@ impl Hub {
             }
             Change::Exited { id, exit } => {
                 self.publish(json!({"type": "runExited", "id": id, "exit": exit}));
+                // For the history: "ran `cargo test`: exit 0, 4 s".
+                let run = inner.runs.runs().iter().rev().find(|r| r.id == id).map(|r| {
+                    (r.command_shown.clone(), exit.at.saturating_sub(r.started_at))
+                });
+                if let Some((command, elapsed_ms)) = run {
+                    self.log(
+                        &mut inner,
+                        json!({"kind": "run", "run": id, "command": command,
+                               "exitCode": exit.exit_code, "timedOut": exit.timed_out,
+                               "cancelled": exit.cancelled, "elapsedMs": elapsed_ms}),
+                    );
+                }
             }
         }
     }

@@ -82,6 +82,10 @@ pub struct Review {
     /// The agent that proposed it, when known (also without a session).
     #[serde(skip)]
     pub agent: Option<AgentKind>,
+    /// The reviewer changed the text on the right (not only by deciding
+    /// hunks).
+    #[serde(skip)]
+    pub edited: bool,
 }
 
 /// An accepted hunk: its lines in the original, and a fingerprint of its
@@ -95,10 +99,14 @@ struct Mark {
 
 impl Mark {
     fn of(original: &str, working: &str, h: &Hunk) -> Mark {
+        Mark::with(h, hunks::fingerprint(original, working, h))
+    }
+
+    fn with(h: &Hunk, content: u64) -> Mark {
         Mark {
             old_start: h.old_start,
             old_lines: h.old_lines,
-            content: hunks::fingerprint(original, working, h),
+            content,
         }
     }
 }
@@ -150,6 +158,7 @@ impl Review {
             created_at,
             status: Status::Pending,
             accepted: HashSet::new(),
+            edited: false,
         };
         r.rehunk();
         r
@@ -157,6 +166,19 @@ impl Review {
 
     fn base(&self) -> &str {
         self.original.as_deref().unwrap_or("")
+    }
+
+    /// How many hunks the agent's proposal had, and how many of them (or
+    /// of what the reviewer made of them) the text has now: for the
+    /// history ("You accepted 2 of 3 changes in db.rs").
+    pub fn hunk_counts(&self) -> (usize, usize) {
+        if self.original_unreadable {
+            return (0, 0);
+        }
+        (
+            hunks::hunks(self.base(), &self.proposed).len(),
+            self.hunks.len(),
+        )
     }
 
     /// Recomputes the hunks of `working`, keeping the accepted marks of
@@ -170,9 +192,11 @@ impl Review {
         let found = hunks::hunks(base, &self.working);
         let prints: Vec<Mark> = found
             .iter()
-            .map(|h| Mark::of(base, &self.working, h))
+            .zip(hunks::fingerprints(base, &self.working, &found))
+            .map(|(h, content)| Mark::with(h, content))
             .collect();
-        self.accepted.retain(|p| prints.contains(p));
+        let present: HashSet<Mark> = prints.iter().copied().collect();
+        self.accepted.retain(|p| present.contains(p));
         self.hunks = found
             .into_iter()
             .zip(&prints)
@@ -199,6 +223,7 @@ impl Review {
     /// The reviewer edited the right side.
     pub fn set_text(&mut self, text: String, seen: u64) -> Result<(), ReviewError> {
         self.check(seen)?;
+        self.edited |= self.working != text;
         self.working = text;
         self.version += 1;
         self.rehunk();
@@ -222,15 +247,17 @@ impl Review {
             .ok_or(ReviewError::NoHunk(index))?
             .hunk;
         if accept {
+            // The text is unchanged, and so are its hunks: mark this one.
             self.accepted
                 .insert(Mark::of(self.base(), &self.working, &h));
+            self.hunks[index].accepted = true;
         } else {
             let all: Vec<Hunk> = self.hunks.iter().map(|h| h.hunk).collect();
             let keep: Vec<bool> = (0..all.len()).map(|i| i != index).collect();
             self.working = hunks::apply(self.base(), &self.working, &all, &keep);
+            self.rehunk();
         }
         self.version += 1;
-        self.rehunk();
         Ok(self.finish_if_decided())
     }
 

@@ -10,7 +10,8 @@
   // matched has been rendered. The element is on screen and the page's main
   // thread is free to take input, so for a large diff this is also the time
   // to interactive.
-  function whenDrawn(selector) {
+  // With `attributes`, an attribute change (a button enabled) counts too.
+  function whenDrawn(selector, attributes = false) {
     return new Promise((resolve) => {
       const settle = () => requestAnimationFrame(() => setTimeout(() => resolve(now()), 0));
       if (document.querySelector(selector)) {
@@ -23,12 +24,30 @@
           settle();
         }
       });
-      observer.observe(document, { childList: true, subtree: true });
+      observer.observe(document, { childList: true, subtree: true, attributes });
+    });
+  }
+
+  // "Drawn" for `selector`, looked for only once the next key press has
+  // been handled (a task after it), so what matched before the key does
+  // not count.
+  function drawnAfterNextKey(selector) {
+    return new Promise((resolve) => {
+      const onKey = () => {
+        document.removeEventListener("keydown", onKey, true);
+        setTimeout(() => whenDrawn(selector, true).then(resolve), 0);
+      };
+      document.addEventListener("keydown", onKey, true);
     });
   }
 
   const REVIEW_DRAWN = "[data-review][data-status=pending] [data-side=proposed] .cm-content";
+  // The current hunk's marker, its Accept button enabled: the card is ready
+  // for the next decision.
+  const hunkReady = (i) =>
+    `[data-review][data-status=pending] .hunk-marker[data-current][data-hunk="${i}"] [data-action=accept-hunk]:not([disabled])`;
   let armed = null;
+  let hunkArmed = null;
   let lastKeyDown = null;
   document.addEventListener(
     "keydown",
@@ -48,6 +67,20 @@
     },
     drawn() {
       return armed;
+    },
+    // The number of the current hunk of the pending review (its marker).
+    currentHunk() {
+      const m = document.querySelector("[data-review][data-status=pending] .hunk-marker[data-current]:not(.mirror)");
+      return m ? Number(m.dataset.hunk) : null;
+    },
+    // Arms a probe for hunk `i` becoming current and ready after the next
+    // key press (`a`/`r`); `hunkShown` awaits it.
+    armHunk(i) {
+      hunkArmed = drawnAfterNextKey(hunkReady(i));
+      return true;
+    },
+    hunkShown() {
+      return hunkArmed;
     },
     // When the last key went down, as the browser stamped the input event:
     // the selection benchmark presses keys through the DevTools protocol, so
