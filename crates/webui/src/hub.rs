@@ -515,9 +515,18 @@ impl Hub {
             Change::Exited { id, exit } => {
                 self.publish(json!({"type": "runExited", "id": id, "exit": exit}));
                 // For the history: "ran `cargo test`: exit 0, 4 s".
-                let run = inner.runs.runs().iter().rev().find(|r| r.id == id).map(|r| {
-                    (r.command_shown.clone(), exit.at.saturating_sub(r.started_at))
-                });
+                let run = inner
+                    .runs
+                    .runs()
+                    .iter()
+                    .rev()
+                    .find(|r| r.id == id)
+                    .map(|r| {
+                        (
+                            r.command_shown.clone(),
+                            exit.at.saturating_sub(r.started_at),
+                        )
+                    });
                 if let Some((command, elapsed_ms)) = run {
                     self.log(
                         &mut inner,
@@ -743,9 +752,26 @@ mod tests {
         }
         assert_eq!(
             kinds,
-            ["sessions", "activity", "review", "review", "closed", "activity"]
+            [
+                "sessions", "activity", "review", "activity", "review", "activity", "closed",
+                "activity"
+            ]
         );
-        assert_eq!(hub.snapshot()["reviews"].as_array().unwrap().len(), 1);
+        let snap = hub.snapshot();
+        assert_eq!(snap["reviews"].as_array().unwrap().len(), 1);
+        // The history's facts: who proposed how many changes, and how many
+        // the text kept when it closed.
+        let log = snap["activity"].as_array().unwrap();
+        let proposed = &log[1];
+        assert_eq!(proposed["kind"], "proposed");
+        assert_eq!(proposed["agent"], "Gemini CLI");
+        assert_eq!(proposed["hunks"], 1);
+        let closed = log.last().unwrap();
+        assert_eq!(closed["kind"], "closed");
+        assert_eq!(closed["status"], "pending");
+        assert_eq!(closed["proposedHunks"], 1);
+        assert_eq!(closed["keptHunks"], 1);
+        assert_eq!(closed["edited"], false);
     }
 
     #[test]

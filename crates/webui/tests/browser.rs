@@ -473,9 +473,15 @@ fn activity_is_a_history_with_the_protocol_log_behind_a_toggle() {
     says(&mut rig, "You accepted 2 of 3 changes in seven.txt");
     says(&mut rig, "You allowed: Run `echo history`");
     says(&mut rig, "ran echo history: exit 0");
-    says(&mut rig, "db.rs changed on disk while the agent ran, without a review");
+    says(
+        &mut rig,
+        "db.rs changed on disk while the agent ran, without a review",
+    );
     let shown = rig.browser.text(PAGE, history);
-    assert!(!shown.contains("openDiff"), "tool calls are in the log only: {shown}");
+    assert!(
+        !shown.contains("openDiff"),
+        "tool calls are in the log only: {shown}"
+    );
     rig.shot("activity-history-light");
     // The protocol log, behind the toggle: every tool call.
     assert_eq!(
@@ -491,7 +497,10 @@ fn activity_is_a_history_with_the_protocol_log_behind_a_toggle() {
     rig.browser
         .wait_for(PAGE, "[data-protocol-log] [data-kind=tool]");
     let log = rig.browser.text(PAGE, "[data-protocol-log]");
-    assert!(log.contains("openDiff") && log.contains("close_tab"), "{log}");
+    assert!(
+        log.contains("openDiff") && log.contains("close_tab"),
+        "{log}"
+    );
     assert_eq!(
         rig.browser.eval(
             PAGE,
@@ -575,11 +584,7 @@ fn at_200_percent_zoom_the_code_keeps_three_quarters_of_the_window() {
         json!(true)
     );
     assert_eq!(rig.browser.count(ZOOM, "[data-action=toggle-layout]"), 0);
-    assert_eq!(
-        rig.browser
-            .count(ZOOM, ".editor-box[data-layout=split]"),
-        0
-    );
+    assert_eq!(rig.browser.count(ZOOM, ".editor-box[data-layout=split]"), 0);
     // The wrapped `return` line: its continuation starts under `return`,
     // not at the left edge.
     let wrap = rig.browser.eval(
@@ -612,7 +617,10 @@ fn at_200_percent_zoom_the_code_keeps_three_quarters_of_the_window() {
         json!(first),
     );
     eprintln!("[ui] the wrapped line: {wrap}");
-    assert!(wrap["rows"].as_u64().unwrap() >= 2, "the line did not wrap: {wrap}");
+    assert!(
+        wrap["rows"].as_u64().unwrap() >= 2,
+        "the line did not wrap: {wrap}"
+    );
     let text = wrap["text"].as_f64().unwrap();
     let wrapped = wrap["wrapped"].as_f64().unwrap();
     assert!(
@@ -620,15 +628,21 @@ fn at_200_percent_zoom_the_code_keeps_three_quarters_of_the_window() {
         "the continuation starts at {wrapped}, left of the line's text at {text}: {wrap}"
     );
     // `n`/`p` with the keyboard focus on no card.
-    let focused = "() => document.querySelector('[data-review].is-focused')?.dataset.review ?? null";
-    rig.browser.eval(ZOOM, "() => document.activeElement?.blur()", Value::Null);
+    let focused =
+        "() => document.querySelector('[data-review].is-focused')?.dataset.review ?? null";
+    rig.browser
+        .eval(ZOOM, "() => document.activeElement?.blur()", Value::Null);
     let start = rig.browser.eval(ZOOM, focused, Value::Null);
     let (there, back) = if start == json!(second) {
         ("n", "p")
     } else {
         ("p", "n")
     };
-    let other = if start == json!(second) { &first } else { &second };
+    let other = if start == json!(second) {
+        &first
+    } else {
+        &second
+    };
     rig.browser.press(ZOOM, there);
     assert_eq!(rig.browser.eval(ZOOM, focused, Value::Null), json!(other));
     assert_eq!(

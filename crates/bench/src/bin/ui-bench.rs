@@ -10,7 +10,7 @@
 //!
 //! See docs/benchmarks.md for what each figure means.
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use ccbridge_bench::report::{LatencyUnit, Machine, Report, Row, Series, Target};
 use ccbridge_bench::stats::summarize;
 use ccbridge_bench::ui::{
@@ -406,20 +406,41 @@ fn hunk_decisions(
         browser.wait_for(PAGE, READY);
         for (key, out) in [("a", &mut accepts), ("r", &mut rejects)] {
             for k in 0..per_round {
-                let cur = browser.eval(PAGE, "() => window.__ccbridgeBench.currentHunk()", Value::Null);
-                let cur = cur
-                    .as_u64()
-                    .with_context(|| format!("the page answered {cur} for the current hunk"))?;
+                let cur = browser.eval(
+                    PAGE,
+                    "() => window.__ccbridgeBench.currentHunk()",
+                    Value::Null,
+                );
+                let Some(cur) = cur.as_u64() else {
+                    let shown = browser.eval(
+                        PAGE,
+                        "() => window.__ccbridgeBench.hunkState()",
+                        Value::Null,
+                    );
+                    bail!("no current hunk drawn after {k} decisions with `{key}` (round {round}); the page shows {shown}");
+                };
                 // Accepting moves on to the next hunk; rejecting reverts
                 // the current one, and the next takes its number.
                 let next = if key == "a" { cur + 1 } else { cur };
-                browser.eval(PAGE, "(i) => window.__ccbridgeBench.armHunk(i)", Value::from(next));
+                browser.eval(
+                    PAGE,
+                    "(i) => window.__ccbridgeBench.armHunk(i)",
+                    Value::from(next),
+                );
                 browser.press(PAGE, key);
-                let shown = browser.eval(PAGE, "() => window.__ccbridgeBench.hunkShown()", Value::Null);
-                let pressed = browser.eval(PAGE, "() => window.__ccbridgeBench.lastKeyDown()", Value::Null);
-                let pressed = pressed
-                    .as_f64()
-                    .with_context(|| format!("the page answered {pressed} for its key-down time"))?;
+                let shown = browser.eval(
+                    PAGE,
+                    "() => window.__ccbridgeBench.hunkShown()",
+                    Value::Null,
+                );
+                let pressed = browser.eval(
+                    PAGE,
+                    "() => window.__ccbridgeBench.lastKeyDown()",
+                    Value::Null,
+                );
+                let pressed = pressed.as_f64().with_context(|| {
+                    format!("the page answered {pressed} for its key-down time")
+                })?;
                 if (round == 0 && k < HUNK_WARM) || out.len() >= n {
                     continue;
                 }

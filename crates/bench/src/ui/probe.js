@@ -82,6 +82,21 @@
     hunkShown() {
       return hunkArmed;
     },
+    // What the pending review shows of its hunks (for an error message).
+    hunkState() {
+      const card = document.querySelector("[data-review][data-status=pending]");
+      if (!card) return "no pending review";
+      const markers = [...card.querySelectorAll(".hunk-marker:not(.mirror)")].map(
+        (m) => `${m.dataset.hunk}${m.hasAttribute("data-current") ? "*" : ""}${m.hasAttribute("data-accepted") ? "+" : ""}`,
+      );
+      return {
+        position: card.querySelector(".hunk-position")?.textContent,
+        markers: markers.join(" "),
+        dirty: card.classList.contains("is-dirty"),
+        scrollTop: card.querySelector(".cm-mergeView")?.scrollTop ?? null,
+        windowY: scrollY,
+      };
+    },
     // When the last key went down, as the browser stamped the input event:
     // the selection benchmark presses keys through the DevTools protocol, so
     // the time includes the browser's own input path, as a user's would.
