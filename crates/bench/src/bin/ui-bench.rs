@@ -381,8 +381,9 @@ const FEW_PER_ROUND: usize = 8;
 /// Claude proposes `contents` (one-line hunks) for `name`; in the page the
 /// reviewer presses `a` on the current hunk `per_round` times, then `r` as
 /// often, as a person goes through a review: from each key press (its input
-/// event's time) until the next hunk is current with its buttons enabled,
-/// drawn. Proposes again (after Claude closes the last) until `n`
+/// event's time) until a hunk is current again with its buttons enabled (the
+/// next one: accepting moves on to it, rejecting reverts the current one and
+/// the next takes its place), drawn. Proposes again (after Claude closes the last) until `n`
 /// decisions of each kind are timed, the first `HUNK_WARM` of each left out.
 fn hunk_decisions(
     rt: &Runtime,
@@ -411,22 +412,15 @@ fn hunk_decisions(
                     "() => window.__ccbridgeBench.currentHunk()",
                     Value::Null,
                 );
-                let Some(cur) = cur.as_u64() else {
+                if cur.is_null() {
                     let shown = browser.eval(
                         PAGE,
                         "() => window.__ccbridgeBench.hunkState()",
                         Value::Null,
                     );
                     bail!("no current hunk drawn after {k} decisions with `{key}` (round {round}); the page shows {shown}");
-                };
-                // Accepting moves on to the next hunk; rejecting reverts
-                // the current one, and the next takes its number.
-                let next = if key == "a" { cur + 1 } else { cur };
-                browser.eval(
-                    PAGE,
-                    "(i) => window.__ccbridgeBench.armHunk(i)",
-                    Value::from(next),
-                );
+                }
+                browser.eval(PAGE, "() => window.__ccbridgeBench.armHunk()", Value::Null);
                 browser.press(PAGE, key);
                 let shown = browser.eval(
                     PAGE,

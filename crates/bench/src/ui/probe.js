@@ -43,9 +43,9 @@
 
   const REVIEW_DRAWN = "[data-review][data-status=pending] [data-side=proposed] .cm-content";
   // The current hunk's marker, its Accept button enabled: the card is ready
-  // for the next decision.
-  const hunkReady = (i) =>
-    `[data-review][data-status=pending] .hunk-marker[data-current][data-hunk="${i}"] [data-action=accept-hunk]:not([disabled])`;
+  // for the next decision. (While a decision is out, every hunk button is
+  // disabled, from the key's own handler on.)
+  const HUNK_READY = "[data-review][data-status=pending] .hunk-marker[data-current] [data-action=accept-hunk]:not([disabled])";
   let armed = null;
   let hunkArmed = null;
   let lastKeyDown = null;
@@ -73,10 +73,10 @@
       const m = document.querySelector("[data-review][data-status=pending] .hunk-marker[data-current]:not(.mirror)");
       return m ? Number(m.dataset.hunk) : null;
     },
-    // Arms a probe for hunk `i` becoming current and ready after the next
-    // key press (`a`/`r`); `hunkShown` awaits it.
-    armHunk(i) {
-      hunkArmed = drawnAfterNextKey(hunkReady(i));
+    // Arms a probe for a hunk current and ready after the next key press
+    // (`a`/`r`); `hunkShown` awaits it.
+    armHunk() {
+      hunkArmed = drawnAfterNextKey(HUNK_READY);
       return true;
     },
     hunkShown() {
