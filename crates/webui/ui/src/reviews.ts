@@ -434,11 +434,17 @@ export class ReviewCard {
     this.closedNote = why;
     const ed = this.editors;
     if (ed) {
-      // Not editable at all (its text can still be selected and copied).
-      ed.b.dispatch({ effects: this.readOnly.reconfigure([EditorState.readOnly.of(true), EditorView.editable.of(false)]), annotations: Remote.of(true) });
+      ed.b.dispatch({ effects: this.readOnly.reconfigure(this.lockedExtension()), annotations: Remote.of(true) });
       this.redraw();
     }
     this.renderChrome();
+  }
+
+  /** Whether the right side takes typing: read-only once decided; once
+   * closed by the agent not editable at all (its text can still be
+   * selected and copied). */
+  private lockedExtension(): Extension {
+    return this.closed ? [EditorState.readOnly.of(true), EditorView.editable.of(false)] : EditorState.readOnly.of(!this.pending);
   }
 
   /** The text on the right as it is now, edits included. */
@@ -503,7 +509,7 @@ export class ReviewCard {
       languageExtension(this.review.language),
       EditorView.editorAttributes.of({ "data-side": "proposed" }),
       wrappedLines(),
-      this.readOnly.of(EditorState.readOnly.of(!this.pending)),
+      this.readOnly.of(this.lockedExtension()),
       hunkDeco,
       EditorView.updateListener.of((u) => this.onUpdate(u)),
     ];
