@@ -29,7 +29,12 @@ const browser = await chromium.launch({
   headless: true,
 });
 // One context: pages share cookies, as tabs of one browser do.
-const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+// The clipboard may be read and written, so tests can check what "Copy"
+// put there.
+const context = await browser.newContext({
+  viewport: { width: 1400, height: 900 },
+  permissions: ['clipboard-read', 'clipboard-write'],
+});
 const pages = new Map();
 const consoleErrors = [];
 

@@ -5,9 +5,14 @@
 //! change begins and ends: the browser UI draws exactly these hunks and
 //! sends back decisions about them, and the final text is built here from
 //! those decisions. A hunk is a maximal run of changed lines between
-//! unchanged ones, computed with `similar`'s histogram line diff (readable
-//! anchors; bounded in time for pathological inputs, where it falls back to
-//! coarser hunks).
+//! unchanged ones, computed with `similar`'s patience line diff (readable
+//! anchors: lines that occur once on each side; bounded in time for
+//! pathological inputs, where it falls back to coarser hunks). Its
+//! histogram diff was used first, and is far slower on the many alike
+//! lines of a `replace_all`: 10,000 lines with 2,000 changed alike ran out
+//! of the 500 ms budget and came back as ~900 coarse hunks, where patience
+//! finds the 2,000 in 8 ms (and a 20,000-line file with 200 hunks in 19 ms,
+//! not 140 ms).
 //!
 //! Lines keep their terminators, so a file's missing final newline, `\r\n`
 //! endings and a byte-order mark survive any mix of decisions unchanged.
@@ -39,7 +44,7 @@ pub fn lines(text: &str) -> Vec<&str> {
 
 fn diff<'a>(original: &'a str, proposed: &'a str) -> TextDiff<'a, 'a, str> {
     TextDiff::configure()
-        .algorithm(Algorithm::Histogram)
+        .algorithm(Algorithm::Patience)
         .timeout(DIFF_TIMEOUT)
         .diff_lines(original, proposed)
 }
@@ -105,11 +110,25 @@ pub fn apply(original: &str, proposed: &str, hunks: &[Hunk], keep: &[bool]) -> S
 }
 
 /// A stable name for a hunk's content (its old and new lines), so a
-/// decision about it survives edits elsewhere in the file.
+/// decision about it survives edits elsewhere in the file. Splits both
+/// texts into lines: for every hunk of a text, [`fingerprints`] does that
+/// once.
 pub fn fingerprint(original: &str, proposed: &str, h: &Hunk) -> u64 {
+    fingerprint_in(&lines(original), &lines(proposed), h)
+}
+
+/// [`fingerprint`] of each of `hunks`, the texts split once (a 2,000-hunk
+/// proposal took ~1 s per decision when each hunk split both texts anew).
+pub fn fingerprints(original: &str, proposed: &str, hunks: &[Hunk]) -> Vec<u64> {
+    let (old, new) = (lines(original), lines(proposed));
+    hunks
+        .iter()
+        .map(|h| fingerprint_in(&old, &new, h))
+        .collect()
+}
+
+fn fingerprint_in(old: &[&str], new: &[&str], h: &Hunk) -> u64 {
     use std::hash::{Hash, Hasher};
-    let old = lines(original);
-    let new = lines(proposed);
     let mut s = std::collections::hash_map::DefaultHasher::new();
     let range = |start: u32, n: u32| start as usize..(start + n) as usize;
     old.get(range(h.old_start, h.old_lines)).hash(&mut s);

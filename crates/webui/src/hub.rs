@@ -431,7 +431,11 @@ impl Hub {
         }
         let review = Review::new(view, session, now_ms());
         self.publish(json!({"type": "review", "review": review}));
+        let entry = json!({"kind": "proposed", "review": review.id, "path": review.path,
+            "agent": review.agent.map(AgentKind::display_name),
+            "hunks": review.hunks.len(), "isNewFile": review.is_new_file});
         inner.reviews.insert(review.id, review);
+        self.log(&mut inner, entry);
     }
 
     /// The right side of review `id` as the reviewer left it, while it is
@@ -462,10 +466,15 @@ impl Hub {
         };
         let note = format!("{}: {what}", review.path);
         self.publish(json!({"type": "closed", "id": id, "reason": reason, "note": note}));
+        // For the history: how many of the proposal's hunks the text kept.
+        let (proposed, kept) = review.hunk_counts();
         self.log(
             &mut inner,
             json!({"kind": "closed", "review": id, "path": review.path,
-                   "reason": reason, "note": note}),
+                   "reason": reason, "note": note, "status": review.status,
+                   "agent": review.agent.map(AgentKind::display_name),
+                   "proposedHunks": proposed, "keptHunks": kept,
+                   "edited": review.edited, "isNewFile": review.is_new_file}),
         );
     }
 
@@ -559,6 +568,27 @@ impl Hub {
             }
             Change::Exited { id, exit } => {
                 self.publish(json!({"type": "runExited", "id": id, "exit": exit}));
+                // For the history: "ran `cargo test`: exit 0, 4 s".
+                let run = inner
+                    .runs
+                    .runs()
+                    .iter()
+                    .rev()
+                    .find(|r| r.id == id)
+                    .map(|r| {
+                        (
+                            r.command_shown.clone(),
+                            exit.at.saturating_sub(r.started_at),
+                        )
+                    });
+                if let Some((command, elapsed_ms)) = run {
+                    self.log(
+                        &mut inner,
+                        json!({"kind": "run", "run": id, "command": command,
+                               "exitCode": exit.exit_code, "timedOut": exit.timed_out,
+                               "cancelled": exit.cancelled, "elapsedMs": elapsed_ms}),
+                    );
+                }
             }
         }
     }
@@ -776,9 +806,26 @@ mod tests {
         }
         assert_eq!(
             kinds,
-            ["sessions", "activity", "review", "review", "closed", "activity"]
+            [
+                "sessions", "activity", "review", "activity", "review", "activity", "closed",
+                "activity"
+            ]
         );
-        assert_eq!(hub.snapshot()["reviews"].as_array().unwrap().len(), 1);
+        let snap = hub.snapshot();
+        assert_eq!(snap["reviews"].as_array().unwrap().len(), 1);
+        // The history's facts: who proposed how many changes, and how many
+        // the text kept when it closed.
+        let log = snap["activity"].as_array().unwrap();
+        let proposed = &log[1];
+        assert_eq!(proposed["kind"], "proposed");
+        assert_eq!(proposed["agent"], "Gemini CLI");
+        assert_eq!(proposed["hunks"], 1);
+        let closed = log.last().unwrap();
+        assert_eq!(closed["kind"], "closed");
+        assert_eq!(closed["status"], "pending");
+        assert_eq!(closed["proposedHunks"], 1);
+        assert_eq!(closed["keptHunks"], 1);
+        assert_eq!(closed["edited"], false);
     }
 
     #[test]

@@ -82,6 +82,10 @@ pub struct Review {
     /// The agent that proposed it, when known (also without a session).
     #[serde(skip)]
     pub agent: Option<AgentKind>,
+    /// The reviewer changed the text on the right (not only by deciding
+    /// hunks).
+    #[serde(skip)]
+    pub edited: bool,
 }
 
 /// An accepted hunk: its lines in the original, and a fingerprint of its
@@ -95,10 +99,14 @@ struct Mark {
 
 impl Mark {
     fn of(original: &str, working: &str, h: &Hunk) -> Mark {
+        Mark::with(h, hunks::fingerprint(original, working, h))
+    }
+
+    fn with(h: &Hunk, content: u64) -> Mark {
         Mark {
             old_start: h.old_start,
             old_lines: h.old_lines,
-            content: hunks::fingerprint(original, working, h),
+            content,
         }
     }
 }
@@ -150,6 +158,7 @@ impl Review {
             created_at,
             status: Status::Pending,
             accepted: HashSet::new(),
+            edited: false,
         };
         r.rehunk();
         r
@@ -157,6 +166,19 @@ impl Review {
 
     fn base(&self) -> &str {
         self.original.as_deref().unwrap_or("")
+    }
+
+    /// How many hunks the agent's proposal had, and how many of them (or
+    /// of what the reviewer made of them) the text has now: for the
+    /// history ("You accepted 2 of 3 changes in db.rs").
+    pub fn hunk_counts(&self) -> (usize, usize) {
+        if self.original_unreadable {
+            return (0, 0);
+        }
+        (
+            hunks::hunks(self.base(), &self.proposed).len(),
+            self.hunks.len(),
+        )
     }
 
     /// Recomputes the hunks of `working`, keeping the accepted marks of
@@ -170,9 +192,11 @@ impl Review {
         let found = hunks::hunks(base, &self.working);
         let prints: Vec<Mark> = found
             .iter()
-            .map(|h| Mark::of(base, &self.working, h))
+            .zip(hunks::fingerprints(base, &self.working, &found))
+            .map(|(h, content)| Mark::with(h, content))
             .collect();
-        self.accepted.retain(|p| prints.contains(p));
+        let present: HashSet<Mark> = prints.iter().copied().collect();
+        self.accepted.retain(|p| present.contains(p));
         self.hunks = found
             .into_iter()
             .zip(&prints)
@@ -199,6 +223,7 @@ impl Review {
     /// The reviewer edited the right side.
     pub fn set_text(&mut self, text: String, seen: u64) -> Result<(), ReviewError> {
         self.check(seen)?;
+        self.edited |= self.working != text;
         self.working = text;
         self.version += 1;
         self.rehunk();
@@ -222,15 +247,28 @@ impl Review {
             .ok_or(ReviewError::NoHunk(index))?
             .hunk;
         if accept {
+            // The text is unchanged, and so are its hunks: mark this one.
             self.accepted
                 .insert(Mark::of(self.base(), &self.working, &h));
+            self.hunks[index].accepted = true;
         } else {
             let all: Vec<Hunk> = self.hunks.iter().map(|h| h.hunk).collect();
             let keep: Vec<bool> = (0..all.len()).map(|i| i != index).collect();
+            self.accepted
+                .remove(&Mark::of(self.base(), &self.working, &h));
             self.working = hunks::apply(self.base(), &self.working, &all, &keep);
+            // The other hunks stand as they were; those after it move by the
+            // lines the revert took out or put back. No new diff: on 2,000
+            // alike lines one took its whole 500 ms budget and came back
+            // with half as many, coarser hunks, renumbering what the
+            // reviewer was going through.
+            self.hunks.remove(index);
+            let shift = i64::from(h.old_lines) - i64::from(h.new_lines);
+            for later in &mut self.hunks[index..] {
+                later.hunk.new_start = (i64::from(later.hunk.new_start) + shift) as u32;
+            }
         }
         self.version += 1;
-        self.rehunk();
         Ok(self.finish_if_decided())
     }
 
@@ -492,5 +530,61 @@ mod tests {
             assert!(v.get(k).is_some(), "{k} missing from {v}");
         }
         assert_eq!(v["status"], "pending");
+    }
+
+    /// Issue 19: on a proposal of 2,000 alike one-line hunks (a
+    /// `replace_all`), rejecting one re-diffed the text, which took the
+    /// diff's whole 500 ms budget and came back with ~1,000 coarser hunks
+    /// (release build).
+    /// The other hunks now stand as they were, the later ones moved.
+    #[test]
+    fn rejecting_one_of_many_alike_hunks_keeps_the_others_as_they_were() {
+        let old: String = (0..10_000)
+            .map(|i| {
+                if i % 5 == 2 {
+                    "    let guard = state.lock().unwrap();\n".to_owned()
+                } else {
+                    format!("    step_{i}(&mut context);\n")
+                }
+            })
+            .collect();
+        let new = old.replace(".lock().unwrap()", ".lock().expect(\"poisoned\")");
+        let mut r = review(Some(&old), &new, false);
+        assert_eq!(r.hunks.len(), 2_000, "one hunk per changed line");
+        assert_eq!(r.decide(0, true, 1), Ok(Outcome::Pending));
+        let before: Vec<Hunk> = r.hunks.iter().map(|h| h.hunk).collect();
+        assert_eq!(r.decide(7, false, 2), Ok(Outcome::Pending));
+        let after: Vec<Hunk> = r.hunks.iter().map(|h| h.hunk).collect();
+        assert_eq!(after.len(), 1_999);
+        assert_eq!(after[..7], before[..7]);
+        assert_eq!(after[7..], before[8..], "one-line hunks: nothing moves");
+        assert!(r.hunks[0].accepted && !r.hunks[7].accepted);
+        assert_eq!(
+            r.working,
+            hunks::apply(
+                &old,
+                &new,
+                &hunks::hunks(&old, &new),
+                &(0..2_000).map(|i| i != 7).collect::<Vec<_>>()
+            )
+        );
+        // Applying the hunks left gives the working text back.
+        assert_eq!(
+            hunks::apply(&old, &r.working, &after, &[true; 1_999]),
+            r.working
+        );
+    }
+
+    #[test]
+    fn a_rejected_hunk_of_other_length_moves_the_later_ones() {
+        let mut r = review(Some("a\nb\nc\nd\ne\n"), "A\nA2\nb\nc\nD\ne\n", false);
+        assert_eq!(r.hunks.len(), 2);
+        assert_eq!(r.decide(0, false, 1), Ok(Outcome::Pending));
+        assert_eq!(r.working, "a\nb\nc\nD\ne\n");
+        assert_eq!(r.hunks.len(), 1);
+        assert_eq!(
+            r.hunks[0].hunk,
+            hunks::hunks("a\nb\nc\nd\ne\n", &r.working)[0]
+        );
     }
 }

@@ -204,8 +204,12 @@ impl Rig {
     }
 
     fn shot(&mut self, name: &str) {
+        self.shot_of(PAGE, name);
+    }
+
+    fn shot_of(&mut self, page: &str, name: &str) {
         let p = shots().join(format!("{name}.png"));
-        self.browser.screenshot(PAGE, &p);
+        self.browser.screenshot(page, &p);
         eprintln!("[ui] screenshot {}", p.display());
     }
 
@@ -318,27 +322,345 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
     );
     rig.close_tab("t-hunks");
 
-    // A review Claude closes itself disappears, with a note why.
+    // The page's one layout switch (no second one per card).
     let call = rig.propose(&f, SEVEN_PROPOSED, "t-closed");
     let id = rig.review_id(&f);
+    assert_eq!(rig.browser.count(PAGE, "[data-action=toggle-layout]"), 0);
+    rig.browser.click(PAGE, "button[data-layout=unified]");
     rig.browser
-        .click(PAGE, &Rig::card(&id, "[data-action=toggle-layout]"));
+        .wait_for(PAGE, &Rig::card(&id, ".editor-box[data-layout=unified]"));
     rig.shot("review-unified-light");
     rig.browser
         .must("colorScheme", json!({"page": PAGE, "colorScheme": "dark"}));
     rig.shot("review-unified-dark");
+    rig.browser.press(PAGE, "l");
     rig.browser
-        .click(PAGE, &Rig::card(&id, "[data-action=toggle-layout]"));
+        .wait_for(PAGE, &Rig::card(&id, ".editor-box[data-layout=split]"));
+    assert_eq!(
+        rig.browser
+            .attribute(PAGE, "button[data-layout=split]", "aria-pressed")
+            .as_deref(),
+        Some("true")
+    );
     rig.shot("review-split-dark");
+    rig.browser
+        .must("colorScheme", json!({"page": PAGE, "colorScheme": "light"}));
+
+    // Issue 19: a review Claude closes itself (answered in its terminal,
+    // cancelled) used to vanish with the reviewer's edit in it. It stays,
+    // read-only, saying so, its text (the edit included) to copy, until
+    // dismissed.
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-side=proposed] .cm-line:has-text(\"D\")"),
+    );
+    rig.browser.press(PAGE, "End");
+    rig.browser.type_text(PAGE, " kept");
+    rig.browser.press(PAGE, "Escape");
+    rig.browser.wait_until(
+        PAGE,
+        "(sel) => document.querySelector(sel)?.textContent === 'Saved'",
+        json!(Rig::card(&id, ".save-state")),
+    );
     rig.close_tab("t-closed");
     assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
-    rig.browser
-        .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+    let closed = format!("[data-review=\"{id}\"][data-status=closed]");
+    rig.browser.wait_for(PAGE, &closed);
     let note = rig.browser.text(PAGE, "[data-note]");
     assert!(
         note.contains("seven.txt") && note.contains("closed by Claude"),
         "{note}"
     );
+    let why = rig.browser.text(PAGE, &format!("{closed} [data-closed]"));
+    assert!(
+        why.contains("closed by Claude Code") && why.contains("did not write it"),
+        "{why}"
+    );
+    assert_eq!(
+        rig.browser
+            .attribute(
+                PAGE,
+                &format!("{closed} [data-side=proposed] .cm-content"),
+                "contenteditable"
+            )
+            .as_deref(),
+        Some("false"),
+        "a closed proposal is read-only"
+    );
+    let decide_buttons = rig.browser.eval(
+        PAGE,
+        "(sel) => [...document.querySelectorAll(sel)].filter((b) => !b.hidden && !b.disabled).map((b) => b.dataset.action)",
+        json!(format!(
+            "{closed} .card-toolbar button:not([data-action=toggle-collapse]), {closed} .hunk-marker button"
+        )),
+    );
+    assert_eq!(decide_buttons, json!([]), "nothing is left to decide");
+    rig.shot("review-closed-by-claude-light");
+    rig.browser
+        .click(PAGE, &format!("{closed} [data-action=copy-proposed]"));
+    let copied = rig.browser.wait_until(
+        PAGE,
+        "() => navigator.clipboard.readText().then((t) => t || null)",
+        json!(null),
+    );
+    assert_eq!(copied, json!("A\nb\nc\nD kept\ne\nf\nG\n"));
+    rig.browser
+        .click(PAGE, &format!("{closed} [data-action=forget]"));
+    rig.browser
+        .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
+    rig.assert_quiet_console();
+}
+
+/// Issue 19: the Activity view reads as a history a person understands
+/// ("You accepted 2 of 3 changes in seven.txt", "… ran `echo …`: exit 0"),
+/// files changed without a review among it; the raw protocol log (every
+/// tool call) is behind a toggle.
+#[test]
+fn activity_is_a_history_with_the_protocol_log_behind_a_toggle() {
+    let mut rig = Rig::start_full(
+        "light",
+        Some(Default::default()),
+        &[("db.rs", "fn main() {}\n")],
+        true,
+    );
+    let _claude = rig.claude();
+    // Per hunk: accept 1 and 3, reject 2.
+    let f = rig.write("seven.txt", SEVEN);
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-history");
+    let id = rig.review_id(&f);
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"2\"]"));
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"0\"] [data-action=accept-hunk]"),
+    );
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"0\"][data-accepted]"));
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"1\"] [data-action=reject-hunk]"),
+    );
+    rig.browser.wait_until(
+        PAGE,
+        "(sel) => document.querySelectorAll(sel).length === 2",
+        json!(Rig::card(&id, "[data-hunk]")),
+    );
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"1\"] [data-action=accept-hunk]"),
+    );
+    assert_eq!(rig.outcome(call)[0], "FILE_SAVED");
+    rig.close_tab("t-history");
+    // A command the reviewer allows, run by the workspace tools.
+    let run = rig.mcp_call("execute_command", json!({"command": "echo history"}));
+    rig.browser.click(PAGE, "[data-tab=tools]");
+    rig.browser
+        .click(PAGE, "[data-approval] [data-action=allow]");
+    joined(run);
+    // A file the agent changes without a review.
+    rig.write("db.rs", "fn main() { println!(\"hi\"); }\n");
+    rig.browser.click(PAGE, "[data-tab=activity]");
+    let history = "[data-view=activity] [data-history]";
+    let says = |rig: &mut Rig, text: &str| {
+        rig.browser.wait_until(
+            PAGE,
+            "([sel, text]) => document.querySelector(sel)?.textContent.includes(text)",
+            json!([history, text]),
+        );
+    };
+    says(&mut rig, "Claude Code connected");
+    says(&mut rig, "proposed 3 changes to seven.txt");
+    says(&mut rig, "You accepted 2 of 3 changes in seven.txt");
+    says(&mut rig, "You allowed: Run `echo history`");
+    says(&mut rig, "ran echo history: exit 0");
+    says(
+        &mut rig,
+        "db.rs changed on disk while the agent ran, without a review",
+    );
+    let shown = rig.browser.text(PAGE, history);
+    assert!(
+        !shown.contains("openDiff"),
+        "tool calls are in the log only: {shown}"
+    );
+    rig.shot("activity-history-light");
+    // The protocol log, behind the toggle: every tool call.
+    assert_eq!(
+        rig.browser.eval(
+            PAGE,
+            "() => document.querySelector('[data-protocol-log]').hidden",
+            Value::Null
+        ),
+        json!(true)
+    );
+    rig.browser
+        .click(PAGE, "[data-view=activity] [data-action=toggle-log]");
+    rig.browser
+        .wait_for(PAGE, "[data-protocol-log] [data-kind=tool]");
+    let log = rig.browser.text(PAGE, "[data-protocol-log]");
+    assert!(
+        log.contains("openDiff") && log.contains("close_tab"),
+        "{log}"
+    );
+    assert_eq!(
+        rig.browser.eval(
+            PAGE,
+            "(sel) => document.querySelector(sel).hidden",
+            json!(history)
+        ),
+        json!(true)
+    );
+    rig.shot("activity-log-light");
+    rig.assert_quiet_console();
+}
+
+/// Issue 19: at 200% zoom (a window of 640×400 CSS pixels) the page's
+/// header and toolbars took most of the window. Now they take at most a
+/// quarter; a wrapped line keeps its indentation; the one layout switch
+/// says what is shown (unified: no room for two sides); `n`/`p` move
+/// between reviews with no card holding the keyboard focus.
+#[test]
+fn at_200_percent_zoom_the_code_keeps_three_quarters_of_the_window() {
+    const ZOOM: &str = "zoom";
+    let mut rig = Rig::start("light");
+    let long = format!(
+        "def f():\n    if ready:\n        return {}\n",
+        vec!["value"; 40].join(" + ")
+    );
+    let f = rig.write("wrap.py", "def f():\n    pass\n");
+    let _wrap = rig.propose(&f, &long, "t-wrap");
+    let first = rig.review_id(&f);
+    let g = rig.write("g.txt", SEVEN);
+    let _seven = rig.propose(&g, SEVEN_PROPOSED, "t-g");
+    let second = rig.review_id(&g);
+    rig.browser.must(
+        "newPage",
+        json!({"page": ZOOM, "colorScheme": "light", "width": 640, "height": 400}),
+    );
+    rig.browser
+        .goto(ZOOM, &format!("http://127.0.0.1:{}/", rig.ui_port));
+    rig.browser
+        .wait_for(ZOOM, &Rig::card(&second, "[data-hunk=\"2\"]"));
+    rig.browser
+        .wait_for(ZOOM, &Rig::card(&first, "[data-side=proposed] .cm-line"));
+    let measure = r#"() => {
+        const h = (el) => (el && el.getClientRects().length ? el.getBoundingClientRect().height : 0);
+        const card = document.querySelector('[data-review].is-focused') || document.querySelector('[data-review]');
+        const top = document.querySelector('.topbar');
+        const status = document.querySelector('.statusbar');
+        const parts = {
+          header: h(top),
+          // Counted once: the connection status may be a row of the header.
+          status: top.contains(status) ? 0 : h(status),
+          viewToolbar: h(document.querySelector('[data-view=reviews] .view-toolbar')),
+          cardHeader: h(card.querySelector('.card-header')),
+          cardToolbar: h(card.querySelector('.card-toolbar')),
+        };
+        const total = Object.values(parts).reduce((a, b) => a + b, 0);
+        return { parts, total, window: innerHeight, wide: innerWidth };
+    }"#;
+    let m = rig.browser.eval(ZOOM, measure, Value::Null);
+    eprintln!("[ui] at 640x400: {m}");
+    rig.shot_of(ZOOM, "zoom-200-reviews-light");
+    let total = m["total"].as_f64().unwrap();
+    let window = m["window"].as_f64().unwrap();
+    assert_eq!(window, 400.0, "{m}");
+    assert!(
+        total <= window / 4.0,
+        "the header and toolbars take {total} of {window} px: {m}"
+    );
+    // One layout switch, saying what is shown.
+    assert_eq!(
+        rig.browser
+            .attribute(ZOOM, "button[data-layout=unified]", "aria-pressed")
+            .as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        rig.browser.eval(
+            ZOOM,
+            "() => document.querySelector('button[data-layout=split]').disabled",
+            Value::Null
+        ),
+        json!(true)
+    );
+    assert_eq!(rig.browser.count(ZOOM, "[data-action=toggle-layout]"), 0);
+    assert_eq!(rig.browser.count(ZOOM, ".editor-box[data-layout=split]"), 0);
+    // The wrapped `return` line: its continuation starts under `return`,
+    // not at the left edge.
+    let wrap = rig.browser.eval(
+        ZOOM,
+        r#"(id) => {
+          const line = [...document.querySelectorAll(`[data-review="${id}"] [data-side=proposed] .cm-line`)]
+            .find((l) => l.textContent.includes('return value'));
+          if (!line) return null;
+          const all = document.createRange();
+          all.selectNodeContents(line);
+          const rects = [...all.getClientRects()].filter((r) => r.width > 0);
+          const top = Math.min(...rects.map((r) => r.top));
+          const later = rects.filter((r) => r.top > top + 4);
+          const walk = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+          let text = null;
+          for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+            const i = n.data.indexOf('return');
+            if (i >= 0) {
+              const r = document.createRange();
+              r.setStart(n, i);
+              r.setEnd(n, i + 1);
+              text = r.getBoundingClientRect().left;
+              break;
+            }
+          }
+          return { rows: new Set(rects.map((r) => Math.round(r.top))).size, text,
+                   wrapped: later.length ? Math.min(...later.map((r) => r.left)) : null,
+                   edge: line.getBoundingClientRect().left };
+        }"#,
+        json!(first),
+    );
+    eprintln!("[ui] the wrapped line: {wrap}");
+    assert!(
+        wrap["rows"].as_u64().unwrap() >= 2,
+        "the line did not wrap: {wrap}"
+    );
+    let text = wrap["text"].as_f64().unwrap();
+    let wrapped = wrap["wrapped"].as_f64().unwrap();
+    assert!(
+        wrapped >= text - 1.0,
+        "the continuation starts at {wrapped}, left of the line's text at {text}: {wrap}"
+    );
+    // `n`/`p` with the keyboard focus on no card.
+    let focused =
+        "() => document.querySelector('[data-review].is-focused')?.dataset.review ?? null";
+    rig.browser
+        .eval(ZOOM, "() => document.activeElement?.blur()", Value::Null);
+    let start = rig.browser.eval(ZOOM, focused, Value::Null);
+    let (there, back) = if start == json!(second) {
+        ("n", "p")
+    } else {
+        ("p", "n")
+    };
+    let other = if start == json!(second) {
+        &first
+    } else {
+        &second
+    };
+    rig.browser.press(ZOOM, there);
+    assert_eq!(rig.browser.eval(ZOOM, focused, Value::Null), json!(other));
+    assert_eq!(
+        rig.browser.eval(
+            ZOOM,
+            "() => document.activeElement?.closest('[data-review]')?.dataset.review ?? null",
+            Value::Null
+        ),
+        json!(other),
+        "the card moved to has the keyboard"
+    );
+    // From another view and back, the focus on a tab: still.
+    rig.browser.press(ZOOM, "4");
+    rig.browser.click(ZOOM, "[data-tab=reviews]");
+    rig.browser.press(ZOOM, back);
+    assert_eq!(rig.browser.eval(ZOOM, focused, Value::Null), start);
+    rig.browser.press(ZOOM, "4");
+    rig.shot_of(ZOOM, "zoom-200-activity-light");
     rig.assert_quiet_console();
 }
 

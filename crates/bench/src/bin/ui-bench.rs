@@ -10,7 +10,7 @@
 //!
 //! See docs/benchmarks.md for what each figure means.
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use ccbridge_bench::report::{LatencyUnit, Machine, Report, Row, Series, Target};
 use ccbridge_bench::stats::summarize;
 use ccbridge_bench::ui::{
@@ -54,6 +54,8 @@ struct Plan {
     big_diffs: usize,
     page_loads: usize,
     selections: usize,
+    /// Per-hunk decisions of each kind (accept, reject).
+    hunk_decisions: usize,
 }
 
 /// One figure for the page and one for the baseline.
@@ -87,6 +89,7 @@ fn main() -> anyhow::Result<()> {
         big_diffs: 20 / d,
         page_loads: 10 / d,
         selections: 100 / d,
+        hunk_decisions: 100 / d,
     };
     let started = Instant::now();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -144,6 +147,29 @@ fn main() -> anyhow::Result<()> {
         "small.txt",
         &fixture.small.1,
         plan.page_loads,
+    )?;
+    eprintln!(
+        "[ui-bench] per-hunk decisions, 2000 and 20 hunks ({} of each kind)",
+        plan.hunk_decisions
+    );
+    let n = plan.hunk_decisions;
+    let (many_accept, many_reject) = hunk_decisions(
+        &rt,
+        &mut browser,
+        &ui,
+        &mut ui_claude,
+        ("many_hunks.rs", &fixture.many_hunks.1),
+        n + HUNK_WARM,
+        n,
+    )?;
+    let (few_accept, few_reject) = hunk_decisions(
+        &rt,
+        &mut browser,
+        &ui,
+        &mut ui_claude,
+        ("few_hunks.rs", &fixture.few_hunks.1),
+        FEW_PER_ROUND,
+        n,
     )?;
     eprintln!("[ui-bench] selections ({} each)", plan.selections);
     let selections = selection_latency(&rt, &mut browser, &ui, &side, &fixture, plan.selections)?;
@@ -205,6 +231,20 @@ fn main() -> anyhow::Result<()> {
         "page load with a 20-line diff",
         Some(Target::AtMost { limit: 500.0 }),
     );
+    for (key, what, many, few) in [
+        ("a", "accept", many_accept, few_accept),
+        ("r", "reject", many_reject, few_reject),
+    ] {
+        add(
+            format!(
+                "`{key}` ({what} the current hunk) → the next hunk current and drawn, 2000 one-line hunks in a 10,000-line proposal (N={}); baseline: the same in a 20-hunk proposal",
+                many.len()
+            ),
+            &Both { ui: many, base: few },
+            "the same in a 20-hunk proposal",
+            Some(Target::AtMost { limit: 50.0 }),
+        );
+    }
     add(
         format!(
             "Shift+↓/↑ in the page's file viewer → selection_changed, debounce 0 (N={}); baseline: selectionChanged from a sidecar editor",
@@ -274,7 +314,7 @@ fn diff_latency(
         let drawn = browser.eval(PAGE, "() => window.__ccbridgeBench.drawn()", Value::Null);
         let page = since(t0, &drawn)?;
         rt.block_on(ui_claude.close(&tab))?;
-        browser.wait_gone(PAGE, "[data-review]");
+        dismiss_closed(browser);
 
         let t0 = Instant::now();
         rt.block_on(side_claude.open(&side.workspace.join(name), contents, &tab))?;
@@ -316,8 +356,95 @@ fn page_load(
         }
     }
     rt.block_on(claude.close(&tab))?;
-    browser.wait_gone(PAGE, "[data-review]");
+    dismiss_closed(browser);
     Ok(out)
+}
+
+/// Once Claude closed a review the reviewer had not decided: the page keeps
+/// its card (to copy the text from) until dismissed. Dismisses it, as the
+/// reviewer would, and waits until no review is left.
+fn dismiss_closed(browser: &mut Browser) {
+    const CLOSED: &str = "[data-review][data-status=closed] [data-action=forget]";
+    browser.wait_gone(PAGE, "[data-review][data-status=pending]");
+    while browser.count(PAGE, CLOSED) > 0 {
+        browser.click(PAGE, CLOSED);
+    }
+    browser.wait_gone(PAGE, "[data-review]");
+}
+
+/// Unmeasured decisions of each kind at the start of the first round.
+const HUNK_WARM: usize = 3;
+/// Decisions of each kind per proposal of 20 hunks (leaving some
+/// undecided, so the proposal stays pending).
+const FEW_PER_ROUND: usize = 8;
+
+/// Claude proposes `contents` (one-line hunks) for `name`; in the page the
+/// reviewer presses `a` on the current hunk `per_round` times, then `r` as
+/// often, as a person goes through a review: from each key press (its input
+/// event's time) until a hunk is current again with its buttons enabled (the
+/// next one: accepting moves on to it, rejecting reverts the current one and
+/// the next takes its place), drawn. Proposes again (after Claude closes the last) until `n`
+/// decisions of each kind are timed, the first `HUNK_WARM` of each left out.
+fn hunk_decisions(
+    rt: &Runtime,
+    browser: &mut Browser,
+    ui: &UiServer,
+    claude: &mut Proposer,
+    (name, contents): (&str, &str),
+    per_round: usize,
+    n: usize,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    const READY: &str = "[data-review][data-status=pending] .hunk-marker[data-current] [data-action=accept-hunk]:not([disabled])";
+    let (mut accepts, mut rejects) = (Vec::new(), Vec::new());
+    for round in 0.. {
+        if accepts.len() >= n && rejects.len() >= n {
+            break;
+        }
+        let tab = format!("hunks-{name}-{round}");
+        browser.eval(PAGE, "() => window.__ccbridgeBench.arm()", Value::Null);
+        rt.block_on(claude.open(&ui.workspace().join(name), contents, &tab))?;
+        browser.eval(PAGE, "() => window.__ccbridgeBench.drawn()", Value::Null);
+        browser.wait_for(PAGE, READY);
+        for (key, out) in [("a", &mut accepts), ("r", &mut rejects)] {
+            for k in 0..per_round {
+                let cur = browser.eval(
+                    PAGE,
+                    "() => window.__ccbridgeBench.currentHunk()",
+                    Value::Null,
+                );
+                if cur.is_null() {
+                    let shown = browser.eval(
+                        PAGE,
+                        "() => window.__ccbridgeBench.hunkState()",
+                        Value::Null,
+                    );
+                    bail!("no current hunk drawn after {k} decisions with `{key}` (round {round}); the page shows {shown}");
+                }
+                browser.eval(PAGE, "() => window.__ccbridgeBench.armHunk()", Value::Null);
+                browser.press(PAGE, key);
+                let shown = browser.eval(
+                    PAGE,
+                    "() => window.__ccbridgeBench.hunkShown()",
+                    Value::Null,
+                );
+                let pressed = browser.eval(
+                    PAGE,
+                    "() => window.__ccbridgeBench.lastKeyDown()",
+                    Value::Null,
+                );
+                let pressed = pressed.as_f64().with_context(|| {
+                    format!("the page answered {pressed} for its key-down time")
+                })?;
+                if (round == 0 && k < HUNK_WARM) || out.len() >= n {
+                    continue;
+                }
+                out.push(since(pressed * 1e3, &shown)?);
+            }
+        }
+        rt.block_on(claude.close(&tab))?;
+        dismiss_closed(browser);
+    }
+    Ok((accepts, rejects))
 }
 
 /// Extends and shrinks a selection in the page's file viewer with

@@ -55,6 +55,28 @@ pub struct Fixture {
     pub big: (String, String),
     /// Lines of the file the selection benchmark selects in (all distinct).
     pub viewed: Vec<String>,
+    /// A proposal of many one-line hunks, all alike (see [`hunk_file`]),
+    /// for per-hunk decisions: 2,000 hunks, and 20 for the baseline.
+    pub many_hunks: (String, String),
+    pub few_hunks: (String, String),
+}
+
+/// A file of `5 * hunks` lines and a proposal changing every fifth line
+/// the same way (`.lock().unwrap()` to `.lock().expect(…)`, as a
+/// `replace_all` does): `hunks` one-line hunks that differ only in where
+/// they are.
+pub fn hunk_file(hunks: usize) -> (String, String) {
+    let old: String = (0..hunks * 5)
+        .map(|i| {
+            if i % 5 == 2 {
+                "    let guard = state.lock().unwrap();\n".to_owned()
+            } else {
+                format!("    step_{i}(&mut context);\n")
+            }
+        })
+        .collect();
+    let new = old.replace(".lock().unwrap()", ".lock().expect(\"state poisoned\")");
+    (old, new)
 }
 
 impl Fixture {
@@ -86,14 +108,19 @@ impl Fixture {
             small: (small_old, small_new),
             big: (big_old, big_new),
             viewed,
+            many_hunks: hunk_file(2_000),
+            few_hunks: hunk_file(20),
         }
     }
 
-    /// Writes `small.txt`, `big.py` and `viewed.py` into `dir`.
+    /// Writes `small.txt`, `big.py`, `viewed.py`, `many_hunks.rs` and
+    /// `few_hunks.rs` into `dir`.
     fn write(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::write(dir.join("small.txt"), &self.small.0)?;
         std::fs::write(dir.join("big.py"), &self.big.0)?;
-        std::fs::write(dir.join("viewed.py"), self.viewed.join("\n") + "\n")
+        std::fs::write(dir.join("viewed.py"), self.viewed.join("\n") + "\n")?;
+        std::fs::write(dir.join("many_hunks.rs"), &self.many_hunks.0)?;
+        std::fs::write(dir.join("few_hunks.rs"), &self.few_hunks.0)
     }
 }
 

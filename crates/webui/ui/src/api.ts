@@ -91,8 +91,26 @@ export type Activity =
   | { at: number; kind: "connected"; session: Session }
   | { at: number; kind: "disconnected"; session: number }
   | { at: number; kind: "replaced"; old: number; by: number }
-  | { at: number; kind: "closed"; review: number; path: string; reason: string; note: string }
-  | { at: number; kind: "approval"; tool: string; summary: string; allowed: boolean };
+  | { at: number; kind: "proposed"; review: number; path: string; agent: string | null; hunks: number; isNewFile: boolean }
+  | {
+      at: number;
+      kind: "closed";
+      review: number;
+      path: string;
+      reason: string;
+      note: string;
+      /** From servers that know them (for the history). */
+      status?: ReviewStatus;
+      agent?: string | null;
+      /** Hunks of the agent's proposal, and of the text as it ended. */
+      proposedHunks?: number;
+      keptHunks?: number;
+      /** The reviewer changed the text itself. */
+      edited?: boolean;
+      isNewFile?: boolean;
+    }
+  | { at: number; kind: "approval"; tool: string; summary: string; allowed: boolean }
+  | { at: number; kind: "run"; run: number; command: string; exitCode: number | null; timedOut: boolean; cancelled: boolean; elapsedMs: number };
 
 export type ApprovalMode = "write-only" | "always" | "never";
 

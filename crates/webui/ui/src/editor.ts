@@ -2,9 +2,13 @@
 // CodeMirror's styles would not load), the theme, line numbers, search,
 // and the line separator of its text.
 
-import { EditorState, type Extension } from "@codemirror/state";
+import { EditorState, RangeSetBuilder, type Extension } from "@codemirror/state";
 import {
+  Decoration,
   EditorView,
+  ViewPlugin,
+  type DecorationSet,
+  type ViewUpdate,
   crosshairCursor,
   drawSelection,
   highlightActiveLine,
@@ -72,4 +76,71 @@ export function baseEditor(opts: EditorOptions): Extension[] {
     ext.push(EditorState.readOnly.of(true), keymap.of(keys));
   }
   return ext;
+}
+
+// ---------------------------------------------------------------- wrapped lines
+
+/** Indentation kept on wrapped lines is capped at this many columns. */
+const MAX_INDENT = 48;
+/** `.cm-line`'s own left padding (CodeMirror's base theme). */
+const LINE_PADDING = "6px";
+
+const indentDeco = Array.from({ length: MAX_INDENT + 1 }, (_, n) => Decoration.line({ class: `cm-wrapIndent-${n}` }));
+
+/** The columns of `text`'s leading spaces and tabs. */
+export function indentColumns(text: string, tabSize: number): number {
+  let col = 0;
+  for (let i = 0; i < text.length && col < MAX_INDENT; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32) col += 1;
+    else if (c === 9) col += tabSize - (col % tabSize);
+    else break;
+  }
+  return Math.min(col, MAX_INDENT);
+}
+
+function indentDecorations(view: EditorView): DecorationSet {
+  const b = new RangeSetBuilder<Decoration>();
+  const doc = view.state.doc;
+  const tab = view.state.tabSize;
+  for (const { from, to } of view.visibleRanges) {
+    for (let pos = from; pos <= to; ) {
+      const line = doc.lineAt(pos);
+      const n = indentColumns(line.text, tab);
+      if (n > 0) b.add(line.from, line.from, indentDeco[n]!);
+      pos = line.to + 1;
+    }
+  }
+  return b.finish();
+}
+
+const wrapIndent = ViewPlugin.fromClass(
+  class {
+    decorations: DecorationSet;
+    constructor(view: EditorView) {
+      this.decorations = indentDecorations(view);
+    }
+    update(u: ViewUpdate) {
+      if (u.docChanged || u.viewportChanged) this.decorations = indentDecorations(u.view);
+    }
+  },
+  { decorations: (v) => v.decorations },
+);
+
+/** A hanging indent: the continuation of a wrapped line starts under its
+ * first character, not at the left edge. Classes, not inline styles (the
+ * page's CSP allows none): one per indentation width. */
+const wrapIndentTheme = EditorView.baseTheme(
+  Object.fromEntries(
+    indentDeco.slice(1).map((_, i) => {
+      const n = i + 1;
+      return [`.cm-line.cm-wrapIndent-${n}`, { paddingLeft: `calc(${n}ch + ${LINE_PADDING})`, textIndent: `-${n}ch` }];
+    }),
+  ),
+);
+
+/** Long lines wrap, keeping their indentation (at 200% zoom a review's
+ * lines wrap often). */
+export function wrappedLines(): Extension[] {
+  return [EditorView.lineWrapping, wrapIndent, wrapIndentTheme];
 }

@@ -14,8 +14,8 @@ export interface KeyActions {
   rejectFile(): void;
   nextReview(): void;
   prevReview(): void;
+  /** The page's one layout switch (every review). */
   toggleLayout(): void;
-  toggleAllLayouts(): void;
   toggleCollapse(): void;
   editProposed(): void;
   sendToClaude(): void;
@@ -28,8 +28,7 @@ export const KEY_LIST: [string, string][] = [
   ["a / r", "accept / reject the hunk"],
   ["A / R", "accept / reject the whole file (asks first)"],
   ["n / p", "next / previous review"],
-  ["l", "side by side ⇄ unified (this review)"],
-  ["L", "side by side ⇄ unified (every review)"],
+  ["l", "side by side ⇄ unified"],
   ["e", "show all lines ⇄ fold unchanged lines"],
   ["i", "edit the proposed text (Escape to leave it)"],
   ["1 – 6", "Reviews, Files, Diagnostics, Activity, Tools, Changes"],
@@ -83,7 +82,7 @@ export function installKeys(a: KeyActions): void {
       case "n": if (inReviews) a.nextReview(); else done = false; break;
       case "p": if (inReviews) a.prevReview(); else done = false; break;
       case "l": if (inReviews) a.toggleLayout(); else done = false; break;
-      case "L": if (inReviews) a.toggleAllLayouts(); else done = false; break;
+      case "L": if (inReviews) a.toggleLayout(); else done = false; break;
       case "e": if (inReviews) a.toggleCollapse(); else done = false; break;
       case "i": if (inReviews) a.editProposed(); else done = false; break;
       case "s": if (inFiles) a.sendToClaude(); else done = false; break;

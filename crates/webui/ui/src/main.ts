@@ -16,10 +16,10 @@ import { ReviewList } from "./reviews";
 import { ToolsView } from "./tools";
 
 type ViewName = "reviews" | "files" | "diagnostics" | "activity" | "tools" | "changes";
-const VIEWS: { name: ViewName; label: string }[] = [
+const VIEWS: { name: ViewName; label: string; short?: string }[] = [
   { name: "reviews", label: "Reviews" },
   { name: "files", label: "Files" },
-  { name: "diagnostics", label: "Diagnostics" },
+  { name: "diagnostics", label: "Diagnostics", short: "Diag." },
   { name: "activity", label: "Activity" },
   { name: "tools", label: "Tools" },
   { name: "changes", label: "Changes" },
@@ -59,6 +59,7 @@ const changes = new ChangesView({
   folders,
   counted: (n) => setBadge("changes", n),
   unreviewed: (path, by) => {
+    activity.addLocal({ at: Date.now(), kind: "unreviewed", path, by });
     const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} changed on disk`;
     if (currentView !== "changes") note(`${what} without a review: see Changes (6).`, "warn");
   },
@@ -105,7 +106,7 @@ const app = h("div", { class: "app" });
 
 function buildShell(): void {
   const nav = h("nav", { class: "tabs", role: "tablist", "aria-label": "Views" });
-  VIEWS.forEach(({ name, label }, i) => {
+  VIEWS.forEach(({ name, label, short }, i) => {
     const badge = h("span", { class: "tab-badge", hidden: true });
     badges.set(name, badge);
     const tab = h(
@@ -128,7 +129,8 @@ function buildShell(): void {
           e.preventDefault();
         },
       },
-      label,
+      short ? h("span", { class: "label-long" }, label) : label,
+      short ? h("span", { class: "label-short" }, short) : null,
       badge,
     );
     tabs.set(name, tab);
@@ -152,22 +154,38 @@ function buildShell(): void {
     panels.set(name, panel);
     main.append(panel);
   }
+  // The connection status is part of the header: its own row in a wide
+  // window, the rest of the one row (cut short, in full as its title) in a
+  // narrow or short one (200% zoom), where the header must stay small.
+  const statusbar = h("div", { class: "statusbar" }, connection.el);
   const header = h(
     "header",
     { class: "topbar" },
-    h("div", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◆"), "ccbridge"),
+    h("div", { class: "brand", title: "ccbridge" }, h("span", { class: "logo", "aria-hidden": "true" }, "◆"), h("span", { class: "brand-name" }, "ccbridge")),
     nav,
     h("span", { class: "spacer" }),
+    statusbar,
     h(
       "div",
       { class: "top-actions" },
       notifyButton(),
-      h("button", { type: "button", class: "btn quiet small", "data-action": "new-link", title: "A one-time link to open this page in another browser", onclick: () => void showLink() }, "Link for another browser"),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn quiet small",
+          "data-action": "new-link",
+          "aria-label": "Link for another browser",
+          title: "A one-time link to open this page in another browser",
+          onclick: () => void showLink(),
+        },
+        h("span", { class: "label-long" }, "Link for another browser"),
+        h("span", { class: "label-short", "aria-hidden": "true" }, "Link"),
+      ),
       h("button", { type: "button", class: "btn quiet small icon", "data-action": "keys", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)", onclick: () => showKeys() }, "?"),
     ),
   );
-  const statusbar = h("div", { class: "statusbar" }, connection.el);
-  replace(app, header, statusbar, streamBanner, main);
+  replace(app, header, streamBanner, main);
   replace(document.body, app, notesElement(), keysDialog(), linkDialog, confirmDialog, changes.dialog);
   const saved = prefs.view();
   showView(VIEWS.some((v) => v.name === saved) ? (saved as ViewName) : "reviews");
@@ -305,7 +323,7 @@ function onEvent(e: ServerEvent): void {
       reviews.update(e.review);
       break;
     case "closed":
-      reviews.closed(e.id, e.note);
+      reviews.closed(e.id, e.reason, e.note);
       break;
     case "sessions":
       activity.learn(e.sessions);
@@ -417,8 +435,7 @@ async function boot(): Promise<void> {
     rejectFile: () => confirmFileByKey("reject"),
     nextReview: () => reviews.moveReview(1),
     prevReview: () => reviews.moveReview(-1),
-    toggleLayout: () => reviews.focused()?.toggleLayout(),
-    toggleAllLayouts: () => reviews.toggleGlobalLayout(),
+    toggleLayout: () => reviews.toggleGlobalLayout(),
     toggleCollapse: () => reviews.focused()?.toggleShowAll(),
     editProposed: () => reviews.focused()?.focusEditor(),
     sendToClaude: () => void files.sendToClaude(),

@@ -2,7 +2,7 @@
 // arrived while the tab was in the background: "(n) " before the page title, and a desktop notification when
 // they switched that on (permission is asked only on their click).
 
-import { h } from "./dom";
+import { h, replace } from "./dom";
 import { note } from "./notes";
 import { prefs } from "./prefs";
 
@@ -31,7 +31,9 @@ function renderButton(): void {
   if (!button) return;
   const on = enabled();
   button.setAttribute("aria-pressed", String(on));
-  button.textContent = on ? "Notifications on" : "Notify me";
+  const label = on ? "Notifications on" : "Notify me";
+  button.setAttribute("aria-label", label);
+  replace(button, h("span", { class: "label-long" }, label), h("span", { class: "label-short", "aria-hidden": "true" }, on ? "Notify ✓" : "Notify"));
   button.title = on
     ? "Desktop notifications for new reviews while this tab is in the background (click to turn off)"
     : "Get a desktop notification when Claude proposes an edit while this tab is in the background";

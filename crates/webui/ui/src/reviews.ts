@@ -16,7 +16,7 @@ import { Annotation, ChangeSet, Compartment, EditorSelection, EditorState, Range
 import { Decoration, EditorView, WidgetType, type DecorationSet, type ViewUpdate } from "@codemirror/view";
 import { MergeView, unifiedMergeView, updateOriginalDoc } from "@codemirror/merge";
 import { api, ApiError, type Review } from "./api";
-import { baseEditor } from "./editor";
+import { baseEditor, wrappedLines } from "./editor";
 import { ServerDiff, installExactChunks, lineSeparatorOf, serverDiffConfig, textOf } from "./hunks";
 import { languageExtension } from "./languages";
 import { forgetScheme, trackScheme } from "./theme";
@@ -25,6 +25,27 @@ import { note } from "./notes";
 import { prefs, type Layout } from "./prefs";
 
 installExactChunks();
+coalesceMergeMeasures();
+
+/** A merge view aligns its two sides (spacer widgets, `measure`) after
+ * every update that changed heights or the viewport, at once, walking every
+ * chunk of the diff: ~10 ms a time with 2,000 hunks, and one decision makes
+ * several such updates (the text, the markers of each side, the scroll to
+ * the next hunk). Asked for more than once in one task, it now runs once,
+ * at the task's end (a microtask: before the frame is drawn). */
+function coalesceMergeMeasures(): void {
+  const proto = MergeView.prototype as unknown as { measure(this: MergeView): void };
+  const measure = proto.measure;
+  const asked = new WeakSet<MergeView>();
+  proto.measure = function (this: MergeView) {
+    if (asked.has(this)) return;
+    asked.add(this);
+    queueMicrotask(() => {
+      asked.delete(this);
+      if (!(this.a as unknown as { destroyed: boolean }).destroyed) measure.call(this);
+    });
+  };
+}
 
 /** Edits are posted this long after the last keystroke. */
 const EDIT_DEBOUNCE_MS = 200;
@@ -51,17 +72,35 @@ const hunkDeco = StateField.define<DecorationSet>({
 });
 
 interface MarkerActions {
-  decide(index: number, decision: "accept" | "reject"): void;
-  select(index: number): void;
+  /** Decides the hunk whose marker holds `el`. The number is read from the
+   * marker, not kept by the widget: a marker outlives renumbering (see
+   * `HunkMarker.eq`). */
+  decide(el: HTMLElement, decision: "accept" | "reject"): void;
+  select(el: HTMLElement): void;
+  /** Whether hunk decisions can be made now. */
+  enabled(): boolean;
 }
 
+/** "Hunk 3 of 7", with a tick once accepted. */
+function markerLabel(index: number, total: number, accepted: boolean): string {
+  return `${accepted ? "✓ " : ""}Hunk ${index + 1} of ${total}`;
+}
+
+/** The hunk marker above each hunk of the proposed side.
+ *
+ * Only what a decision changes about this hunk itself (accepted, current,
+ * its counts) makes two markers differ. Its number, the total and whether
+ * the buttons are enabled are drawn by `toDOM` and then kept up to date on
+ * the markers on screen by `ReviewCard.syncMarkers`: had they been part of
+ * `eq`, every decision on a 2,000-hunk proposal would have replaced every
+ * marker (a reject renumbers all hunks after it), and CodeMirror would have
+ * re-measured the whole document, twice per decision (busy, then done). */
 class HunkMarker extends WidgetType {
   constructor(
     readonly index: number,
     readonly total: number,
     readonly accepted: boolean,
     readonly current: boolean,
-    readonly enabled: boolean,
     readonly added: number,
     readonly removed: number,
     readonly actions: MarkerActions,
@@ -71,11 +110,8 @@ class HunkMarker extends WidgetType {
 
   override eq(o: HunkMarker): boolean {
     return (
-      o.index === this.index &&
-      o.total === this.total &&
       o.accepted === this.accepted &&
       o.current === this.current &&
-      o.enabled === this.enabled &&
       o.added === this.added &&
       o.removed === this.removed &&
       o.actions === this.actions
@@ -84,6 +120,7 @@ class HunkMarker extends WidgetType {
 
   toDOM(): HTMLElement {
     const n = this.index + 1;
+    const enabled = this.actions.enabled();
     const counts = h("span", { class: "hunk-counts" });
     if (this.added) counts.append(h("span", { class: "added" }, `+${this.added}`));
     if (this.removed) counts.append(h("span", { class: "removed" }, `−${this.removed}`));
@@ -95,8 +132,8 @@ class HunkMarker extends WidgetType {
         "data-action": "accept-hunk",
         "aria-label": `Accept hunk ${n}`,
         title: "Accept this hunk (a)",
-        disabled: !this.enabled || this.accepted,
-        onclick: () => this.actions.decide(this.index, "accept"),
+        disabled: !enabled || this.accepted,
+        onclick: () => this.actions.decide(el, "accept"),
       },
       this.accepted ? "Accepted" : "Accept",
     );
@@ -108,13 +145,13 @@ class HunkMarker extends WidgetType {
         "data-action": "reject-hunk",
         "aria-label": `Reject hunk ${n}`,
         title: "Reject this hunk: put the original lines back (r)",
-        disabled: !this.enabled,
-        onclick: () => this.actions.decide(this.index, "reject"),
+        disabled: !enabled,
+        onclick: () => this.actions.decide(el, "reject"),
       },
       "Reject",
     );
-    const label = h("span", { class: "hunk-label" }, this.accepted ? "✓ " : "", `Hunk ${n} of ${this.total}`);
-    const el = h(
+    const label = h("span", { class: "hunk-label" }, markerLabel(this.index, this.total, this.accepted));
+    const el: HTMLElement = h(
       "div",
       {
         class: "hunk-marker",
@@ -122,7 +159,7 @@ class HunkMarker extends WidgetType {
         "data-accepted": this.accepted,
         "data-current": this.current,
         onmousedown: (e: Event) => {
-          if (!(e.target instanceof HTMLButtonElement)) this.actions.select(this.index);
+          if (!(e.target instanceof HTMLButtonElement)) this.actions.select(el);
         },
       },
       label,
@@ -143,7 +180,8 @@ class HunkMarker extends WidgetType {
 }
 
 /** The original side's twin of a hunk marker (side by side), so both
- * sides start a hunk at the same height. Shows, decides nothing. */
+ * sides start a hunk at the same height. Shows, decides nothing. Its
+ * number, like the marker's, is kept up to date by `syncMarkers`. */
 class HunkMirror extends WidgetType {
   constructor(
     readonly index: number,
@@ -156,14 +194,14 @@ class HunkMirror extends WidgetType {
   }
 
   override eq(o: HunkMirror): boolean {
-    return o.index === this.index && o.total === this.total && o.accepted === this.accepted && o.current === this.current && o.removed === this.removed;
+    return o.accepted === this.accepted && o.current === this.current && o.removed === this.removed;
   }
 
   toDOM(): HTMLElement {
     return h(
       "div",
       { class: "hunk-marker mirror", "aria-hidden": "true", "data-accepted-mirror": this.accepted, "data-current": this.current },
-      h("span", { class: "hunk-label" }, this.accepted ? "✓ " : "", `Hunk ${this.index + 1} of ${this.total}`),
+      h("span", { class: "hunk-label" }, markerLabel(this.index, this.total, this.accepted)),
       h("span", { class: "hunk-counts" }, this.removed ? h("span", { class: "removed" }, `−${this.removed} original`) : h("span", null, "nothing removed")),
     );
   }
@@ -199,6 +237,8 @@ export interface ReviewHost {
   changed(): void;
   /** The card took the keyboard focus (or was picked). */
   focused(card: ReviewCard): void;
+  /** The reviewer dismissed a card the agent had closed. */
+  forget(card: ReviewCard): void;
 }
 
 const STATUS_TEXT: Record<string, string> = {
@@ -211,8 +251,6 @@ const STATUS_TEXT: Record<string, string> = {
 export class ReviewCard {
   readonly el: HTMLElement;
   review: Review;
-  /** This card's own layout, when the reviewer toggled it. */
-  private ownLayout: Layout | null = null;
   private showAll = false;
   private editors: Editors | null = null;
   private original: Text;
@@ -233,6 +271,9 @@ export class ReviewCard {
   private busy = false;
   /** The newest review the stream sent while a request was out. */
   private later: Review | null = null;
+  /** Why the agent closed this review before a decision, when it did: the
+   * card then stays, read-only, so the proposed text is not lost. */
+  private closedNote: string | null = null;
   current = 0;
   private actions: MarkerActions;
 
@@ -244,6 +285,8 @@ export class ReviewCard {
   private hunkLabel: HTMLElement;
   private editorBox: HTMLElement;
   private messageBox: HTMLElement;
+  private closedBox: HTMLElement;
+  private closedText: HTMLElement;
   private buttons: Record<string, HTMLButtonElement> = {};
 
   constructor(
@@ -257,8 +300,15 @@ export class ReviewCard {
     this.sepB = lineSeparatorOf(review.working || orig);
     this.original = textOf(orig, this.sepA);
     this.actions = {
-      decide: (i, d) => void this.decideHunk(i, d),
-      select: (i) => this.setCurrent(i, false),
+      decide: (el, d) => {
+        const i = this.markerIndex(el);
+        if (i !== null) void this.decideHunk(i, d);
+      },
+      select: (el) => {
+        const i = this.markerIndex(el);
+        if (i !== null) this.setCurrent(i, false);
+      },
+      enabled: () => this.hunksEnabled(),
     };
 
     const folders = host.folders();
@@ -277,6 +327,18 @@ export class ReviewCard {
     this.hunkLabel = h("span", { class: "hunk-position", "aria-live": "polite" });
     this.editorBox = h("div", { class: "editor-box" });
     this.messageBox = h("div", { class: "review-message", hidden: true });
+    this.closedText = h("span", { class: "closed-text" });
+    this.closedBox = h(
+      "div",
+      { class: "review-message closed-message", "data-closed": "", role: "status", hidden: true },
+      this.closedText,
+      h(
+        "span",
+        { class: "closed-actions" },
+        btn("copy-proposed", "Copy proposed text", "Copy the text on the right (your edits included) to the clipboard", () => this.copyProposed()),
+        btn("forget", "Dismiss", "Remove this card from the page", () => this.host.forget(this)),
+      ),
+    );
 
     const header = h(
       "header",
@@ -317,7 +379,6 @@ export class ReviewCard {
         "div",
         { class: "group" },
         btn("toggle-collapse", "Show all lines", "Show or fold the unchanged lines (e)", () => this.toggleShowAll(), "btn quiet"),
-        btn("toggle-layout", "Unified", "Switch between side by side and unified for this review (l)", () => this.toggleLayout(), "btn quiet"),
       ),
       h(
         "div",
@@ -341,6 +402,7 @@ export class ReviewCard {
       },
       header,
       toolbar,
+      this.closedBox,
       this.messageBox,
       this.editorBox,
     );
@@ -353,7 +415,65 @@ export class ReviewCard {
   }
 
   get pending(): boolean {
-    return this.review.status === "pending";
+    return this.review.status === "pending" && this.closedNote === null;
+  }
+
+  /** The agent closed it undecided; the card is kept until dismissed. */
+  get closed(): boolean {
+    return this.closedNote !== null;
+  }
+
+  /** The agent closed this review before the reviewer decided (from its
+   * terminal, at a new prompt, or by going away): the card stays, read-only,
+   * with `why`, a way to copy the proposed text (the reviewer's edits
+   * included) and one to dismiss it. */
+  closedByAgent(why: string): void {
+    window.clearTimeout(this.timer);
+    this.dirty = false;
+    this.later = null;
+    this.closedNote = why;
+    const ed = this.editors;
+    if (ed) {
+      ed.b.dispatch({ effects: this.readOnly.reconfigure(this.lockedExtension()), annotations: Remote.of(true) });
+      this.redraw();
+    }
+    this.renderChrome();
+  }
+
+  /** Whether the right side takes typing: read-only once decided; once
+   * closed by the agent not editable at all (its text can still be
+   * selected and copied). */
+  private lockedExtension(): Extension {
+    return this.closed ? [EditorState.readOnly.of(true), EditorView.editable.of(false)] : EditorState.readOnly.of(!this.pending);
+  }
+
+  /** The text on the right as it is now, edits included. */
+  proposedText(): string {
+    return this.editors?.b.state.sliceDoc() ?? this.review.working;
+  }
+
+  private copyProposed(): void {
+    const text = this.proposedText();
+    const name = baseName(this.review.path);
+    const selectIt = () => {
+      const b = this.editors?.b;
+      if (b) {
+        b.dispatch({ selection: EditorSelection.single(0, b.state.doc.length), annotations: Remote.of(true) });
+        b.focus();
+      }
+      note(`The proposed text of ${name} is selected: copy it with Ctrl-C.`);
+    };
+    if (!navigator.clipboard) {
+      selectIt();
+      return;
+    }
+    navigator.clipboard.writeText(text).then(
+      () => {
+        this.el.dataset["copied"] = "";
+        note(`Copied the proposed text of ${name}.`);
+      },
+      selectIt,
+    );
   }
 
   /** Creates the editors (separately from the constructor, so the page can
@@ -366,10 +486,14 @@ export class ReviewCard {
     performance.measure(`ccbridge:mount:${this.id}`, { start: t, end: performance.now() });
   }
 
+  /** The layout this card shows: the page's one layout switch, except
+   * where it cannot apply (a new file has no left side; a window narrower
+   * than `wideQuery` has no room for two; an unreadable original has no
+   * diff). */
   private layout(): "split" | "unified" | "single" {
     if (this.review.originalUnreadable) return "single";
-    const chosen = this.ownLayout ?? (this.review.isNewFile ? "unified" : this.globalLayout);
-    return chosen === "split" && wideQuery.matches ? "split" : "unified";
+    if (this.review.isNewFile) return "unified";
+    return this.globalLayout === "split" && wideQuery.matches ? "split" : "unified";
   }
 
   // ------------------------------------------------------------ building
@@ -384,8 +508,8 @@ export class ReviewCard {
       }),
       languageExtension(this.review.language),
       EditorView.editorAttributes.of({ "data-side": "proposed" }),
-      EditorView.lineWrapping,
-      this.readOnly.of(EditorState.readOnly.of(!this.pending)),
+      wrappedLines(),
+      this.readOnly.of(this.lockedExtension()),
       hunkDeco,
       EditorView.updateListener.of((u) => this.onUpdate(u)),
     ];
@@ -411,7 +535,7 @@ export class ReviewCard {
             }),
             languageExtension(this.review.language),
             EditorView.editorAttributes.of({ "data-side": "original" }),
-            EditorView.lineWrapping,
+            wrappedLines(),
             hunkDeco,
           ],
         },
@@ -501,7 +625,6 @@ export class ReviewCard {
 
   setGlobalLayout(l: Layout): void {
     this.globalLayout = l;
-    this.ownLayout = null;
     this.relayout();
   }
 
@@ -511,16 +634,6 @@ export class ReviewCard {
     const want = this.layout();
     if (want !== this.editors.kind) this.rebuild();
     else this.renderChrome();
-  }
-
-  toggleLayout(): void {
-    const now = this.layout();
-    if (now === "single") return;
-    this.ownLayout = now === "split" ? "unified" : "split";
-    if (this.ownLayout === "split" && !wideQuery.matches) {
-      note("The window is too narrow for side by side; showing unified.");
-    }
-    this.relayout();
   }
 
   toggleShowAll(): void {
@@ -566,7 +679,6 @@ export class ReviewCard {
     }
     const d = this.serverDiff;
     const hunks = this.review.hunks;
-    const enabled = this.exact() && this.pending && !this.busy && !this.inFlight;
     if (this.current >= hunks.length) this.current = Math.max(0, hunks.length - 1);
     const decoB: CMRange<Decoration>[] = [];
     const decoA: CMRange<Decoration>[] = [];
@@ -579,7 +691,7 @@ export class ReviewCard {
         const current = i === this.current && this.pending;
         decoB.push(
           Decoration.widget({
-            widget: new HunkMarker(i, hunks.length, hunk.accepted, current, enabled, hunk.newLines, hunk.oldLines, this.actions),
+            widget: new HunkMarker(i, hunks.length, hunk.accepted, current, hunk.newLines, hunk.oldLines, this.actions),
             block: true,
             side: -2,
           }).range(c.fromB),
@@ -607,13 +719,81 @@ export class ReviewCard {
     if (ed.kind === "split") {
       ed.a.dispatch({ effects: setHunkDeco.of(RangeSet.of(decoA, true)), annotations: Remote.of(true) });
     }
+    this.syncMarkers();
     this.renderChrome();
+  }
+
+  /** Whether the hunk buttons can decide now. */
+  private hunksEnabled(): boolean {
+    return this.pending && !this.busy && !this.inFlight && this.exact();
+  }
+
+  /** The number of the hunk whose marker (or mirror) holds `el`, from
+   * where the marker is in its document. */
+  private markerIndex(el: Element): number | null {
+    const ed = this.editors;
+    const ch = this.exact() ? this.serverDiff?.changes : null;
+    if (!ed || !ch) return null;
+    const marker = el.closest(".hunk-marker");
+    if (!marker) return null;
+    const mirror = marker.classList.contains("mirror");
+    const view = mirror && ed.kind === "split" ? ed.a : ed.b;
+    if (!view.contentDOM.contains(marker)) return null;
+    let pos: number;
+    try {
+      pos = view.posAtDOM(marker);
+    } catch {
+      return null;
+    }
+    // Markers stand at the start of their hunk, in ascending order; hunks
+    // on one side never start at the same place.
+    let lo = 0;
+    let hi = ch.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const at = mirror ? ch[mid]!.fromA : ch[mid]!.fromB;
+      if (at === pos) return mid;
+      if (at < pos) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return null;
+  }
+
+  /** Brings the markers on screen up to date: their numbers (a reject
+   * renumbers the hunks after it) and whether their buttons work (off
+   * while a request is out). Markers drawn later get both from `toDOM`. */
+  private syncMarkers(): void {
+    const ed = this.editors;
+    if (!ed) return;
+    const total = this.review.hunks.length;
+    const enabled = this.hunksEnabled();
+    for (const el of this.editorBox.querySelectorAll<HTMLElement>(".hunk-marker")) {
+      const i = this.markerIndex(el);
+      if (i === null) continue;
+      const hunk = this.review.hunks[i];
+      const accepted = hunk?.accepted ?? false;
+      const label = el.querySelector(".hunk-label");
+      const text = markerLabel(i, total, accepted);
+      if (label && label.textContent !== text) label.textContent = text;
+      if (el.classList.contains("mirror")) continue;
+      if (el.dataset["hunk"] !== String(i)) el.dataset["hunk"] = String(i);
+      for (const b of el.querySelectorAll<HTMLButtonElement>("button[data-action]")) {
+        const accept = b.dataset["action"] === "accept-hunk";
+        const off = !enabled || (accept && accepted);
+        if (b.disabled !== off) b.disabled = off;
+        const aria = `${accept ? "Accept" : "Reject"} hunk ${i + 1}`;
+        if (b.getAttribute("aria-label") !== aria) b.setAttribute("aria-label", aria);
+      }
+    }
   }
 
   /** Buttons, labels and status outside the editors. */
   private renderChrome(): void {
     const r = this.review;
-    this.el.dataset["status"] = r.status;
+    const closed = this.closedNote !== null;
+    this.el.dataset["status"] = closed ? "closed" : r.status;
+    this.closedBox.hidden = !closed;
+    if (closed) this.closedText.textContent = this.closedNote ?? "";
     flag(this.el, "data-new-file", r.isNewFile);
     const hunks = r.hunks;
     const added = hunks.reduce((s, x) => s + x.newLines, 0);
@@ -624,9 +804,12 @@ export class ReviewCard {
       r.originalUnreadable ? null : h("span", { class: "removed" }, `−${removed}`),
     );
     const accepted = hunks.filter((x) => x.accepted).length;
-    this.statusText.textContent =
-      r.status === "pending" && accepted ? `${STATUS_TEXT["pending"]} · ${accepted} of ${hunks.length} hunks accepted` : (STATUS_TEXT[r.status] ?? r.status);
-    this.statusEl.dataset["status"] = r.status;
+    this.statusText.textContent = closed
+      ? "Closed by the agent, not decided here"
+      : r.status === "pending" && accepted
+        ? `${STATUS_TEXT["pending"]} · ${accepted} of ${hunks.length} hunks accepted`
+        : (STATUS_TEXT[r.status] ?? r.status);
+    this.statusEl.dataset["status"] = closed ? "closed" : r.status;
 
     const exact = this.exact();
     const canHunk = this.pending && exact && !this.busy && !this.inFlight && hunks.length > 0 && !r.originalUnreadable;
@@ -648,12 +831,6 @@ export class ReviewCard {
     set("reject-file", this.pending && !this.busy);
     set("dismiss", this.pending && !this.busy);
     const kind = this.editors?.kind ?? this.layout();
-    const layoutBtn = this.buttons["toggle-layout"];
-    if (layoutBtn) {
-      layoutBtn.textContent = kind === "split" ? "Unified" : "Side by side";
-      layoutBtn.setAttribute("aria-label", kind === "split" ? "Show unified" : "Show side by side");
-      layoutBtn.hidden = kind === "single";
-    }
     const collapseBtn = this.buttons["toggle-collapse"];
     if (collapseBtn) {
       collapseBtn.textContent = this.showAll ? "Fold unchanged" : "Show all lines";
@@ -661,8 +838,13 @@ export class ReviewCard {
     }
     for (const name of ["prev-hunk", "next-hunk", "accept-hunk", "reject-hunk"]) {
       const b = this.buttons[name];
-      if (b) b.hidden = r.originalUnreadable;
+      if (b) b.hidden = r.originalUnreadable || closed;
     }
+    for (const name of ["dismiss", "reject-note", "reject-file", "accept-file"]) {
+      const b = this.buttons[name];
+      if (b) b.hidden = closed;
+    }
+    this.hunkLabel.hidden = closed;
     if (r.originalUnreadable) {
       this.messageBox.hidden = false;
       this.messageBox.textContent =
@@ -683,7 +865,7 @@ export class ReviewCard {
 
   /** A review from the event stream (or a snapshot). */
   serverUpdate(r: Review): void {
-    if (r.id !== this.review.id) return;
+    if (r.id !== this.review.id || this.closed) return;
     if (r.version < this.review.version) return;
     if (r.version === this.review.version && r.status === this.review.status) return;
     if (this.dirty || this.inFlight || this.busy) {
@@ -706,6 +888,7 @@ export class ReviewCard {
   /** Shows `r`: its text on the right, its hunks, its status. */
   private apply(r: Review): void {
     const statusChanged = r.status !== this.review.status;
+    const before = this.review;
     this.review = r;
     const ed = this.editors;
     if (!ed) {
@@ -721,10 +904,19 @@ export class ReviewCard {
       return;
     }
     const b = ed.b;
-    const next = textOf(r.working, this.sepB);
-    this.serverDiff = new ServerDiff(this.originalDoc(), next, r.hunks);
     const effects: StateEffect<unknown>[] = [];
     if (statusChanged) effects.push(this.readOnly.reconfigure(EditorState.readOnly.of(!this.pending)));
+    const d = this.serverDiff;
+    if (r.working === before.working && d && d.samePlaces(r.hunks) && d.matches(this.originalDoc(), b.state.doc)) {
+      // The same text and the same hunks (a hunk accepted, say): the
+      // chunks stand; only the markers change.
+      if (effects.length) b.dispatch({ effects, annotations: [Remote.of(true), Transaction.addToHistory.of(false)] });
+      this.redraw();
+      this.host.changed();
+      return;
+    }
+    const next = textOf(r.working, this.sepB);
+    this.serverDiff = new ServerDiff(this.originalDoc(), next, r.hunks);
     const change = smallestChange(b.state.doc, next);
     if (change) {
       b.dispatch({
@@ -872,9 +1064,15 @@ export class ReviewCard {
 
   // ------------------------------------------------------------ decisions
 
+  /** Says why nothing can be decided any more. */
+  private notPending(): void {
+    const name = baseName(this.review.path);
+    note(this.closed ? `${name} was closed by the agent: nothing can be decided here any more.` : `${name} is already ${this.review.status}.`);
+  }
+
   private ready(what: string): boolean {
     if (!this.pending) {
-      note(`${baseName(this.review.path)} is already ${this.review.status}.`);
+      this.notPending();
       return false;
     }
     if (this.busy) return false;
@@ -891,8 +1089,13 @@ export class ReviewCard {
     if (!hunk) return;
     if (decision === "accept" && hunk.accepted) return;
     this.busy = true;
-    this.current = index;
-    this.redraw();
+    if (this.current !== index) {
+      this.current = index;
+      this.redraw();
+    } else {
+      this.syncMarkers();
+      this.renderChrome();
+    }
     try {
       const r = await api.reviewHunk(this.id, index, decision, this.review.version);
       this.busy = false;
@@ -903,9 +1106,9 @@ export class ReviewCard {
     } catch (e) {
       this.busy = false;
       this.refused(e);
+      this.redraw();
     }
     this.catchUp();
-    this.redraw();
   }
 
   /** The first undecided hunk after `from` (wrapping), else `from`. */
@@ -923,7 +1126,7 @@ export class ReviewCard {
    * it). */
   rejectWithNote(): void {
     if (!this.pending) {
-      note(`${baseName(this.review.path)} is already ${this.review.status}.`);
+      this.notPending();
       return;
     }
     const text = h("textarea", { rows: 4, "data-note-text": "", "aria-label": "Note for the agent" }) as HTMLTextAreaElement;
@@ -953,7 +1156,7 @@ export class ReviewCard {
 
   async fileAction(kind: "accept" | "reject" | "dismiss", why?: string): Promise<void> {
     if (!this.pending) {
-      note(`${baseName(this.review.path)} is already ${this.review.status}.`);
+      this.notPending();
       return;
     }
     if (this.busy) return;
@@ -1132,6 +1335,9 @@ export interface ReviewListHost {
   arrived(review: Review): void;
 }
 
+/** Close reasons for which an undecided card stays (see `closed`). */
+const KEPT_WHEN_CLOSED = new Set(["claudeClosed", "newPrompt", "disconnected"]);
+
 export class ReviewList {
   readonly el: HTMLElement;
   private readonly list: HTMLElement;
@@ -1182,8 +1388,22 @@ export class ReviewList {
       this.list,
     );
     wideQuery.addEventListener("change", () => {
+      this.renderLayoutSwitch();
       for (const c of this.cards.values()) c.relayout();
     });
+    this.renderLayoutSwitch();
+  }
+
+  /** The one layout switch says what the reviews show: unified, with side
+   * by side unavailable, where the window is too narrow for it. */
+  private renderLayoutSwitch(): void {
+    const wide = wideQuery.matches;
+    const shown: Layout = wide ? this.layout : "unified";
+    for (const [k, b] of Object.entries(this.layoutButtons)) b.setAttribute("aria-pressed", String(k === shown));
+    const split = this.layoutButtons.split;
+    split.disabled = !wide;
+    split.title = wide ? "Side by side: the original on the left, the proposal on the right (l)" : "The window is too narrow for side by side";
+    this.layoutButtons.unified.title = "Unified: removed and added lines in one column (l)";
   }
 
   private makeHost(): ReviewHost {
@@ -1191,6 +1411,11 @@ export class ReviewList {
       folders: () => this.host.folders(),
       changed: () => this.count(),
       focused: (card) => this.setFocused(card.id, false),
+      forget: (card) => {
+        this.remove(card.id);
+        this.count();
+        this.order();
+      },
     };
   }
 
@@ -1198,8 +1423,9 @@ export class ReviewList {
   setAll(reviews: Review[]): void {
     const ids = new Set(reviews.map((r) => r.id));
     for (const [id, card] of this.cards) {
-      if (!ids.has(id)) this.remove(id);
-      else card.serverUpdate(reviews.find((r) => r.id === id)!);
+      if (!ids.has(id)) {
+        if (!card.closed) this.remove(id);
+      } else card.serverUpdate(reviews.find((r) => r.id === id)!);
     }
     for (const r of reviews) if (!this.cards.has(r.id)) this.add(r, false);
     this.order();
@@ -1238,15 +1464,25 @@ export class ReviewList {
     if (r.status === "pending") this.host.arrived(r);
   }
 
-  /** Claude closed a review. */
-  closed(id: number, noteText: string): void {
+  /** The agent closed a review. One it closed before the reviewer decided
+   * (answered in its terminal, cancelled, a new prompt, gone) stays on the
+   * page, read-only, with the note, until dismissed: its text (the
+   * reviewer's edits too) would otherwise be lost. */
+  closed(id: number, reason: string, noteText: string): void {
     const card = this.cards.get(id);
-    if (card) {
-      note(noteText);
-      this.remember(card.review, noteText);
+    if (!card) return;
+    note(noteText);
+    this.remember(card.review, noteText);
+    if (card.pending && KEPT_WHEN_CLOSED.has(reason)) {
+      const what = noteText.startsWith(`${card.review.path}: `) ? noteText.slice(card.review.path.length + 2) : noteText;
+      card.closedByAgent(
+        `Not decided here: ${what}. ccbridge did not write it; its text (your edits included) stays here to copy until you dismiss it.`,
+      );
+    } else {
       this.remove(id);
-      this.count();
     }
+    this.order();
+    this.count();
   }
 
   /** Says, where the list is empty, how the last review ended (the
@@ -1261,7 +1497,7 @@ export class ReviewList {
     const card = new ReviewCard(r, this.makeHost(), this.layout);
     this.cards.set(r.id, card);
     this.mountQueue.push(card);
-    if (fresh && this.focusedId === null) this.focusedId = r.id;
+    if (fresh && this.focusedId === null) this.setFocused(r.id, false);
   }
 
   private remove(id: number): void {
@@ -1318,11 +1554,16 @@ export class ReviewList {
   setLayout(l: Layout): void {
     this.layout = l;
     prefs.setLayout(l);
-    for (const [k, b] of Object.entries(this.layoutButtons)) b.setAttribute("aria-pressed", String(k === l));
+    this.renderLayoutSwitch();
     for (const c of this.cards.values()) c.setGlobalLayout(l);
   }
 
+  /** `l`: the other layout for every review (the page has one switch). */
   toggleGlobalLayout(): void {
+    if (!wideQuery.matches) {
+      note("The window is too narrow for side by side; the reviews stay unified.");
+      return;
+    }
     this.setLayout(this.layout === "split" ? "unified" : "split");
   }
 
@@ -1354,10 +1595,16 @@ export class ReviewList {
     return first ?? null;
   }
 
+  /** `n`/`p`: the next or previous review. Wherever the keyboard focus is
+   * (no card holding it, the card gone, a view just shown): with no card
+   * picked, `n` picks the first and `p` the last; at either end the card
+   * stays picked and comes into view. */
   moveReview(dir: 1 | -1): void {
-    const cur = this.focused();
-    if (!cur) return;
-    const next = this.neighbour(cur.id, dir);
+    const cards = this.sorted();
+    if (!cards.length) return;
+    const id = this.focusedId;
+    const at = id === null ? -1 : cards.findIndex((c) => c.id === id);
+    const next = at < 0 ? (dir === 1 ? cards[0] : cards[cards.length - 1]) : (cards[at + dir] ?? cards[at]);
     if (next) this.setFocused(next.id, true);
   }
 

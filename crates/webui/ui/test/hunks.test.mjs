@@ -116,3 +116,27 @@ test("a chunk's character changes are computed when read, once, and right", () =
   const [added] = H.chunksFor(H.hunksToChanges([hunk(1, 0, 1, 1)], doc("a\nb\n"), doc("a\nnew\nb\n")), doc("a\nb\n"), doc("a\nnew\nb\n"));
   assert.deepEqual(added.changes, []);
 });
+
+test("a server diff matches equal documents, and then the same ones at once", () => {
+  const a = doc("a\nb\nc\n");
+  const b = doc("a\nB\nc\n");
+  const d = new H.ServerDiff(a, b, [hunk(1, 1, 1, 1)]);
+  // Equal texts that are other objects (the editor's document after an edit).
+  const a2 = doc("a\nb\nc\n");
+  const b2 = doc("a\nB\nc\n");
+  assert.ok(a2 !== a && b2 !== b);
+  assert.ok(d.matches(a2, b2));
+  assert.ok(d.matches(a2, b2), "asked again: remembered");
+  assert.ok(d.matches(a, b), "the diff's own documents still match");
+  assert.ok(!d.matches(a, doc("a\nX\nc\n")), "another text never matches");
+});
+
+test("same places: an accepted mark changes none, a moved hunk does", () => {
+  const a = doc("a\nb\nc\nd\n");
+  const b = doc("a\nB\nc\nD\n");
+  const hs = [hunk(1, 1, 1, 1), hunk(3, 1, 3, 1)];
+  const d = new H.ServerDiff(a, b, hs);
+  assert.ok(d.samePlaces(hs.map((h, i) => ({ ...h, accepted: i === 0 }))));
+  assert.ok(!d.samePlaces([hunk(1, 1, 1, 1)]), "one hunk fewer");
+  assert.ok(!d.samePlaces([hunk(1, 1, 1, 1), hunk(3, 1, 3, 2)]), "one hunk longer");
+});
