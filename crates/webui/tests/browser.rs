@@ -60,6 +60,20 @@ impl Rig {
         files: &[(&str, &str)],
         changes: bool,
     ) -> Rig {
+        let options = ccbridge_webui::Options {
+            tools,
+            changes,
+            ..Default::default()
+        };
+        Rig::start_with_options(color_scheme, files, options)
+    }
+
+    /// The page on `files` with these options of `ccbridge serve`.
+    fn start_with_options(
+        color_scheme: &str,
+        files: &[(&str, &str)],
+        options: ccbridge_webui::Options,
+    ) -> Rig {
         let rt = Runtime::new().unwrap();
         let ws_dir = tempfile::tempdir().unwrap();
         let cfg = tempfile::tempdir().unwrap();
@@ -74,11 +88,6 @@ impl Rig {
         config.notify_delay = Duration::from_millis(10);
         config.selection_debounce = Duration::ZERO;
         config.multi_client = true;
-        let options = ccbridge_webui::Options {
-            tools,
-            changes,
-            ..Default::default()
-        };
         let s = rt.block_on(Standalone::start(config, options)).unwrap();
         let tools = s.tools().ok().cloned();
         let url = s.url().to_owned();
@@ -994,7 +1003,7 @@ fn diagnostics_and_activity_show_what_happened() {
     let mut rig = Rig::start("dark");
     rig.browser.click(PAGE, "[data-tab=diagnostics]");
     let empty = rig.browser.text(PAGE, "[data-view=diagnostics]");
-    assert!(empty.contains("nothing reports diagnostics"), "{empty}");
+    assert!(empty.contains("Nothing reports diagnostics"), "{empty}");
     let a_py = rig.ws.join("src/a.py").display().to_string();
     let d = Diagnostic {
         message: "name 'x' is not defined".into(),
@@ -1507,4 +1516,53 @@ async fn replay_state(port: u16, extra: &[&str]) -> u16 {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0)
+}
+
+/// With a real language server (pyright), a proposal's card says what its
+/// text would introduce before anyone accepts it, and the Diagnostics view
+/// says which language has no server.
+#[test]
+fn a_review_card_says_the_errors_its_proposal_introduces() {
+    let options = ccbridge_webui::Options {
+        language_servers: Some(ccbridge_lsp::Options {
+            search_dirs: vec![ccbridge_testkit::pyright_bin_dir()],
+            search_path: false,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let text = "def f() -> int:\n    return 1\n";
+    let mut rig = Rig::start_with_options(
+        "light",
+        &[("app.py", text), ("b.c", "int x = 1;\n")],
+        options,
+    );
+    let f = rig.ws.join("app.py");
+    let call = rig.propose(&f, &format!("{text}\n\nx: str = f()\n"), "t-lsp");
+    let id = rig.review_id(&f);
+    // pyright's first analysis on a busy machine: up to a minute.
+    rig.browser.must(
+        "waitFor",
+        json!({"page": PAGE, "selector": Rig::card(&id, "[data-proposal-problems][data-errors=\"1\"]"),
+               "timeout": 60_000}),
+    );
+    let badge = rig
+        .browser
+        .text(PAGE, &Rig::card(&id, "[data-proposal-problems]"));
+    assert_eq!(badge, "introduces 1 error");
+    rig.shot("review-problems-light");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+
+    // A C file involved, with no C server to be found (PATH not searched).
+    let c = rig.ws.join("b.c");
+    let _call = rig.propose(&c, "int x = 2;\n", "t-c");
+    rig.browser.click(PAGE, "[data-tab=diagnostics]");
+    rig.browser
+        .wait_for(PAGE, "[data-unavailable-server=\"C/C++\"]");
+    let why = rig
+        .browser
+        .text(PAGE, "[data-unavailable-server=\"C/C++\"]");
+    assert!(why.contains("clangd"), "{why}");
 }

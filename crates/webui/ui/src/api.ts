@@ -86,6 +86,22 @@ export interface FileDiagnostics {
   diagnostics: Diagnostic[];
 }
 
+/** A language without diagnostics, and why (its server is not installed,
+ * or it kept exiting). */
+export interface UnavailableServer {
+  language: string;
+  why: string;
+}
+
+/** The diagnostics part of the state: the files', the proposals' (of
+ * each open review's proposed text), and the languages without any. */
+export interface DiagnosticsState {
+  diagnostics: FileDiagnostics[];
+  diagnosticsSource: boolean;
+  proposedDiagnostics?: FileDiagnostics[];
+  unavailableServers?: UnavailableServer[];
+}
+
 export type Activity =
   | { at: number; kind: "toolCall"; session: number | null; tool: string; isError: boolean; summary: string; elapsedMs: number }
   | { at: number; kind: "connected"; session: Session }
@@ -177,6 +193,8 @@ export interface Snapshot {
   tabs: Tabs;
   diagnostics: FileDiagnostics[];
   diagnosticsSource: boolean;
+  proposedDiagnostics?: FileDiagnostics[];
+  unavailableServers?: UnavailableServer[];
   tools: ToolsInfo | null;
   approvals: ApprovalRequest[];
   runs: Run[];
@@ -246,7 +264,7 @@ export type ServerEvent =
   | { type: "sessions"; sessions: Session[] }
   | { type: "activity"; entry: Activity }
   | { type: "open"; path: string; line: number | null }
-  | { type: "diagnostics"; diagnostics: FileDiagnostics[]; diagnosticsSource: boolean }
+  | ({ type: "diagnostics" } & DiagnosticsState)
   | { type: "tools"; tools: ToolsInfo }
   | { type: "approval"; approval: ApprovalRequest }
   /** `allowed` null: the call was cancelled before an answer. */

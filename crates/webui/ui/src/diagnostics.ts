@@ -1,9 +1,9 @@
 // The diagnostics view: per file, filtered by severity; a diagnostic opens
-// its file at its line. In standalone mode nothing reports diagnostics
-// (an editor plugin would), and the view says so instead of showing an
-// empty list.
+// its file at its line. When nothing reports diagnostics (ccbridge started
+// with --no-language-servers and no editor reporting), or a language has no
+// server installed, the view says so instead of looking empty.
 
-import type { Diagnostic, FileDiagnostics, Severity } from "./api";
+import type { Diagnostic, FileDiagnostics, Severity, UnavailableServer } from "./api";
 import { baseName, displayPath, h, replace } from "./dom";
 import { prefs } from "./prefs";
 
@@ -29,6 +29,7 @@ export class DiagnosticsView {
   private shown = prefs.severities();
   private files: FileDiagnostics[] = [];
   private source = false;
+  private unavailable: UnavailableServer[] = [];
 
   constructor(private readonly host: DiagnosticsHost) {
     const filters = h("div", { class: "segmented filters", role: "group", "aria-label": "Severities shown" });
@@ -59,10 +60,18 @@ export class DiagnosticsView {
     this.render();
   }
 
-  set(files: FileDiagnostics[], source: boolean): void {
+  set(files: FileDiagnostics[], source: boolean, unavailable: UnavailableServer[] = []): void {
     this.files = files;
     this.source = source;
+    this.unavailable = unavailable;
     this.render();
+  }
+
+  /** One line per language without diagnostics, saying why. */
+  private unavailableNotes(): HTMLElement[] {
+    return this.unavailable.map((u) =>
+      h("p", { class: "diag-unavailable", "data-unavailable-server": u.language }, `${u.language} files get no diagnostics: ${u.why}.`),
+    );
   }
 
   private toggle(s: Severity): void {
@@ -99,14 +108,15 @@ export class DiagnosticsView {
           h(
             "p",
             null,
-            "In standalone mode nothing reports diagnostics: ccbridge runs no language servers. An editor plugin connected to ccbridge would report its errors and warnings here.",
+            "Nothing reports diagnostics: ccbridge runs no language servers (--no-language-servers) and no editor reports its own. Without that flag, the servers installed for a file's language report here.",
           ),
+          ...this.unavailableNotes(),
         ),
       );
       return;
     }
     if (total === 0) {
-      replace(this.body, h("div", { class: "empty" }, h("p", { class: "empty-title" }, "No problems reported")));
+      replace(this.body, h("div", { class: "empty" }, h("p", { class: "empty-title" }, "No problems reported"), ...this.unavailableNotes()));
       return;
     }
     const folders = this.host.folders();
@@ -129,7 +139,11 @@ export class DiagnosticsView {
         ),
       );
     }
-    replace(this.body, ...(sections.length ? sections : [h("div", { class: "empty" }, h("p", null, "Every diagnostic is filtered out."))]));
+    replace(
+      this.body,
+      ...this.unavailableNotes(),
+      ...(sections.length ? sections : [h("div", { class: "empty" }, h("p", null, "Every diagnostic is filtered out."))]),
+    );
   }
 
   private item(path: string, d: Diagnostic): HTMLElement {

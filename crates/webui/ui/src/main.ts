@@ -1,7 +1,7 @@
 // The page: signs in with the link's one-time token, follows the event
 // stream, and routes what arrives to the four views.
 
-import { api, ApiError, type ServerEvent, type ServerInfo, type Snapshot } from "./api";
+import { api, ApiError, type DiagnosticsState, type ServerEvent, type ServerInfo, type Snapshot } from "./api";
 import { ActivityView, ConnectionStatus } from "./activity";
 import { ChangesView } from "./changes";
 import { DiagnosticsView } from "./diagnostics";
@@ -296,6 +296,12 @@ function showSignedOut(): void {
 
 // ---------------------------------------------------------------- events
 
+function onDiagnostics(d: DiagnosticsState): void {
+  diagnostics.set(d.diagnostics, d.diagnosticsSource, d.unavailableServers ?? []);
+  setBadge("diagnostics", diagnostics.count());
+  reviews.setDiagnostics(d.diagnostics, d.proposedDiagnostics ?? []);
+}
+
 function onSnapshot(s: Snapshot): void {
   server = s.server ?? server;
   const folder = server?.workspaceFolders[0];
@@ -304,8 +310,7 @@ function onSnapshot(s: Snapshot): void {
   connection.set(s.sessions, folders(), server?.agents ?? []);
   reviews.setAll(s.reviews);
   activity.setAll(s.activity);
-  diagnostics.set(s.diagnostics, s.diagnosticsSource);
-  setBadge("diagnostics", diagnostics.count());
+  onDiagnostics(s);
   files.restoreTabs(s.tabs);
   tools.setTools(s.tools);
   tools.setAll(s.approvals, s.runs);
@@ -341,8 +346,7 @@ function onEvent(e: ServerEvent): void {
       }
       break;
     case "diagnostics":
-      diagnostics.set(e.diagnostics, e.diagnosticsSource);
-      setBadge("diagnostics", diagnostics.count());
+      onDiagnostics(e);
       break;
     case "tools":
       tools.setTools(e.tools);

@@ -15,7 +15,7 @@
 import { Annotation, ChangeSet, Compartment, EditorSelection, EditorState, RangeSet, StateEffect, StateField, Text, Transaction, type Extension, type Range as CMRange } from "@codemirror/state";
 import { Decoration, EditorView, WidgetType, type DecorationSet, type ViewUpdate } from "@codemirror/view";
 import { MergeView, unifiedMergeView, updateOriginalDoc } from "@codemirror/merge";
-import { api, ApiError, type Review } from "./api";
+import { api, ApiError, type Diagnostic, type FileDiagnostics, type Review } from "./api";
 import { baseEditor, wrappedLines } from "./editor";
 import { ServerDiff, installExactChunks, lineSeparatorOf, serverDiffConfig, textOf } from "./hunks";
 import { languageExtension } from "./languages";
@@ -281,6 +281,9 @@ export class ReviewCard {
   private statusEl: HTMLElement;
   private statusText: HTMLElement;
   private countsEl: HTMLElement;
+  /** What a language server found in the proposed text that the file does
+   * not have now ("introduces 2 errors"), before anyone accepts it. */
+  private readonly problemsEl: HTMLElement = h("span", { class: "badge problems", "data-proposal-problems": "", hidden: true });
   private saveEl: HTMLElement;
   private hunkLabel: HTMLElement;
   private editorBox: HTMLElement;
@@ -351,6 +354,7 @@ export class ReviewCard {
       ),
       review.isNewFile ? h("span", { class: "badge new" }, "New file") : null,
       this.countsEl,
+      this.problemsEl,
       this.statusEl,
       h("span", { class: "spacer" }),
       h(
@@ -450,6 +454,31 @@ export class ReviewCard {
   /** The text on the right as it is now, edits included. */
   proposedText(): string {
     return this.editors?.b.state.sliceDoc() ?? this.review.working;
+  }
+
+  /** Errors (and warnings) in the proposed text beyond those the file has
+   * now, by message: "introduces 2 errors". Hidden when none. */
+  setProblems(files: FileDiagnostics[], proposed: FileDiagnostics[]): void {
+    const of = (list: FileDiagnostics[]) => list.find((f) => f.path === this.review.path)?.diagnostics ?? [];
+    const added = (severity: string): Diagnostic[] => {
+      const before = new Map<string, number>();
+      for (const d of of(files)) if (d.severity === severity) before.set(d.message, (before.get(d.message) ?? 0) + 1);
+      return of(proposed).filter((d) => {
+        if (d.severity !== severity) return false;
+        const n = before.get(d.message) ?? 0;
+        if (n > 0) before.set(d.message, n - 1);
+        return n === 0;
+      });
+    };
+    const errors = added("Error");
+    const warnings = added("Warning");
+    const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? "" : "s"}`;
+    const parts = [errors.length ? plural(errors.length, "error") : "", warnings.length ? plural(warnings.length, "warning") : ""].filter(Boolean);
+    this.problemsEl.hidden = parts.length === 0;
+    this.problemsEl.classList.toggle("has-errors", errors.length > 0);
+    this.problemsEl.dataset.errors = String(errors.length);
+    this.problemsEl.textContent = parts.length ? `introduces ${parts.join(", ")}` : "";
+    this.problemsEl.title = [...errors, ...warnings].map((d) => `line ${d.range.start.line + 1}: ${d.message}`).join("\n");
   }
 
   private copyProposed(): void {
@@ -1493,8 +1522,18 @@ export class ReviewList {
     this.lastReview.hidden = false;
   }
 
+  /** The language servers' diagnostics: each card says what its proposed
+   * text introduces. */
+  setDiagnostics(files: FileDiagnostics[], proposed: FileDiagnostics[]): void {
+    this.diagnostics = { files, proposed };
+    for (const c of this.cards.values()) c.setProblems(this.diagnostics.files, this.diagnostics.proposed);
+  }
+
+  private diagnostics: { files: FileDiagnostics[]; proposed: FileDiagnostics[] } = { files: [], proposed: [] };
+
   private add(r: Review, fresh: boolean): void {
     const card = new ReviewCard(r, this.makeHost(), this.layout);
+    card.setProblems(this.diagnostics.files, this.diagnostics.proposed);
     this.cards.set(r.id, card);
     this.mountQueue.push(card);
     if (fresh && this.focusedId === null) this.setFocused(r.id, false);
