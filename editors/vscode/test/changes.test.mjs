@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { CodeServer, artifacts, eventually, openWorkbench, screenshot } from "./harness.mjs";
+import { CodeServer, eventually, openWorkbench, screenshot, tearDown } from "./harness.mjs";
 
 const ORIGINAL = ["one", "two", "three", "four", "five", "six", "seven", "eight", ""].join("\n");
 // The same line inserted twice: two identical hunks, at lines 3 and 8 (1-based).
@@ -32,16 +32,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (wb) {
-    await screenshot(wb.page, "changes-zz-last");
-    await wb.browser.close().catch(() => undefined);
-  }
-  if (cs) {
-    await cs.stop();
-    if (process.exitCode) console.log(`code-server's output:\n${cs.log.slice(-4000)}`);
-    cs.cleanup();
-  }
-  console.log(`screenshots: ${artifacts}`);
+  await tearDown(wb, cs, "changes-");
 });
 
 test("the Changes view shows the session review once the sidecar watches the workspace", async () => {

@@ -305,6 +305,24 @@ export async function openWorkbench(cs) {
 }
 
 /** Saves a screenshot of the page into the artifacts folder. */
+/**
+ * A test file's teardown: the last screenshot (`<prefix>zz-last`), the
+ * browser, code-server (its output shown when a test failed) and the
+ * sandbox. Either may be missing when `before` failed.
+ */
+export async function tearDown(wb, cs, prefix = "") {
+  if (wb) {
+    await screenshot(wb.page, `${prefix}zz-last`);
+    await wb.browser.close().catch(() => undefined);
+  }
+  if (cs) {
+    await cs.stop();
+    if (process.exitCode) console.log(`code-server's output:\n${cs.log.slice(-4000)}`);
+    cs.cleanup();
+  }
+  console.log(`screenshots: ${artifacts}`);
+}
+
 export async function screenshot(page, name) {
   const file = join(artifacts, `${name}.png`);
   await page.screenshot({ path: file }).catch(() => undefined);

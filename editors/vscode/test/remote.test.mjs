@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { CodeServer, FakeClaude, artifacts, eventually, openWorkbench, screenshot } from "./harness.mjs";
+import { CodeServer, FakeClaude, eventually, openWorkbench, screenshot, tearDown } from "./harness.mjs";
 
 const ORIGINAL = "one\ntwo\nthree\n";
 
@@ -40,16 +40,7 @@ before(async () => {
 
 after(async () => {
   await claude?.close();
-  if (wb) {
-    await screenshot(wb.page, "remote-zz-last");
-    await wb.browser.close().catch(() => undefined);
-  }
-  if (cs) {
-    await cs.stop();
-    if (process.exitCode) console.log(`code-server's output:\n${cs.log.slice(-4000)}`);
-    cs.cleanup();
-  }
-  console.log(`screenshots: ${artifacts}`);
+  await tearDown(wb, cs, "remote-");
 });
 
 test("the sidecar starts through ccbridge.command and gets the workspace under its own name", async () => {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { CodeServer, FakeClaude, ToolsClient, artifacts, call, eventually, openDiff, openWorkbench, screenshot, within } from "./harness.mjs";
+import { CodeServer, FakeClaude, ToolsClient, call, eventually, openDiff, openWorkbench, screenshot, tearDown, within } from "./harness.mjs";
 
 const ORIGINAL = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", ""].join("\n");
 // Two hunks: line 2 and line 9 (1-based) changed.
@@ -46,16 +46,7 @@ before(async () => {
 
 after(async () => {
   await claude?.close();
-  if (wb) {
-    await screenshot(wb.page, "zz-last");
-    await wb.browser.close().catch(() => undefined);
-  }
-  if (cs) {
-    await cs.stop();
-    if (process.exitCode) console.log(`code-server's output:\n${cs.log.slice(-4000)}`);
-    cs.cleanup();
-  }
-  console.log(`screenshots: ${artifacts}`);
+  await tearDown(wb, cs);
 });
 
 test("the extension activates and starts the sidecar: its lock file appears in ~/.claude/ide", async () => {
