@@ -49,6 +49,27 @@ async fn until(
     .await
 }
 
+/// The first diagnostic of `p`, checked to be an error starting at
+/// `line`:`character` (0-based).
+fn assert_error_at(
+    p: &Published,
+    line: u32,
+    character: u32,
+) -> &ccbridge_protocol::editor::Diagnostic {
+    let d = &p.diagnostics[0];
+    assert_eq!(
+        d.severity,
+        ccbridge_protocol::editor::Severity::Error,
+        "{d:?}"
+    );
+    assert_eq!(
+        (d.range.start.line, d.range.start.character),
+        (line, character),
+        "{d:?}"
+    );
+    d
+}
+
 fn alive(pid: u32) -> bool {
     // A zombie counts as gone.
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
@@ -78,17 +99,7 @@ async fn pyright_reports_fixes_restarts_and_stops() {
         !p.diagnostics.is_empty()
     })
     .await;
-    let d = &p.diagnostics[0];
-    assert_eq!(
-        d.severity,
-        ccbridge_protocol::editor::Severity::Error,
-        "{d:?}"
-    );
-    assert_eq!(
-        (d.range.start.line, d.range.start.character),
-        (0, 9),
-        "{d:?}"
-    );
+    let d = assert_error_at(&p, 0, 9);
     assert!(d.message.contains("int"), "{d:?}");
     assert!(d.code.is_some(), "pyright names its rule: {d:?}");
 
@@ -242,17 +253,7 @@ async fn first_error(name: &str, text: &str, search_dirs: Vec<std::path::PathBuf
 async fn typescript_language_server_reports_a_type_error() {
     let bin = ccbridge_testkit::e2e_bin_dir("typescript-language-server");
     let p = first_error("bad.ts", "export const x: number = \"text\";\n", vec![bin]).await;
-    let d = &p.diagnostics[0];
-    assert_eq!(
-        d.severity,
-        ccbridge_protocol::editor::Severity::Error,
-        "{d:?}"
-    );
-    assert_eq!(
-        (d.range.start.line, d.range.start.character),
-        (0, 13),
-        "{d:?}"
-    );
+    let d = assert_error_at(&p, 0, 13);
     // TypeScript's numeric code, as the string Claude keeps.
     assert_eq!(d.code.as_deref(), Some("2322"), "{d:?}");
 }
