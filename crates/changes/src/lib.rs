@@ -189,11 +189,12 @@ impl Entry {
         }
     }
 
-    /// Sets what the file holds now, and what follows from it.
-    fn set_now(&mut self, now: Option<Arc<[u8]>>, too_large: bool) {
+    /// Sets what the file holds now (`version` its [`version_of`], which
+    /// the caller has already computed), and what follows from it.
+    fn set_now(&mut self, now: Option<Arc<[u8]>>, version: String, too_large: bool) {
         self.now = now;
         self.too_large = too_large;
-        self.version = version_of(self.now.as_deref());
+        self.version = version;
         self.hunks = match self.texts() {
             Some((before, now)) => hunks::hunks(before, now)
                 .into_iter()
@@ -602,13 +603,10 @@ impl Changes {
         }
         let expected = s.expected.get(path).filter(|(v, _)| *v == version).cloned();
         let reported = s.reported.remove(path);
-        let entry = match s.files.remove(path) {
-            Some(e) => Some(e),
-            None => Some(Entry::new(
-                before.unwrap_or_else(|| self.before_start(path)),
-            )),
-        };
-        let Some(mut e) = entry else { return };
+        let mut e = s
+            .files
+            .remove(path)
+            .unwrap_or_else(|| Entry::new(before.unwrap_or_else(|| self.before_start(path))));
         let unchanged = match (&e.before, &now) {
             (Before::Absent, None) => true,
             (Before::Bytes(b), Some(n)) => b[..] == n[..],
@@ -623,7 +621,7 @@ impl Changes {
         // version it started with (a deleted file: no file, as before).
         let changed = e.version != version || e.too_large || e.changed_rev == 0;
         if changed {
-            e.set_now(now, false);
+            e.set_now(now, version, false);
             e.changed_at = now_ms();
             s.content_rev += 1;
             e.changed_rev = s.content_rev;
@@ -676,7 +674,7 @@ impl Changes {
             e.changed_at = now_ms();
             e
         });
-        e.set_now(None, true);
+        e.set_now(None, version_of(None), true);
         e.changed_rev = rev;
         drop(s);
         self.bump();

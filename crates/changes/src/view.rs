@@ -104,10 +104,13 @@ fn lines_of(all: &[&str], from: usize, to: usize, cut: &mut bool) -> Vec<String>
 }
 
 fn file(path: &str, e: &Entry) -> FileView {
+    // Both sides checked as text once (a scan of each), for the status and
+    // the lines.
+    let texts = e.texts();
     let status = match (&e.before, &e.now) {
         (Before::Unknown, _) => FileStatus::Unknown,
         _ if e.too_large => FileStatus::Binary,
-        (_, _) if e.texts().is_none() => FileStatus::Binary,
+        (_, _) if texts.is_none() => FileStatus::Binary,
         (Before::Absent, Some(_)) => FileStatus::Created,
         (_, None) => FileStatus::Deleted,
         _ => FileStatus::Modified,
@@ -126,7 +129,7 @@ fn file(path: &str, e: &Entry) -> FileView {
         revertible: !matches!(e.before, Before::Unknown),
         changed_at: e.changed_at,
     };
-    let Some((before, now)) = e.texts() else {
+    let Some((before, now)) = texts else {
         return view;
     };
     let (old, new) = (hunks::lines(before), hunks::lines(now));

@@ -48,11 +48,14 @@ const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::ONLYDIR)
     .union(WatchFlags::DONT_FOLLOW);
 
-/// Whether `rules` (from the root down) ignore `path`: the deepest that
-/// says anything decides.
-fn matched(rules: &[Arc<Gitignore>], path: &Path, is_dir: bool) -> bool {
+/// Whether `rules` (from the root down) ignore a path, each asked by
+/// `matched`: the deepest that says anything decides.
+fn ignored_by<'a>(
+    rules: &'a [Arc<Gitignore>],
+    matched: impl Fn(&'a Gitignore) -> ignore::Match<&'a ignore::gitignore::Glob>,
+) -> bool {
     for gi in rules.iter().rev() {
-        let m = gi.matched(path, is_dir);
+        let m = matched(gi);
         if m.is_ignore() {
             return true;
         }
@@ -138,10 +141,10 @@ impl Watcher {
                 }
                 let path = e.path();
                 if kind.is_dir() {
-                    if !matched(&rules, &path, true) {
+                    if !ignored_by(&rules, |gi| gi.matched(&path, true)) {
                         stack.push((path, rules.clone()));
                     }
-                } else if kind.is_file() && !matched(&rules, &path, false) {
+                } else if kind.is_file() && !ignored_by(&rules, |gi| gi.matched(&path, false)) {
                     files.push(path);
                 }
             }
@@ -192,24 +195,11 @@ impl Watcher {
         if rel.components().any(|c| c.as_os_str() == ".git") {
             return true;
         }
-        // The deepest .gitignore decides first.
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if let Some(gi) = self.ignores.get(d) {
-                let m = gi.matched_path_or_any_parents(path, is_dir);
-                if m.is_ignore() {
-                    return true;
-                }
-                if m.is_whitelist() {
-                    return false;
-                }
-            }
-            if d == root {
-                break;
-            }
-            dir = d.parent();
-        }
-        false
+        // Its parents may be ignored too (a path from an event, or after a
+        // .gitignore changed): each rule matches them as well.
+        ignored_by(&self.ignores_above(path), |gi| {
+            gi.matched_path_or_any_parents(path, is_dir)
+        })
     }
 
     /// Waits up to `timeout` for events and returns what they were about.
