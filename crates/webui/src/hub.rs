@@ -37,6 +37,18 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Diagnostics as the page has them: `[{path, diagnostics}]`, each path
+/// the file's (its `file://` uri without the scheme).
+fn by_path(files: Vec<FileDiagnostics>) -> Vec<Value> {
+    files
+        .into_iter()
+        .map(|f| {
+            let path = f.uri.strip_prefix("file://").unwrap_or(&f.uri).to_owned();
+            json!({"path": path, "diagnostics": f.diagnostics})
+        })
+        .collect()
+}
+
 /// A connected agent session (Claude Code, Gemini CLI, Qwen Code) as the
 /// page shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -331,18 +343,12 @@ impl Hub {
     /// Every file's diagnostics, and whether anything reports them (in
     /// standalone mode nothing does, unless an embedder feeds the engine).
     pub fn diagnostics(&self) -> (Vec<Value>, bool) {
-        let files: Vec<FileDiagnostics> = self
-            .engine
-            .get()
-            .map(EngineHandle::diagnostics)
-            .unwrap_or_default();
-        let files = files
-            .into_iter()
-            .map(|f| {
-                let path = f.uri.strip_prefix("file://").unwrap_or(&f.uri).to_owned();
-                json!({"path": path, "diagnostics": f.diagnostics})
-            })
-            .collect();
+        let files = by_path(
+            self.engine
+                .get()
+                .map(EngineHandle::diagnostics)
+                .unwrap_or_default(),
+        );
         let source = self
             .diagnostics_source
             .load(std::sync::atomic::Ordering::Relaxed);
@@ -353,18 +359,12 @@ impl Hub {
     /// `[{path, diagnostics}]`: a review card says what its change would
     /// introduce before anyone accepts it.
     pub fn proposed_diagnostics(&self) -> Vec<Value> {
-        let files = self
-            .engine
-            .get()
-            .map(EngineHandle::proposed_diagnostics)
-            .unwrap_or_default();
-        files
-            .into_iter()
-            .map(|f| {
-                let path = f.uri.strip_prefix("file://").unwrap_or(&f.uri).to_owned();
-                json!({"path": path, "diagnostics": f.diagnostics})
-            })
-            .collect()
+        by_path(
+            self.engine
+                .get()
+                .map(EngineHandle::proposed_diagnostics)
+                .unwrap_or_default(),
+        )
     }
 
     /// The engine's diagnostics changed: the pages get them.
