@@ -18,7 +18,9 @@ use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
-use claude_side::{assert_saved, connect, next_note, poll_tool, range, start_open_diff, verdict};
+use claude_side::{
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff, verdict,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -627,16 +629,7 @@ async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
 
     // openFile by the sidecar's name visits Emacs's.
     std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
-    let r = c
-        .call_tool(
-            "openFile",
-            json!({"filePath": real.join("other.txt"), "preview": false, "startText": "two",
-                   "endText": "", "selectToEndOfLine": false, "makeFrontmost": true}),
-            Some(STEP),
-        )
-        .await
-        .unwrap();
-    assert!(!r.is_error, "{r:?}");
+    open_file_at_text(&mut c, &real.join("other.txt").display().to_string(), "two").await;
     rig.emacs.wait(
         "other.txt under Emacs's name",
         &format!(

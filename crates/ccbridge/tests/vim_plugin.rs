@@ -14,7 +14,8 @@ use ccbridge_testkit::poll_until;
 use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
-    assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
+    start_open_diff, verdict,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1389,16 +1390,7 @@ async fn claude_opens_and_saves_files_in_vim() {
     let mut c = rig.claude().await;
     std::fs::write(rig.ws.join("other.txt"), "one\ntwo\nthree\n").unwrap();
     let other = rig.path("other.txt");
-    let r = c
-        .call_tool(
-            "openFile",
-            json!({"filePath": other, "preview": false, "startText": "two", "endText": "",
-                   "selectToEndOfLine": false, "makeFrontmost": true}),
-            Some(STEP),
-        )
-        .await
-        .unwrap();
-    assert!(!r.is_error, "{r:?}");
+    open_file_at_text(&mut c, &other, "two").await;
     rig.vim.wait(
         "other.txt at the line",
         &format!("expand('%:p') ==# {} && line('.') == 2", vim_str(&other)),
@@ -1635,16 +1627,7 @@ async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
 
     // openFile by the sidecar's name opens the editor's.
     std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
-    let r = c
-        .call_tool(
-            "openFile",
-            json!({"filePath": real.join("other.txt"), "preview": false, "startText": "two",
-                   "endText": "", "selectToEndOfLine": false, "makeFrontmost": true}),
-            Some(STEP),
-        )
-        .await
-        .unwrap();
-    assert!(!r.is_error, "{r:?}");
+    open_file_at_text(&mut c, &real.join("other.txt").display().to_string(), "two").await;
     let other = rig.path("other.txt");
     rig.vim.wait(
         "other.txt under the editor's name",
@@ -1701,16 +1684,15 @@ async fn a_bad_path_map_is_an_error_before_anything_runs() {
     assert!(!mark.exists(), "the prefix ran");
 }
 
-/// The path map and the command line's quoting (test/remote.vim, run by
-/// `vim -es`: its assertions' failures are the output).
-#[test]
-fn the_remote_helpers_pass_their_unit_tests() {
-    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-unit-").unwrap();
+/// Runs `test/<script>` in `vim -es` (within [`STEP`]) with `out_var` naming
+/// the file it writes its failures to, and returns them ("" when none).
+fn vim_script_failures(script: &str, out_var: &str) -> String {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-script-").unwrap();
     let out = dir.path().join("errors");
     let mut child = std::process::Command::new(ccbridge_testkit::vim::vim_bin())
         .args(["-N", "-u", "NONE", "-i", "NONE", "-es", "-S"])
-        .arg(plugin_dir().join("test/remote.vim"))
-        .env("CCBRIDGE_TEST_OUT", &out)
+        .arg(plugin_dir().join("test").join(script))
+        .env(out_var, &out)
         .current_dir(dir.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -1722,9 +1704,16 @@ fn the_remote_helpers_pass_their_unit_tests() {
     });
     if status.is_none() {
         let _ = child.kill();
-        panic!("vim -es did not finish the tests in {STEP:?}");
+        panic!("vim -es did not finish test/{script} in {STEP:?}");
     }
-    let errors = std::fs::read_to_string(&out).expect("test/remote.vim wrote its result");
+    std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("test/{script} wrote no result: {e}"))
+}
+
+/// The path map and the command line's quoting (test/remote.vim, run by
+/// `vim -es`: its assertions' failures are the output).
+#[test]
+fn the_remote_helpers_pass_their_unit_tests() {
+    let errors = vim_script_failures("remote.vim", "CCBRIDGE_TEST_OUT");
     assert_eq!(errors, "", "test/remote.vim failed:\n{errors}");
 }
 
@@ -1733,25 +1722,6 @@ fn the_remote_helpers_pass_their_unit_tests() {
 /// mistake in a path no other test takes still fails.
 #[test]
 fn every_function_of_the_plugin_compiles_on_this_vim() {
-    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-compile-").unwrap();
-    let out = dir.path().join("errors");
-    let mut child = std::process::Command::new(ccbridge_testkit::vim::vim_bin())
-        .args(["-N", "-u", "NONE", "-i", "NONE", "-es", "-S"])
-        .arg(plugin_dir().join("test/compile.vim"))
-        .env("CCBRIDGE_COMPILE_OUT", &out)
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let status = poll_until(STEP, Duration::from_millis(20), || {
-        child.try_wait().unwrap()
-    });
-    if status.is_none() {
-        let _ = child.kill();
-        panic!("vim -es did not finish compiling in {STEP:?}");
-    }
-    let errors = std::fs::read_to_string(&out).expect("compile.vim wrote its result");
+    let errors = vim_script_failures("compile.vim", "CCBRIDGE_COMPILE_OUT");
     assert_eq!(errors, "", "the plugin does not compile:\n{errors}");
 }

@@ -141,3 +141,18 @@ pub async fn verdict(task: tokio::task::JoinHandle<(IdeClient, String)>) -> (Ide
         .expect("openDiff answered")
         .unwrap()
 }
+
+/// Claude's `openFile` of `path` with the range starting at `start_text`,
+/// as the CLI sends it; the call must succeed.
+pub async fn open_file_at_text(c: &mut IdeClient, path: &str, start_text: &str) {
+    let r = c
+        .call_tool(
+            "openFile",
+            json!({"filePath": path, "preview": false, "startText": start_text, "endText": "",
+                   "selectToEndOfLine": false, "makeFrontmost": true}),
+            Some(STEP),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+}
