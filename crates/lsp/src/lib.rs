@@ -291,27 +291,12 @@ impl Actor {
                 self.involve(shadow).await;
             }
             _ => {
-                // Gone (or too large): closed in its server and cleared.
-                if self.proposals.remove(&shadow).is_none() {
-                    return;
+                // Gone (or too large): closed in its server and cleared,
+                // while still known as a proposal (so cleared as one).
+                if self.proposals.contains_key(&shadow) {
+                    self.close(&shadow).await;
+                    self.proposals.remove(&shadow);
                 }
-                if let Some(doc) = self.docs.remove(&shadow) {
-                    if doc.version.is_some() {
-                        let uri = message::file_uri(&shadow.to_string_lossy());
-                        let close = message::notification(
-                            "textDocument/didClose",
-                            json!({"textDocument": {"uri": uri}}),
-                        );
-                        self.write(&doc.key, close);
-                    }
-                }
-                let _ = self
-                    .published
-                    .send(Update::Proposed(Published {
-                        path: path.to_string_lossy().into_owned(),
-                        diagnostics: Vec::new(),
-                    }))
-                    .await;
             }
         }
     }
@@ -330,20 +315,8 @@ impl Actor {
             None => read(&path).await,
         };
         let Some(text) = text else {
-            // Gone (or no longer text): close it and clear what it had.
-            if let Some(doc) = self.docs.remove(&path) {
-                if doc.version.is_some() {
-                    let uri = message::file_uri(&path.to_string_lossy());
-                    self.write(
-                        &doc.key,
-                        message::notification(
-                            "textDocument/didClose",
-                            json!({"textDocument": {"uri": uri}}),
-                        ),
-                    );
-                }
-                self.publish(&path, Vec::new()).await;
-            }
+            // Gone (or no longer text).
+            self.close(&path).await;
             return;
         };
         if !self.servers.contains_key(&key) {
@@ -464,6 +437,23 @@ impl Actor {
             tracing::warn!("a language server stopped reading: killed");
             p.kill();
         }
+    }
+
+    /// Closes `path`'s document in its server, if it has one, and clears
+    /// what it had.
+    async fn close(&mut self, path: &Path) {
+        let Some(doc) = self.docs.remove(path) else {
+            return;
+        };
+        if doc.version.is_some() {
+            let uri = message::file_uri(&path.to_string_lossy());
+            let close = message::notification(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": uri}}),
+            );
+            self.write(&doc.key, close);
+        }
+        self.publish(path, Vec::new()).await;
     }
 
     async fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
