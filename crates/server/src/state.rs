@@ -127,32 +127,17 @@ impl EditorState {
         self.diagnostics_changed();
         let key = normalize(path);
         self.analyzing.remove(&key);
-        if diagnostics.is_empty() {
-            self.diagnostics.remove(&key);
-        } else {
-            self.diagnostics.insert(key, diagnostics);
-        }
+        set_in(&mut self.diagnostics, key, diagnostics);
     }
 
     pub fn set_proposed_diagnostics(&mut self, path: &str, diagnostics: Vec<Diagnostic>) {
         self.diagnostics_changed();
-        let key = normalize(path);
-        if diagnostics.is_empty() {
-            self.proposed.remove(&key);
-        } else {
-            self.proposed.insert(key, diagnostics);
-        }
+        set_in(&mut self.proposed, normalize(path), diagnostics);
     }
 
     /// The proposals' diagnostics, `uri` the file's `file://` uri.
     pub fn proposed_diagnostics(&self) -> Vec<FileDiagnostics> {
-        self.proposed
-            .iter()
-            .map(|(p, d)| FileDiagnostics {
-                uri: file_uri(p),
-                diagnostics: d.clone(),
-            })
-            .collect()
+        listed(&self.proposed, file_uri)
     }
 
     /// What the whole-workspace `getDiagnostics` answers: every file's,
@@ -161,10 +146,7 @@ impl EditorState {
     /// the file's own while it differs from what it saw last.
     pub fn all_diagnostics_with_proposals(&self) -> Vec<FileDiagnostics> {
         let mut all = self.all_diagnostics();
-        all.extend(self.proposed.iter().map(|(p, d)| FileDiagnostics {
-            uri: format!("{RIGHT_SIDE}{p}"),
-            diagnostics: d.clone(),
-        }));
+        all.extend(listed(&self.proposed, |p| format!("{RIGHT_SIDE}{p}")));
         all
     }
 
@@ -176,13 +158,7 @@ impl EditorState {
 
     /// Every file with diagnostics, in path order.
     pub fn all_diagnostics(&self) -> Vec<FileDiagnostics> {
-        self.diagnostics
-            .iter()
-            .map(|(p, d)| FileDiagnostics {
-                uri: file_uri(p),
-                diagnostics: d.clone(),
-            })
-            .collect()
+        listed(&self.diagnostics, file_uri)
     }
 
     /// The diagnostics of the file `uri` names. An unknown file answers that
@@ -198,6 +174,28 @@ impl EditorState {
             diagnostics: found.cloned().unwrap_or_default(),
         }
     }
+}
+
+/// Keeps `diagnostics` for `key` in `map`; an empty list removes it.
+fn set_in(map: &mut BTreeMap<String, Vec<Diagnostic>>, key: String, diagnostics: Vec<Diagnostic>) {
+    if diagnostics.is_empty() {
+        map.remove(&key);
+    } else {
+        map.insert(key, diagnostics);
+    }
+}
+
+/// `map`'s files in path order, each named by `uri(path)`.
+fn listed(
+    map: &BTreeMap<String, Vec<Diagnostic>>,
+    uri: impl Fn(&str) -> String,
+) -> Vec<FileDiagnostics> {
+    map.iter()
+        .map(|(p, d)| FileDiagnostics {
+            uri: uri(p),
+            diagnostics: d.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
