@@ -70,6 +70,13 @@ test("process.exit() in the host removes the lock file", async (t) => {
   await sidecarGone(h.sidecar);
 });
 
+test("a host that stops its bridge ends by itself: nothing of the bridge keeps its event loop alive", async (t) => {
+  const h = await host(t, "stop");
+  assert.deepEqual(await h.exited, { code: 0, signal: null });
+  assert.equal(existsSync(h.lockFile), false);
+  await sidecarGone(h.sidecar);
+});
+
 test("an uncaught exception in the host removes the lock file", async (t) => {
   const h = await host(t, "throw");
   assert.deepEqual(await h.exited, { code: 1, signal: null });
