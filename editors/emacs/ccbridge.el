@@ -926,7 +926,8 @@ crates/ccbridge in its repository) or set `ccbridge-program'"
    (list :capabilities (list :diff t :openFile t :saveDocument t
                              :closeTab :json-false :reformat :json-false
                              :executeCode :json-false
-                             :approve (if ccbridge-approve t :json-false))
+                             :approve (if ccbridge-approve t :json-false)
+                             :reviewText t)
          ;; The session review's buffer follows `changesChanged'.
          :changes t)))
 
@@ -1120,6 +1121,14 @@ the ccbridge binary from the same version?)"
      (when-let ((r (ccbridge--find-review session (plist-get params :id))))
        (ccbridge--review-forget r (or (plist-get params :reason) "closed")))
      nil)
+    ;; An agent answered in its own terminal (Gemini CLI) writes the
+    ;; proposal as the user left it in the review.
+    ('reviewText
+     (let ((r (ccbridge--find-review session (plist-get params :id))))
+       (list :contents
+             (and r (not (ccbridge--review-closed r))
+                  (buffer-live-p (ccbridge--review-buffer r))
+                  (ccbridge--review-text r)))))
     ('openFile (ccbridge--open-file params))
     ('openFiles (ccbridge--open-files params))
     ('saveDocument (ccbridge--save-document params))

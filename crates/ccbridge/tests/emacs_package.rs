@@ -19,7 +19,8 @@ use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
-    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff, verdict,
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff,
+    verdict, GeminiSide,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1671,6 +1672,43 @@ async fn the_workspace_tools_ask_in_emacs_and_show_the_commands_output() {
             lisp_str(&rig.path("hello.py")),
             lisp_str(&expected)
         ),
+        STEP,
+    );
+}
+
+/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
+/// review in Emacs holds the user's edit: ccbridge asks Emacs for the
+/// review's text (`reviewText`) and hands it to the CLI, which writes it.
+#[test]
+fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
+    let rig = rig("");
+    let port = rig.emacs.string(
+        "(let* ((s (car (hash-table-values ccbridge--sessions))) \
+                (a (seq-find (lambda (a) (equal (plist-get a :id) \"gemini\")) \
+                             (plist-get (ccbridge--session-init s) :agents)))) \
+           (plist-get (plist-get a :env) :GEMINI_CLI_IDE_SERVER_PORT))",
+    );
+    let gemini = GeminiSide::connect(port.parse().expect("Gemini CLI's port"));
+    let path = rig.path("hello.py");
+    let proposed = HELLO.replace("print(message)", "print(message.upper())");
+    gemini.call(
+        "openDiff",
+        json!({"filePath": path, "newContent": proposed}),
+    );
+    rig.emacs
+        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    // The user adds a line to the proposal, and leaves it unsaved.
+    rig.emacs.eval(
+        "(with-current-buffer (window-buffer) \
+           (save-excursion (goto-char (point-max)) (insert \"# kept from the review\\n\")))",
+    );
+    assert_eq!(
+        gemini.close_diff(&path),
+        json!(format!("{proposed}# kept from the review\n"))
+    );
+    rig.emacs.wait(
+        "the review to close",
+        "(null (car (plist-get (car (ccbridge-info)) :reviews)))",
         STEP,
     );
 }

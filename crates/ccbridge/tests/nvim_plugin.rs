@@ -15,6 +15,7 @@ use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
     assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
+    GeminiSide,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1247,4 +1248,39 @@ fn the_path_map_and_the_command_prefix() {
         vec![],
     );
     assert_eq!(failures, json!([]), "{failures:#}");
+}
+
+/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
+/// review in Neovim holds the user's edit: ccbridge asks Neovim for the
+/// review's text (`reviewText`) and hands it to the CLI, which writes it.
+#[test]
+fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
+    let mut rig = rig("{}");
+    let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
+    let path = rig.path("hello.py");
+    let proposed = HELLO.replace("print(message)", "print(message.upper())");
+    gemini.call(
+        "openDiff",
+        json!({"filePath": path, "newContent": proposed}),
+    );
+    rig.nvim.wait(
+        "the review to open",
+        "#require('ccbridge.diff').pending() == 1",
+        STEP,
+    );
+    // The user adds a line to the proposal, and leaves it unsaved.
+    rig.nvim.lua(
+        "local r = require('ccbridge.diff').pending()[1]
+         vim.api.nvim_buf_set_lines(r.prop, -1, -1, false, { '# kept from the review' })",
+        vec![],
+    );
+    assert_eq!(
+        gemini.close_diff(&path),
+        json!(format!("{proposed}# kept from the review\n"))
+    );
+    rig.nvim.wait(
+        "the review to close",
+        "#require('ccbridge.diff').pending() == 0",
+        STEP,
+    );
 }

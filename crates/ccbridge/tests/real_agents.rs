@@ -19,11 +19,14 @@
 //! reaches the model; an edit the model proposes opens the editor's diff,
 //! which the user accepts with edits of their own (the editor's text is
 //! what lands on disk, with no answer in the terminal); and one the user
-//! rejects leaves the file alone. A second test per CLI gives it a
+//! rejects leaves the file alone; one the user answers in the CLI's own
+//! terminal, with edits of theirs still in the editor's review, lands as
+//! the editor's text (Gemini CLI; Qwen Code writes the model's). A second
+//! test per CLI gives it a
 //! discovery file with a wrong token: no connection.
 //!
 //! Both CLIs ask in the terminal too ("Apply this change?") while the diff
-//! is open in the editor (`shared/reference/agents.md` §6). The editor's
+//! is open in the editor. The editor's
 //! verdict answers that prompt as well: nobody presses a key, the prompt
 //! goes, and the turn goes on (accepted: the file holds the editor's text
 //! and the model is told it was written; rejected: the turn ends, the
@@ -60,6 +63,10 @@ const SELECTED: &str = "SEL-MARK-5150";
 const OLD_LINE: &str = "select me SEL-MARK-5150";
 const MODEL_LINE: &str = "edited by the model MODEL-4242";
 const USER_LINE: &str = "edited by the user in the editor USER-7373";
+/// What the model proposes, and what the user leaves in the editor's
+/// review, in the edit answered in the terminal.
+const TERM_MODEL_LINE: &str = "proposed by the model TERM-MODEL-6060";
+const TERM_USER_LINE: &str = "kept from the editor's review TERM-USER-6161";
 /// What the model proposes in the rejected edit.
 const REJECTED_LINE: &str = "never written REJECTED-9191";
 /// Both CLIs ask this in the terminal beside the IDE diff.
@@ -96,6 +103,10 @@ trait Cli: Api + Sized {
     const REJECTED_ON_SCREEN: &'static str;
     /// What `/ide status` says after ccbridge refused the token.
     const REFUSED_STATUS: &'static str;
+    /// Whether the CLI, answered in its own terminal, writes the text the
+    /// editor gives for the review (`closeDiff`'s `content`) rather than
+    /// the model's proposal.
+    const WRITES_REVIEW_TEXT: bool;
 }
 
 impl Cli for Gemini {
@@ -110,6 +121,7 @@ impl Cli for Gemini {
     const ACCEPTED_ON_SCREEN: &'static str = "hello.txt → Accepted";
     const REJECTED_ON_SCREEN: &'static str = "hello.txt → Rejected";
     const REFUSED_STATUS: &'static str = "Disconnected: Failed to connect to IDE companion";
+    const WRITES_REVIEW_TEXT: bool = true;
 
     fn edit(path: &str, old: &str, new: &str) -> Vec<Reply> {
         vec![mock_gemini::replace(path, "Change the line.", old, new).with_text("Editing.")]
@@ -146,6 +158,8 @@ impl Cli for OpenAi {
     const REJECTED_ON_SCREEN: &'static str = "- Edit hello.txt";
     // The body of ccbridge's 401, quoted.
     const REFUSED_STATUS: &'static str = "Error POSTing to endpoint: wrong token";
+    // Qwen Code ignores `closeDiff`'s answer and writes the model's text.
+    const WRITES_REVIEW_TEXT: bool = false;
 
     fn edit(path: &str, old: &str, new: &str) -> Vec<Reply> {
         // Qwen Code edits no file it has not read in the session.
@@ -233,7 +247,7 @@ fn initialize<A: Cli>(editor: &Editor, sandbox: &Sandbox) -> Vec<(String, String
                 "protocolVersion": 3,
                 "ideName": IDE_NAME,
                 "capabilities": {"diff": true, "openFile": true, "saveDocument": true,
-                                 "closeTab": true},
+                                 "closeTab": true, "reviewText": true},
             }),
             STEP,
         )
@@ -668,6 +682,48 @@ fn connect_select_accept_reject<A: Cli>() {
         rig.context()
     );
     eprintln!("[e2e] {} step 4 ({:.1?})", A::ID, t0.elapsed());
+
+    // 5. The user answers in the CLI's terminal while the review, open in
+    //    the editor, holds edits of their own: ccbridge asks the editor for
+    //    the review's text (`reviewText`) and hands it to the CLI, which
+    //    writes it (Gemini CLI; Qwen Code writes the model's text); the
+    //    editor's view is closed as answered elsewhere.
+    let show = rig.propose("TERM-MARK", USER_LINE, TERM_MODEL_LINE, "TERM-DONE-5");
+    let diff_id = show.params["id"].clone();
+    let in_editor = user_text.replace(USER_LINE, TERM_USER_LINE);
+    let by_model = user_text.replace(USER_LINE, TERM_MODEL_LINE);
+    rig.ok("allowing once in the terminal", rig.cli.press(&["Enter"]));
+    let ask = rig.ok("reviewText", rig.editor.expect_request("reviewText", STEP));
+    assert_eq!(ask.params, json!({"id": diff_id}), "{}", rig.context());
+    rig.ok(
+        "answering reviewText",
+        rig.editor
+            .respond(ask.id.as_ref().unwrap(), json!({"contents": in_editor})),
+    );
+    rig.ok(
+        "closeDiff, answered in the terminal",
+        rig.editor.wait_seen("closeDiff", STEP, |m| {
+            m.params["id"] == diff_id && m.params["reason"] == "claudeClosed"
+        }),
+    );
+    rig.ok("the reply", rig.cli.wait_for_text("TERM-DONE-5", STEP));
+    let want = if A::WRITES_REVIEW_TEXT {
+        &in_editor
+    } else {
+        &by_model
+    };
+    assert_eq!(
+        &std::fs::read_to_string(&rig.file).unwrap(),
+        want,
+        "answered in the terminal, the file should hold {}\n{}",
+        if A::WRITES_REVIEW_TEXT {
+            "the editor's text"
+        } else {
+            "the model's text (the CLI ignores closeDiff's answer)"
+        },
+        rig.context()
+    );
+    eprintln!("[e2e] {} step 5 ({:.1?})", A::ID, t0.elapsed());
 }
 
 /// Step 5: ccbridge's discovery file with a token that is not the

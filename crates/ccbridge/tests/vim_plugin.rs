@@ -15,7 +15,7 @@ use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
     assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
-    start_open_diff, verdict,
+    start_open_diff, verdict, GeminiSide,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1724,4 +1724,36 @@ fn the_remote_helpers_pass_their_unit_tests() {
 fn every_function_of_the_plugin_compiles_on_this_vim() {
     let errors = vim_script_failures("compile.vim", "CCBRIDGE_COMPILE_OUT");
     assert_eq!(errors, "", "the plugin does not compile:\n{errors}");
+}
+
+/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
+/// review in Vim holds the user's edit: ccbridge asks Vim for the review's
+/// text (`reviewText`) and hands it to the CLI, which writes it.
+#[test]
+fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
+    let mut rig = rig(json!({}));
+    let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
+    let path = rig.path("hello.py");
+    let proposed = HELLO.replace("print(message)", "print(message.upper())");
+    gemini.call(
+        "openDiff",
+        json!({"filePath": path, "newContent": proposed}),
+    );
+    rig.vim.wait(
+        "the review to open",
+        "len(ccbridge#review#Pending()) == 1",
+        STEP,
+    );
+    // The user adds a line to the proposal, and leaves it unsaved.
+    rig.vim
+        .ex("call appendbufline(ccbridge#review#Pending()[0].prop, '$', '# kept from the review')");
+    assert_eq!(
+        gemini.close_diff(&path),
+        json!(format!("{proposed}# kept from the review\n"))
+    );
+    rig.vim.wait(
+        "the review to close",
+        "len(ccbridge#review#Pending()) == 0",
+        STEP,
+    );
 }

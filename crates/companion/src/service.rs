@@ -360,10 +360,11 @@ impl Companion {
         // `content` of this answer when it is not null: the text as the
         // user left it in the review (their edits), taken before the view
         // closes with the withdrawn task.
-        let content = self
-            .agent_session
-            .get()
-            .and_then(|s| s.review_text(&self.title(&args.file_path)));
+        let session = self.agent_session.get().cloned();
+        let content = match session {
+            Some(s) => s.review_text(&self.title(&args.file_path)).await,
+            None => None,
+        };
         let gone = self
             .pending
             .lock()

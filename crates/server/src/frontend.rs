@@ -120,6 +120,10 @@ pub struct Capabilities {
     /// (and, in `always` mode, every tool call), and shows a command's
     /// output as it runs ([`Frontend::approve`], [`Frontend::command_event`]).
     pub approve: bool,
+    /// The editor tells the text the user left in an open diff view
+    /// ([`Frontend::review_text`]), for an agent answered in its own
+    /// terminal. Offers no tool.
+    pub review_text: bool,
 }
 
 impl Capabilities {
@@ -132,6 +136,7 @@ impl Capabilities {
             reformat: true,
             execute_code: true,
             approve: true,
+            review_text: true,
         }
     }
 }
@@ -475,11 +480,11 @@ pub trait Frontend: Send + Sync + 'static {
     async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError>;
 
     /// The proposed side of an open diff view as the user has left it (their
-    /// edits included), when the frontend can tell at once; `None` when it
-    /// cannot or the view is not open. An agent that is answered in its own
-    /// terminal takes this text instead of its proposal (Gemini CLI's
-    /// `closeDiff`), so the user's edits are not lost.
-    fn review_text(&self, _id: DiffId) -> Option<String> {
+    /// edits included); `None` when the frontend cannot tell (quickly: the
+    /// agent is waiting) or the view is not open. An agent that is answered
+    /// in its own terminal takes this text instead of its proposal (Gemini
+    /// CLI's `closeDiff`), so the user's edits are not lost.
+    async fn review_text(&self, _id: DiffId) -> Option<String> {
         None
     }
 

@@ -210,9 +210,9 @@ impl AgentSession {
     /// The text the user has left in this session's open review titled
     /// `title` (see [`crate::Frontend::review_text`]); `None` when it is not
     /// open or the frontend cannot tell.
-    pub fn review_text(&self, title: &str) -> Option<String> {
+    pub async fn review_text(&self, title: &str) -> Option<String> {
         let id = lock(&self.ide.diffs).find(title, self.info.id.0)?;
-        self.ide.frontend.review_text(id)
+        self.ide.frontend.review_text(id).await
     }
 
     /// Tells the frontend this session's call of `tool` was answered.

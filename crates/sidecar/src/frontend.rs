@@ -68,6 +68,10 @@ impl Drop for WithdrawOnDrop {
     }
 }
 
+/// How long an agent answered in its terminal waits for the editor's
+/// `reviewText` before it takes its own proposal.
+const REVIEW_TEXT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// What an editor is assumed to do before it says: show diffs.
 pub fn default_capabilities() -> Capabilities {
     Capabilities {
@@ -271,6 +275,31 @@ impl Frontend for StdioFrontend {
         )
         .await
         .map(drop)
+    }
+
+    async fn review_text(&self, id: DiffId) -> Option<String> {
+        if !self.caps().review_text || self.shown(id).is_none() {
+            return None;
+        }
+        // The agent waits on this answer, and so does the user who just
+        // answered in its terminal: a short bound, and the agent's own
+        // proposal when the editor is slower.
+        let limit = self.timeout.min(REVIEW_TEXT_TIMEOUT);
+        let params = messages::ReviewTextParams { id };
+        match self
+            .call_for::<Option<messages::ReviewTextResult>>(
+                method::REVIEW_TEXT,
+                &params,
+                Some(limit),
+            )
+            .await
+        {
+            Ok(answer) => answer.and_then(|r| r.contents),
+            Err(e) => {
+                tracing::warn!(id = id.0, error = %e, "reviewText: no text from the editor; the agent keeps its proposal");
+                None
+            }
+        }
     }
 
     async fn open_file(&self, args: OpenFileArgs) -> Result<OpenedFile, FrontendError> {
@@ -666,6 +695,77 @@ mod tests {
         assert_eq!(call.await.unwrap(), Err(FrontendError::Disconnected));
         assert_eq!(fe.show_diff(diff()).await, Err(FrontendError::Disconnected));
         assert!(fe.is_disconnected());
+    }
+
+    /// Shows `diff()` and acknowledges it, as an editor would.
+    async fn shown(fe: &Arc<StdioFrontend>, editor: &mut FrameReader<DuplexStream>) {
+        let call = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.show_diff(diff()).await }
+        });
+        let req = next_request(editor).await;
+        assert!(fe.complete(&req.id, Ok(Value::Null.into())));
+        assert_eq!(call.await.unwrap(), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn review_text_asks_the_editor_for_an_open_view_only_with_the_capability() {
+        let (fe, mut editor) = setup(LIMIT);
+        shown(&fe, &mut editor).await;
+        // Without the capability: no request, no text.
+        assert_eq!(fe.review_text(DiffId(7)).await, None);
+        fe.set_capabilities(Capabilities {
+            diff: true,
+            review_text: true,
+            ..Capabilities::default()
+        });
+        // Not a view this editor was shown: nothing asked.
+        assert_eq!(fe.review_text(DiffId(8)).await, None);
+
+        let ask = |fe: &Arc<StdioFrontend>| {
+            let fe = fe.clone();
+            tokio::spawn(async move { fe.review_text(DiffId(7)).await })
+        };
+        let call = ask(&fe);
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.method, "reviewText");
+        assert_eq!(req.params_value(), Some(json!({"id": 7})));
+        let edited = json!({"contents": "new\nmine\n"});
+        assert!(fe.complete(&req.id, Ok(edited.into())));
+        assert_eq!(call.await.unwrap().as_deref(), Some("new\nmine\n"));
+
+        // `null` contents, a `null` result, an error: the agent keeps its proposal.
+        for answer in [
+            Ok(json!({"contents": null}).into()),
+            Ok(Value::Null.into()),
+            Err(ErrorObject::new(-32000, "no such view")),
+        ] {
+            let call = ask(&fe);
+            let req = next_request(&mut editor).await;
+            assert!(fe.complete(&req.id, answer));
+            assert_eq!(call.await.unwrap(), None);
+        }
+        assert_eq!(fe.pending_requests(), 0);
+    }
+
+    #[tokio::test]
+    async fn review_text_from_a_slow_editor_is_given_up_quickly() {
+        let (fe, mut editor) = setup(Duration::from_millis(200));
+        shown(&fe, &mut editor).await;
+        fe.set_capabilities(Capabilities::all());
+        let call = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.review_text(DiffId(7)).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert_eq!(req.method, "reviewText");
+        // Never answered: the bound (here the editor timeout, under the
+        // two-second cap) ends the wait.
+        assert_eq!(call.await.unwrap(), None);
+        assert!(
+            !fe.complete(&req.id, Ok(Value::Null.into())),
+            "the late answer is not waited for"
+        );
     }
 
     #[tokio::test]

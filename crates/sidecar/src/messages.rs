@@ -54,6 +54,7 @@ pub mod method {
     // ccbridge → editor, requests
     pub const SHOW_DIFF: &str = "showDiff";
     pub const CLOSE_DIFF: &str = "closeDiff";
+    pub const REVIEW_TEXT: &str = "reviewText";
     pub const OPEN_FILE: &str = "openFile";
     pub const OPEN_FILES: &str = "openFiles";
     pub const CLOSE_TAB: &str = "closeTab";
@@ -498,6 +499,19 @@ impl ShowDiffParams {
 pub struct CloseDiffParams {
     pub id: DiffId,
     pub reason: CloseReason,
+}
+
+/// `reviewText` params (capability `reviewText`): which open diff view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewTextParams {
+    pub id: DiffId,
+}
+
+/// `reviewText` result: the proposed side as the user left it, or `null`
+/// when the editor cannot tell (the view is gone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewTextResult {
+    pub contents: Option<String>,
 }
 
 /// `openFile` params: the `openFile` tool's arguments.

@@ -29,7 +29,7 @@ impl BrowserFrontend {
 
 #[async_trait]
 impl Frontend for BrowserFrontend {
-    fn review_text(&self, id: DiffId) -> Option<String> {
+    async fn review_text(&self, id: DiffId) -> Option<String> {
         self.hub.working_text(id)
     }
 
@@ -38,6 +38,7 @@ impl Frontend for BrowserFrontend {
             diff: true,
             open_file: true,
             approve: true,
+            review_text: true,
             ..Capabilities::default()
         }
     }

@@ -80,6 +80,7 @@ import {
   type ClientDisconnectedParams,
   type CloseDiffParams,
   type CloseTabParams,
+  type ReviewTextParams,
   type CodeParams,
   type CommandEvent,
   type Diagnostic,
@@ -395,6 +396,15 @@ export class Bridge extends EventEmitter {
     return this.setHandler("openFiles", handler);
   }
 
+  /**
+   * Gives ccbridge the text the user left in an open diff view, for an
+   * agent the user answered in its own terminal (Gemini CLI writes it
+   * instead of its proposal, so the user's edits there are not lost).
+   */
+  onReviewText(handler: NonNullable<RequestHandlers["reviewText"]>): Disposable {
+    return this.setHandler("reviewText", handler);
+  }
+
   onCloseTab(handler: NonNullable<RequestHandlers["closeTab"]>): Disposable {
     return this.setHandler("closeTab", handler);
   }
@@ -608,6 +618,12 @@ export class Bridge extends EventEmitter {
       this.call("openFile", p, async (h, params: OpenFileParams) => (await h(params)) ?? null),
     );
     request(Method.openFiles, (p) => this.handleOpenFiles(p as OpenFilesParams));
+    request(Method.reviewText, (p) =>
+      this.call("reviewText", p, async (h, params: ReviewTextParams) => {
+        const text = await h(params);
+        return { contents: typeof text === "string" ? text : null };
+      }),
+    );
     request(Method.closeTab, (p) => this.call("closeTab", p, (h, params: CloseTabParams) => h(params)));
     request(Method.saveDocument, (p) =>
       this.call("saveDocument", p, async (h, params: DocumentParams) => {

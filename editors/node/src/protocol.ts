@@ -32,6 +32,7 @@ export const Method = {
   // ccbridge → editor, requests
   showDiff: "showDiff",
   closeDiff: "closeDiff",
+  reviewText: "reviewText",
   openFile: "openFile",
   openFiles: "openFiles",
   closeTab: "closeTab",
@@ -91,6 +92,8 @@ export interface Capabilities {
   executeCode?: boolean;
   /** `approve` requests and `commandEvent` notifications (the workspace tools). */
   approve?: boolean;
+  /** `reviewText`: the text the user left in an open diff view. */
+  reviewText?: boolean;
 }
 
 /** When the workspace tools ask the user (see the protocol's `initialize`). */
@@ -317,6 +320,20 @@ export interface OpenFilesParams {
 
 export interface OpenFilesResult {
   opened: string[];
+}
+
+/**
+ * `reviewText`: the user answered an agent in its own terminal (Gemini
+ * CLI), which writes the text the user left in the diff view `id` (their
+ * edits included) instead of its proposal.
+ */
+export interface ReviewTextParams {
+  id: number;
+}
+
+export interface ReviewTextResult {
+  /** `null`: the view is gone; the agent writes its own proposal. */
+  contents: string | null;
 }
 
 export interface CloseTabParams {

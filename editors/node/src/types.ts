@@ -12,6 +12,7 @@ import type {
   ClientDisconnectedParams,
   CloseDiffParams,
   CloseTabParams,
+  ReviewTextParams,
   CloseTabResult,
   CodeParams,
   CommandEvent,
@@ -57,6 +58,11 @@ export type ApproveHandler = (request: ApproveParams) => Awaitable<boolean | { a
 export interface RequestHandlers {
   showDiff?: ShowDiffHandler;
   closeDiff?: CloseDiffHandler;
+  /**
+   * The proposed side of the open diff view `id` as the user left it, or
+   * `null` when it is gone. Answer at once: the agent waits at most 2 s.
+   */
+  reviewText?: (params: ReviewTextParams) => Awaitable<string | null | undefined>;
   /** Resolve with the file's info, or `null`. */
   openFile?: (params: OpenFileParams) => Awaitable<OpenFileResult | null | void>;
   /** Optional with `openFile`: without it each path goes to `openFile`. */
@@ -183,5 +189,6 @@ export function capabilitiesOf(h: RequestHandlers): Capabilities {
     // ccbridge asks confirmExecute before every executeCode.
     executeCode: h.executeCode !== undefined && h.confirmExecute !== undefined,
     approve: h.approve !== undefined,
+    reviewText: h.reviewText !== undefined,
   };
 }

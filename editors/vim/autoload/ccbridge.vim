@@ -679,6 +679,9 @@ export def Start()
       reformat: false,
       executeCode: false,
       approve: o.tools.approve,
+      # An agent answered in its terminal (Gemini CLI) writes the review's
+      # text as the user left it.
+      reviewText: true,
     },
     # The session review's quickfix list follows `changesChanged`.
     changes: true,

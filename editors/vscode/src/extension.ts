@@ -115,6 +115,7 @@ class State implements vscode.Disposable {
         handlers: {
           showDiff: (diff, ctx) => this.reviews.show(diff, ctx),
           closeDiff: (p) => this.reviews.closed(p.id),
+          reviewText: (p) => this.reviews.text(p.id),
           openFile,
           closeTab,
           saveDocument,

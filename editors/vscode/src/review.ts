@@ -201,6 +201,18 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     });
   }
 
+  /**
+   * `reviewText`: the proposal as the user has left it (their unsaved edits
+   * in the diff editor included), for an agent answered in its own
+   * terminal; `null` when the review is gone.
+   */
+  async text(id: number): Promise<string | null> {
+    const r = [...this.reviews.values()].find((v) => v.diff.id === id && !v.done);
+    if (!r) return null;
+    const doc = await vscode.workspace.openTextDocument(r.proposalUri);
+    return doc.getText();
+  }
+
   /** ccbridge closed a diff (after a verdict too): close its tab. */
   closed(id: number): void {
     const r = [...this.reviews.values()].find((v) => v.diff.id === id);

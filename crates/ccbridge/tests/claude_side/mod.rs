@@ -156,3 +156,84 @@ pub async fn open_file_at_text(c: &mut IdeClient, path: &str, start_text: &str) 
         .unwrap();
     assert!(!r.is_error, "{r:?}");
 }
+
+/// Gemini CLI's end, for what only the other agents do: an MCP session on
+/// the companion server the sidecar runs on `port`, opened with the token
+/// of Gemini CLI's discovery file for that port (in `$TMPDIR/gemini/ide/`,
+/// the test's and the sidecar's temporary directory). Blocking calls.
+pub struct GeminiSide {
+    port: u16,
+    token: String,
+    session: String,
+    next_id: std::cell::Cell<u64>,
+}
+
+impl GeminiSide {
+    /// The companion's port from `initialize`'s agents (Gemini CLI's
+    /// terminal environment).
+    pub fn port_of(init: &Value) -> u16 {
+        init["agents"]
+            .as_array()
+            .and_then(|l| l.iter().find(|a| a["id"] == "gemini"))
+            .and_then(|a| a["env"]["GEMINI_CLI_IDE_SERVER_PORT"].as_str())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("Gemini CLI is not offered in initialize: {init}"))
+    }
+
+    pub fn connect(port: u16) -> GeminiSide {
+        let dir = std::env::temp_dir().join("gemini").join("ide");
+        let suffix = format!("-{port}.json");
+        let token = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
+            let entry = std::fs::read_dir(&dir)
+                .ok()?
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().ends_with(&suffix))?;
+            let advert: Value = serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
+            advert["authToken"].as_str().map(str::to_owned)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no Gemini CLI discovery file for port {port} in {}",
+                dir.display()
+            )
+        });
+        let session = ccbridge_testkit::http::mcp_session(port, &token, STEP);
+        GeminiSide {
+            port,
+            token,
+            session,
+            next_id: std::cell::Cell::new(2),
+        }
+    }
+
+    /// Calls `tool`; returns its result (panics on a JSON-RPC error).
+    pub fn call(&self, tool: &str, args: Value) -> Value {
+        let id = self.next_id.replace(self.next_id.get() + 1);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": args}});
+        let answer = ccbridge_testkit::http::mcp_post(
+            self.port,
+            &self.token,
+            Some(&self.session),
+            &body.to_string(),
+            STEP,
+        )
+        .message();
+        assert!(answer["error"].is_null(), "{tool}: {answer}");
+        answer["result"].clone()
+    }
+
+    /// `closeDiff` as Gemini CLI sends it when the user answered in its
+    /// terminal; returns the `content` of the answer (the text the CLI
+    /// writes, or null for its own proposal).
+    pub fn close_diff(&self, path: &str) -> Value {
+        let r = self.call(
+            "closeDiff",
+            json!({"filePath": path, "suppressNotification": true}),
+        );
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        serde_json::from_str::<Value>(text)
+            .unwrap_or_else(|e| panic!("closeDiff's answer: {e}: {r}"))["content"]
+            .clone()
+    }
+}

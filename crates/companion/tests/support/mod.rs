@@ -44,7 +44,7 @@ impl Frontend for Shows {
         let _ = self.0.send(diff);
         Ok(())
     }
-    fn review_text(&self, id: DiffId) -> Option<String> {
+    async fn review_text(&self, id: DiffId) -> Option<String> {
         self.1.lock().unwrap().get(&id).cloned()
     }
     async fn close_diff(&self, id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {

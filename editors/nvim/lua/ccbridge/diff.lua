@@ -401,6 +401,18 @@ function M.close(id, reason)
   end
 end
 
+--- `reviewText`: the proposal as the user has left it in the review (their
+--- edits included), for an agent answered in its own terminal; nil when the
+--- review is gone.
+---@return string?
+function M.text(id)
+  local r = reviews[id]
+  if not r or r.closed or not api.nvim_buf_is_valid(r.prop) then
+    return nil
+  end
+  return contents(r)
+end
+
 function M.close_all(reason)
   for _, r in pairs(reviews) do
     close_view(r, reason)

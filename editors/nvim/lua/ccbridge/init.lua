@@ -284,6 +284,9 @@ function M.start()
       reformat = false,
       executeCode = false,
       approve = o.tools.approve,
+      -- An agent answered in its terminal (Gemini CLI) writes the
+      -- review's text as the user left it.
+      reviewText = true,
     },
     -- The session review's list follows `changesChanged`.
     changes = true,

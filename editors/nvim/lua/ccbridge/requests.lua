@@ -16,6 +16,11 @@ M.approve = function(p)
   end)
 end
 
+M.reviewText = function(p)
+  local text = require("ccbridge.diff").text(p.id)
+  return { contents = text == nil and vim.NIL or text }
+end
+
 M.closeDiff = function(p)
   require("ccbridge.diff").close(p.id, p.reason)
   return vim.NIL

@@ -124,6 +124,8 @@ export def Handle(method: string, p: dict<any>, tok: number, id: any): dict<any>
   elseif method ==# 'closeDiff'
     review.Close(get(p, 'id', v:null), get(p, 'reason', ''))
     return {result: v:null}
+  elseif method ==# 'reviewText'
+    return {result: {contents: review.Text(get(p, 'id', v:null))}}
   elseif method ==# 'openFile'
     return OpenFile(p)
   elseif method ==# 'openFiles'

@@ -343,6 +343,17 @@ export def Close(id: any, reason: string)
   endif
 enddef
 
+# `reviewText`: the proposal as the user has left it (their edits
+# included), for an agent answered in its own terminal; null when the
+# review is gone.
+export def Text(id: any): any
+  const r = get(reviews, string(id), {})
+  if empty(r) || r.closed || r.prop <= 0 || !bufexists(r.prop)
+    return v:null
+  endif
+  return Contents(r)
+enddef
+
 export def CloseAll(reason: string)
   for r in values(reviews)
     CloseView(r, reason)
