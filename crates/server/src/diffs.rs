@@ -137,7 +137,7 @@ impl DiffRegistry {
     /// `close_tab`: the diff with this tab name, closed.
     pub fn close_tab(&mut self, tab_name: &str) -> Option<(DiffId, CloseReason)> {
         let id = self.find_tab(tab_name)?;
-        Some((id, self.close(id, CloseReason::ClaudeClosed)?))
+        Some((id, self.close(id, CloseReason::AgentClosed)?))
     }
 
     pub fn was_recently_closed(&self, tab_name: &str) -> bool {

@@ -267,14 +267,16 @@ pub struct ClientInfo {
 pub enum CloseReason {
     /// The user decided in the editor, and Claude is done with the view.
     Decided,
-    /// Claude closed it undecided: the user answered in the terminal, or
-    /// the edit was cancelled.
-    ClaudeClosed,
+    /// The agent closed it undecided: the user answered in the agent's
+    /// terminal, or the edit was cancelled. On the wire `claudeClosed`,
+    /// the name editors match since version 1, whichever agent it was.
+    #[serde(rename = "claudeClosed")]
+    AgentClosed,
     /// A new prompt started (`closeAllDiffTabs`).
     NewPrompt,
     /// Claude opened another diff with the same tab name.
     Replaced,
-    /// The Claude session that asked disconnected.
+    /// The agent session that asked disconnected.
     Disconnected,
     /// ccbridge is stopping.
     Shutdown,
@@ -288,7 +290,7 @@ impl CloseReason {
     pub fn describe(self, agent: &str) -> String {
         match self {
             CloseReason::Decided => format!("done: {agent} has your decision"),
-            CloseReason::ClaudeClosed => {
+            CloseReason::AgentClosed => {
                 format!("closed by {agent} (answered in the terminal, or cancelled)")
             }
             CloseReason::NewPrompt => format!("closed by {agent} at a new prompt"),

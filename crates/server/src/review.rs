@@ -93,7 +93,7 @@ impl Ide {
             ide: self.clone(),
             id,
             // Dropped before a verdict: the caller gave up.
-            reason: CloseReason::ClaudeClosed,
+            reason: CloseReason::AgentClosed,
         };
         self.editor(self.frontend.show_diff(view)).await?;
         let verdict = match decision.await {

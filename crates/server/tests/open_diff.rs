@@ -139,7 +139,7 @@ async fn close_tab_twice_while_pending_settles_once_and_closes_once() {
     s.frontend.wait_close_diff(view.id).await;
     assert_eq!(
         s.frontend.close_reason(view.id),
-        Some(CloseReason::ClaudeClosed)
+        Some(CloseReason::AgentClosed)
     );
     // Nothing else follows: no second close, no file-tab close.
     c.assert_none("more answers", |m| m.get("id").is_some(), QUIET)

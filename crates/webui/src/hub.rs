@@ -733,7 +733,7 @@ mod tests {
         let hub = Hub::new();
         hub.show_diff(view(1));
         assert_eq!(hub.working_text(DiffId(1)).as_deref(), Some("b\n"));
-        hub.close_diff(DiffId(1), CloseReason::ClaudeClosed);
+        hub.close_diff(DiffId(1), CloseReason::AgentClosed);
         assert_eq!(hub.working_text(DiffId(1)), None);
     }
 

@@ -39,7 +39,7 @@ pub(crate) async fn call(ide: &Arc<Ide>, caller: Caller, a: RawJson) -> CallTool
     };
     if let Err(e) = ide.editor(ide.frontend.show_diff(view)).await {
         // Never shown: only the registry forgets it (no view to close).
-        lock(&ide.diffs).close(id, CloseReason::ClaudeClosed);
+        lock(&ide.diffs).close(id, CloseReason::AgentClosed);
         return editor_error("The editor could not show the diff", e);
     }
     match decision.await {
