@@ -20,7 +20,7 @@ use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
     assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff,
-    verdict, GeminiSide,
+    verdict, GeminiSide, Step, KEPT_LINE,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1690,25 +1690,22 @@ fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
     );
     let gemini = GeminiSide::connect(port.parse().expect("Gemini CLI's port"));
     let path = rig.path("hello.py");
-    let proposed = HELLO.replace("print(message)", "print(message.upper())");
-    gemini.call(
-        "openDiff",
-        json!({"filePath": path, "newContent": proposed}),
-    );
-    rig.emacs
-        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
-    // The user adds a line to the proposal, and leaves it unsaved.
-    rig.emacs.eval(
-        "(with-current-buffer (window-buffer) \
-           (save-excursion (goto-char (point-max)) (insert \"# kept from the review\\n\")))",
-    );
-    assert_eq!(
-        gemini.close_diff(&path),
-        json!(format!("{proposed}# kept from the review\n"))
-    );
-    rig.emacs.wait(
-        "the review to close",
-        "(null (car (plist-get (car (ccbridge-info)) :reviews)))",
-        STEP,
-    );
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            rig.emacs
+                .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+            rig.emacs.eval(&format!(
+                "(with-current-buffer (window-buffer) \
+                   (save-excursion (goto-char (point-max)) (insert {} \"\\n\")))",
+                lisp_str(KEPT_LINE)
+            ));
+        }
+        Step::Closed => {
+            rig.emacs.wait(
+                "the review to close",
+                "(null (car (plist-get (car (ccbridge-info)) :reviews)))",
+                STEP,
+            );
+        }
+    });
 }

@@ -15,7 +15,7 @@ use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
     assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
-    GeminiSide,
+    GeminiSide, Step, KEPT_LINE,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1258,29 +1258,25 @@ fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
     let mut rig = rig("{}");
     let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
     let path = rig.path("hello.py");
-    let proposed = HELLO.replace("print(message)", "print(message.upper())");
-    gemini.call(
-        "openDiff",
-        json!({"filePath": path, "newContent": proposed}),
-    );
-    rig.nvim.wait(
-        "the review to open",
-        "#require('ccbridge.diff').pending() == 1",
-        STEP,
-    );
-    // The user adds a line to the proposal, and leaves it unsaved.
-    rig.nvim.lua(
-        "local r = require('ccbridge.diff').pending()[1]
-         vim.api.nvim_buf_set_lines(r.prop, -1, -1, false, { '# kept from the review' })",
-        vec![],
-    );
-    assert_eq!(
-        gemini.close_diff(&path),
-        json!(format!("{proposed}# kept from the review\n"))
-    );
-    rig.nvim.wait(
-        "the review to close",
-        "#require('ccbridge.diff').pending() == 0",
-        STEP,
-    );
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            rig.nvim.wait(
+                "the review to open",
+                "#require('ccbridge.diff').pending() == 1",
+                STEP,
+            );
+            rig.nvim.lua(
+                "local r = require('ccbridge.diff').pending()[1]
+                 vim.api.nvim_buf_set_lines(r.prop, -1, -1, false, { ... })",
+                vec![KEPT_LINE.into()],
+            );
+        }
+        Step::Closed => {
+            rig.nvim.wait(
+                "the review to close",
+                "#require('ccbridge.diff').pending() == 0",
+                STEP,
+            );
+        }
+    });
 }

@@ -15,7 +15,7 @@ use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as HELLO;
 use claude_side::{
     assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
-    start_open_diff, verdict, GeminiSide,
+    start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -1734,26 +1734,24 @@ fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
     let mut rig = rig(json!({}));
     let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
     let path = rig.path("hello.py");
-    let proposed = HELLO.replace("print(message)", "print(message.upper())");
-    gemini.call(
-        "openDiff",
-        json!({"filePath": path, "newContent": proposed}),
-    );
-    rig.vim.wait(
-        "the review to open",
-        "len(ccbridge#review#Pending()) == 1",
-        STEP,
-    );
-    // The user adds a line to the proposal, and leaves it unsaved.
-    rig.vim
-        .ex("call appendbufline(ccbridge#review#Pending()[0].prop, '$', '# kept from the review')");
-    assert_eq!(
-        gemini.close_diff(&path),
-        json!(format!("{proposed}# kept from the review\n"))
-    );
-    rig.vim.wait(
-        "the review to close",
-        "len(ccbridge#review#Pending()) == 0",
-        STEP,
-    );
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            rig.vim.wait(
+                "the review to open",
+                "len(ccbridge#review#Pending()) == 1",
+                STEP,
+            );
+            rig.vim.ex(&format!(
+                "call appendbufline(ccbridge#review#Pending()[0].prop, '$', {})",
+                vim_str(KEPT_LINE)
+            ));
+        }
+        Step::Closed => {
+            rig.vim.wait(
+                "the review to close",
+                "len(ccbridge#review#Pending()) == 0",
+                STEP,
+            );
+        }
+    });
 }

@@ -236,4 +236,35 @@ impl GeminiSide {
             .unwrap_or_else(|e| panic!("closeDiff's answer: {e}: {r}"))["content"]
             .clone()
     }
+
+    /// Gemini CLI proposes an edit of `path` (holding `original`), the
+    /// user adds [`KEPT_LINE`] to it in the editor's review (`editor` with
+    /// [`Step::Edit`]: wait for the review, then edit it, unsaved), then
+    /// answers in Gemini CLI's terminal: the CLI must get the review's
+    /// text, edit included; then `editor` with [`Step::Closed`] waits for
+    /// the review to close.
+    pub fn answered_in_terminal(&self, path: &str, original: &str, mut editor: impl FnMut(Step)) {
+        let proposed = original.replace("print(message)", "print(message.upper())");
+        assert_ne!(proposed, original, "the proposal changes nothing");
+        self.call(
+            "openDiff",
+            json!({"filePath": path, "newContent": proposed}),
+        );
+        editor(Step::Edit);
+        assert_eq!(
+            self.close_diff(path),
+            json!(format!("{proposed}{KEPT_LINE}\n")),
+            "closeDiff's answer should be the review's text, the user's line included"
+        );
+        editor(Step::Closed);
+    }
+}
+
+/// The line the user adds to the proposal in [`GeminiSide::answered_in_terminal`].
+pub const KEPT_LINE: &str = "# kept from the review";
+
+/// The editor's part in [`GeminiSide::answered_in_terminal`].
+pub enum Step {
+    Edit,
+    Closed,
 }
