@@ -579,7 +579,7 @@ fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_re
     revert_first_hunk_in_changes(
         &mut browser,
         "hello.py",
-        "changed on disk while ccbridge ran",
+        "changed on disk while Claude Code was connected",
         2,
     );
     assert_eq!(

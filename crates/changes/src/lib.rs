@@ -55,8 +55,32 @@ pub enum Source {
     /// An agent reported the edit itself (Claude Code's hook: the tool and
     /// the file), without a review by ccbridge.
     Agent { agent: String, tool: String },
-    /// Seen on disk only: anyone may have made it.
-    Disk,
+    /// Seen on disk only: anyone may have made it. `agents` are the
+    /// agents connected to ccbridge when it was seen (Gemini CLI and Qwen
+    /// Code in their auto-edit modes report nothing else), so a person can
+    /// tell "while Gemini CLI ran" from a change with no agent around.
+    Disk { agents: Vec<String> },
+}
+
+impl Source {
+    fn is_disk(&self) -> bool {
+        matches!(self, Source::Disk { .. })
+    }
+}
+
+/// Tells the review which agents are connected (their names for people).
+pub type RunningAgents = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
+/// The agents connected to `engine`, by name, for
+/// [`Changes::set_running_agents`]; does not keep the engine alive.
+pub fn running_agents_of(engine: &ccbridge_server::EngineHandle) -> RunningAgents {
+    let clients = engine.clients_later();
+    Arc::new(move || {
+        clients()
+            .into_iter()
+            .map(|c| c.agent.display_name().to_owned())
+            .collect()
+    })
 }
 
 /// Why a decision in the session review could not be carried out.
@@ -258,6 +282,7 @@ struct Shared {
     workspace: Workspace,
     baseline: Mutex<Option<Arc<Baseline>>>,
     revision: signal::Sender<u64>,
+    running: Mutex<Option<RunningAgents>>,
 }
 
 /// The session review of a set of workspace folders.
@@ -277,6 +302,7 @@ impl Changes {
             workspace,
             baseline: Mutex::new(None),
             revision: signal::channel(0).0,
+            running: Mutex::new(None),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -291,6 +317,31 @@ impl Changes {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How the review learns which agents are connected, for the changes
+    /// it only sees on disk ([`Source::Disk`]).
+    pub fn set_running_agents(&self, running: RunningAgents) {
+        *self
+            .shared
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(running);
+    }
+
+    /// The source of a change seen on disk now. Asked outside the state's
+    /// lock: the answer comes from the engine's sessions.
+    fn disk_source(&self) -> Source {
+        let running = self
+            .shared
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut agents = running.map_or_else(Vec::new, |f| f());
+        agents.sort();
+        agents.dedup();
+        Source::Disk { agents }
     }
 
     /// A revision that changes with every change to the review.
@@ -358,7 +409,7 @@ impl Changes {
         let mut s = self.lock();
         match s.files.get_mut(path) {
             Some(e) => {
-                e.sources.remove(&Source::Disk);
+                e.sources.retain(|s| !s.is_disk());
                 e.sources.insert(source);
             }
             None => {
@@ -591,8 +642,9 @@ impl Changes {
     /// Brings `path`'s entry up to date with `now` (what it holds now).
     /// `ours`: ccbridge wrote it (not an agent's change).
     fn refresh(&self, path: &str, now: Option<Arc<[u8]>>, ours: bool) {
-        // Read outside the lock: it may ask git.
+        // Read outside the lock: it may ask git, or the engine.
         let before = (!self.lock().files.contains_key(path)).then(|| self.before_start(path));
+        let disk = self.disk_source();
         let mut s = self.lock();
         let version = version_of(now.as_deref());
         let ours = ours || s.own.get(path) == Some(&version);
@@ -632,13 +684,25 @@ impl Changes {
         if let Some((_, source)) = expected {
             let keys: Vec<HunkKey> = e.keys().cloned().collect();
             e.kept.extend(keys);
-            e.sources.remove(&Source::Disk);
+            e.sources.retain(|s| !s.is_disk());
             e.sources.insert(source);
         } else if let Some(source) = reported {
-            e.sources.remove(&Source::Disk);
+            e.sources.retain(|s| !s.is_disk());
             e.sources.insert(source);
-        } else if !ours && changed && !e.sources.iter().any(|s| !matches!(s, Source::Disk)) {
-            e.sources.insert(Source::Disk);
+        } else if !ours && changed && e.sources.iter().all(Source::is_disk) {
+            // One disk source, naming every agent seen connected at its
+            // changes.
+            let Source::Disk { agents: mut all } = disk else {
+                unreachable!("disk_source is a disk source")
+            };
+            for s in std::mem::take(&mut e.sources) {
+                if let Source::Disk { agents } = s {
+                    all.extend(agents);
+                }
+            }
+            all.sort();
+            all.dedup();
+            e.sources.insert(Source::Disk { agents: all });
         }
         // Keys of hunks that no longer exist are forgotten.
         let keys: std::collections::HashSet<&HunkKey> = e.hunks.iter().map(|(_, k)| k).collect();
@@ -665,12 +729,13 @@ impl Changes {
     /// Records that `path` is larger than the review reads.
     fn too_large(&self, path: &str) {
         let before = self.before_start(path);
+        let disk = self.disk_source();
         let mut s = self.lock();
         s.content_rev += 1;
         let rev = s.content_rev;
         let e = s.files.entry(path.to_owned()).or_insert_with(|| {
             let mut e = Entry::new(before);
-            e.sources.insert(Source::Disk);
+            e.sources.insert(disk);
             e.changed_at = now_ms();
             e
         });

@@ -83,7 +83,7 @@ fn regression_identical_hunks_are_decided_one_by_one() {
     });
     let f = &f.files[0];
     assert_eq!(f.status, FileStatus::Modified);
-    assert_eq!(f.sources, vec![Source::Disk]);
+    assert_eq!(f.sources, vec![Source::Disk { agents: vec![] }]);
     // The four hunks look the same; their keys do not.
     let keys: BTreeSet<_> = f.hunks.iter().map(|h| h.key.clone()).collect();
     assert_eq!(keys.len(), 4);
@@ -219,4 +219,53 @@ fn revert_all_restores_every_file() {
     assert_eq!(r.read("d/b.txt"), "b\n");
     assert!(!r.root.join("d/c.txt").exists());
     r.wait("nothing listed", |v| v.files.is_empty());
+}
+
+/// Gemini CLI and Qwen Code in their auto-edit modes write without a word
+/// to ccbridge: a change seen on disk names the agents connected when it
+/// was seen, all of them over the file's changes.
+#[test]
+fn a_change_seen_on_disk_names_the_agents_connected_then() {
+    let r = rig(&[("a.txt", "one\n")]);
+    let running = Arc::new(Mutex::new(vec!["Gemini CLI".to_owned()]));
+    let now = running.clone();
+    r.changes
+        .set_running_agents(Arc::new(move || now.lock().unwrap().clone()));
+    std::fs::write(r.root.join("a.txt"), "two\n").unwrap();
+    let f = r.listed("a.txt");
+    assert_eq!(
+        f.sources,
+        vec![Source::Disk {
+            agents: vec!["Gemini CLI".into()]
+        }]
+    );
+    // Later, Qwen Code is connected instead: both are named, once.
+    *running.lock().unwrap() = vec!["Qwen Code".into(), "Qwen Code".into()];
+    std::fs::write(r.root.join("a.txt"), "three\n").unwrap();
+    let p = r.path("a.txt");
+    let v = r.wait("the second change", |v| {
+        v.files.iter().any(|f| {
+            f.path == p
+                && f.sources
+                    != vec![Source::Disk {
+                        agents: vec!["Gemini CLI".into()],
+                    }]
+        })
+    });
+    let f = v.files.iter().find(|f| f.path == p).unwrap();
+    assert_eq!(
+        f.sources,
+        vec![Source::Disk {
+            agents: vec!["Gemini CLI".into(), "Qwen Code".into()]
+        }]
+    );
+    // An agent's own report replaces what the disk said.
+    r.changes.reported(&p, "Claude Code", "Edit");
+    assert_eq!(
+        r.file("a.txt").sources,
+        vec![Source::Agent {
+            agent: "Claude Code".into(),
+            tool: "Edit".into()
+        }]
+    );
 }

@@ -451,8 +451,18 @@ impl EngineHandle {
             .map(|g| g.path().to_owned())
     }
 
+    /// The connected agent sessions: Claude Code's on the WebSocket
+    /// server, then the others' ([`Self::agent_session`]).
     pub fn clients(&self) -> Vec<ClientInfo> {
-        lock(&self.shared.sessions).infos()
+        clients_of(&self.shared)
+    }
+
+    /// [`clients`](Self::clients), to be asked later by something that
+    /// outlives requests (the session review's watcher) without keeping
+    /// the engine alive: empty once it is gone.
+    pub fn clients_later(&self) -> impl Fn() -> Vec<ClientInfo> + Send + Sync + 'static {
+        let shared = Arc::downgrade(&self.shared);
+        move || shared.upgrade().map_or_else(Vec::new, |s| clients_of(&s))
     }
 
     /// Every file's diagnostics as the editor last reported them.
@@ -610,4 +620,11 @@ fn apply(shared: &Arc<Shared>, ev: EditorEvent) -> Result<(), ApplyError> {
         }
     }
     Ok(())
+}
+
+/// See [`EngineHandle::clients`].
+fn clients_of(shared: &Shared) -> Vec<ClientInfo> {
+    let mut all = lock(&shared.sessions).infos();
+    all.extend(lock(&shared.ide.agent_sessions).values().cloned());
+    all
 }

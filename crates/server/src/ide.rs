@@ -10,7 +10,7 @@
 //! `engine` → `connection` → `router` → `tools` → `ide`.
 
 use crate::diffs::{ConnId, DiffRegistry};
-use crate::frontend::{ClientId, CloseReason, DiffId, Frontend, FrontendError};
+use crate::frontend::{ClientId, ClientInfo, CloseReason, DiffId, Frontend, FrontendError};
 use crate::state::EditorState;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -34,6 +34,9 @@ pub(crate) struct Ide {
     pub context_rev: tokio::sync::watch::Sender<u64>,
     /// The last [`crate::RunId`] handed out.
     pub runs: std::sync::atomic::AtomicU64,
+    /// The agent sessions outside the WebSocket server (Gemini CLI, Qwen
+    /// Code: [`crate::AgentSession`]), by id, while they last.
+    pub agent_sessions: Mutex<std::collections::BTreeMap<u64, ClientInfo>>,
 }
 
 /// Who calls a tool: the session's diffs are scoped to `conn`, and the
@@ -61,6 +64,7 @@ impl Ide {
             diagnostics_rev: tokio::sync::watch::Sender::new(0),
             context_rev: tokio::sync::watch::Sender::new(0),
             runs: Default::default(),
+            agent_sessions: Default::default(),
         }
     }
 

@@ -181,6 +181,7 @@ impl EngineHandle {
             agent,
         };
         self.ide().frontend.client_connected(&info);
+        lock(&self.ide().agent_sessions).insert(info.id.0, info.clone());
         AgentSession {
             ide: self.ide().clone(),
             info,
@@ -233,6 +234,7 @@ impl Drop for AgentSession {
         if tokio::runtime::Handle::try_current().is_ok() {
             self.ide.close_views(ids);
         }
+        lock(&self.ide.agent_sessions).remove(&self.info.id.0);
         self.ide.frontend.client_disconnected(self.info.id);
     }
 }

@@ -213,6 +213,7 @@ where
     let changes = if options.changes {
         ccbridge_changes::Changes::start(&folders)
             .inspect_err(|e| tracing::warn!("the session review cannot watch the workspace: {e}"))
+            .inspect(|c| c.set_running_agents(ccbridge_changes::running_agents_of(&handle)))
             .ok()
     } else {
         None

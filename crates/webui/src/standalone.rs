@@ -181,7 +181,10 @@ impl Standalone {
         if options.changes {
             // Before Claude can connect, so its first edit is seen.
             match ccbridge_changes::Changes::start(&folders) {
-                Ok(c) => hub.attach_changes(c),
+                Ok(c) => {
+                    c.set_running_agents(ccbridge_changes::running_agents_of(&handle));
+                    hub.attach_changes(c)
+                }
                 Err(e) => tracing::warn!("the session review cannot watch the workspace: {e}"),
             }
         }

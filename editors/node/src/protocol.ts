@@ -430,7 +430,8 @@ export interface ClientDisconnectedParams {
 export type ChangeSource =
   | { kind: "reviewed"; agent: string }
   | { kind: "agent"; agent: string; tool: string }
-  | { kind: "disk" };
+  /** `agents`: the agents connected when the change was seen (Gemini CLI and Qwen Code report nothing else). */
+  | { kind: "disk"; agents?: string[] };
 
 /** `binary`: not text or too large (reverted as a whole only); `unknown`: its earlier content is not known (listed only). */
 export type ChangedFileStatus = "created" | "modified" | "deleted" | "binary" | "unknown";

@@ -67,7 +67,7 @@ test("two identical insertions: reverting the second by its key takes out that o
 
   const file = await listed(bridge, path, (f) => f.hunks.length === 2);
   assert.equal(file.status, "modified");
-  assert.deepEqual(file.sources, [{ kind: "disk" }]);
+  assert.deepEqual(file.sources, [{ kind: "disk", agents: [] }]);
   assert.equal(file.reviewed, false);
   const [first, second] = file.hunks;
   assert.deepEqual([first.added, second.added], [["INSERTED"], ["INSERTED"]]);

@@ -61,3 +61,20 @@ test("answered in the agent's terminal, the agent gets the text the user left in
   assert.deepEqual(JSON.parse(again.text), { content: null });
   assert.deepEqual(asked, [shown[0].id]);
 });
+
+test("a file changed on disk while Gemini CLI is connected names it in the session review", async (t) => {
+  const sb = sandbox(t);
+  const hello = join(sb.ws, "hello.py");
+  writeFileSync(hello, "def greet(name):\n    print(name)\n");
+  const bridge = await startBridge(t, sb);
+  await eventually("the session review to be ready", async () => (await bridge.changes()).ready);
+  const connected = waitEvent(bridge, "clientConnected", (c) => c.agent?.id === "gemini");
+  await gemini(sb, bridge);
+  await connected;
+  // Gemini CLI in auto-edit mode writes without telling the IDE.
+  writeFileSync(hello, "def greet(name):\n    print(name.upper())\n");
+  const file = await eventually("hello.py in the session review", async () =>
+    (await bridge.changes()).files.find((f) => f.path === hello),
+  );
+  assert.deepEqual(file.sources, [{ kind: "disk", agents: ["Gemini CLI"] }]);
+});

@@ -46,7 +46,13 @@ function where(h: ChangedHunk): string {
 
 function who(file: ChangedFile): string {
   const names = file.sources.map((s) =>
-    s.kind === "reviewed" ? `reviewed, by ${s.agent}` : s.kind === "agent" ? `${s.agent} (${s.tool})` : "seen on disk",
+    s.kind === "reviewed"
+      ? `reviewed, by ${s.agent}`
+      : s.kind === "agent"
+        ? `${s.agent} (${s.tool})`
+        : s.agents && s.agents.length > 0
+          ? `seen on disk while ${s.agents.join(" and ")} ran`
+          : "seen on disk",
   );
   return names.length > 0 ? names.join(", ") : "seen on disk";
 }

@@ -206,7 +206,8 @@ export interface Snapshot {
 export type ChangeSource =
   | { kind: "reviewed"; agent: string }
   | { kind: "agent"; agent: string; tool: string }
-  | { kind: "disk" };
+  /** `agents`: the agents connected when it was seen (none: nobody ccbridge knows of). */
+  | { kind: "disk"; agents?: string[] };
 
 export type ChangeStatus = "created" | "modified" | "deleted" | "binary" | "unknown";
 

@@ -28,7 +28,9 @@ export function sourceLabel(sources: readonly ChangeSource[]): string {
       case "agent":
         return `${s.agent} (${s.tool}), not reviewed`;
       case "disk":
-        return "changed on disk while ccbridge ran";
+        return s.agents && s.agents.length > 0
+          ? `changed on disk while ${s.agents.join(" and ")} ${s.agents.length > 1 ? "were" : "was"} connected`
+          : "changed on disk while ccbridge ran";
     }
   });
   return parts.join("; ") || "changed on disk while ccbridge ran";
