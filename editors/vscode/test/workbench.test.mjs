@@ -3,7 +3,8 @@
 // code-server and its extension host is the slow part, and the scenarios
 // leave no review open behind them. See harness.mjs.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { CodeServer, FakeClaude, ToolsClient, call, eventually, openDiff, openWorkbench, screenshot, tearDown, within } from "./harness.mjs";
@@ -30,6 +31,7 @@ before(async () => {
       "dismiss.txt": ORIGINAL,
       "multi-a.txt": ORIGINAL,
       "multi-b.txt": ORIGINAL,
+      "gemini.txt": ORIGINAL,
       "sel.txt": "héllo 😀 wörld\nsecond line\n",
       "bad.ts": 'const answer: number = "forty-two";\nexport { answer };\n',
       "tsconfig.json": '{ "compilerOptions": { "strict": true } }\n',
@@ -269,6 +271,37 @@ test("several proposals at once, each labelled with who asks, each decided on it
   const texts = await within("Claude's openDiff answer", fromClaude);
   assert.deepEqual(texts, ["FILE_SAVED", PROPOSAL]);
   await a.waitFor({ state: "detached" });
+});
+
+test("Gemini CLI answered in its own terminal gets the text left in VS Code's diff editor, the user's typing included", async () => {
+  // Gemini CLI finds the window through its discovery file ($TMPDIR/gemini/ide/), naming this workspace.
+  const dir = join(tmpdir(), "gemini", "ide");
+  const found = await eventually("Gemini CLI's discovery file for this workspace", () => {
+    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+      try {
+        const advert = JSON.parse(readFileSync(join(dir, name), "utf8"));
+        const port = name.match(/-(\d+)\.json$/)?.[1];
+        if (advert.workspacePath === cs.ws && port) return { port, token: advert.authToken };
+      } catch {
+        // Being written, or another's.
+      }
+    }
+    return undefined;
+  });
+  const gemini = await ToolsClient.connect({ url: `http://127.0.0.1:${found.port}/mcp`, token: found.token });
+  const file = join(cs.ws, "gemini.txt");
+  const opened = await gemini.call("openDiff", { filePath: file, newContent: PROPOSAL });
+  assert.equal(opened.isError, false, opened.text);
+  await tab("Gemini CLI: gemini.txt").waitFor();
+  const editor = wb.page.locator(".monaco-diff-editor .editor.modified");
+  await editor.waitFor();
+  await editor.locator(".view-lines:not(.line-delete)").click();
+  await wb.page.keyboard.press("Control+End");
+  await wb.page.keyboard.type("kept (typed in VS Code)");
+  // The user answers in Gemini CLI's terminal: it closes the diff and writes the text it is given.
+  const closed = await gemini.call("closeDiff", { filePath: file, suppressNotification: true });
+  assert.deepEqual(JSON.parse(closed.text), { content: PROPOSAL + "kept (typed in VS Code)" });
+  await tab("Gemini CLI: gemini.txt").waitFor({ state: "detached" });
 });
 
 test("ccbridge: Restart the sidecar: the old lock file goes, a new one comes, and reviews work again with diff ids counting from 1 again", async () => {
