@@ -33,26 +33,30 @@ use ccbridge_server::AgentKind;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// An agent that finds its IDE through a discovery file.
+/// One of the agents the companion server serves: those that find their
+/// IDE through a discovery file and speak MCP over HTTP to it (Gemini CLI,
+/// Qwen Code). A subset of ccbridge's agents ([`AgentKind`]), as its own
+/// type so that only these reach the companion's discovery files and
+/// environment variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Agent {
+pub enum CompanionAgent {
     Gemini,
     Qwen,
 }
 
-impl Agent {
-    pub const ALL: [Agent; 2] = [Agent::Gemini, Agent::Qwen];
+impl CompanionAgent {
+    pub const ALL: [CompanionAgent; 2] = [CompanionAgent::Gemini, CompanionAgent::Qwen];
 
     /// The same agent among all of ccbridge's ([`AgentKind`]).
     pub fn kind(self) -> AgentKind {
         match self {
-            Agent::Gemini => AgentKind::Gemini,
-            Agent::Qwen => AgentKind::Qwen,
+            CompanionAgent::Gemini => AgentKind::Gemini,
+            CompanionAgent::Qwen => AgentKind::Qwen,
         }
     }
 
     /// The agent of `kind`, if it finds its IDE through a discovery file.
-    pub fn of(kind: AgentKind) -> Option<Agent> {
+    pub fn of(kind: AgentKind) -> Option<CompanionAgent> {
         Self::ALL.into_iter().find(|a| a.kind() == kind)
     }
 
@@ -70,8 +74,8 @@ impl Agent {
     /// themselves `streamable-http-client`, which says nothing).
     pub fn client_name(self) -> &'static str {
         match self {
-            Agent::Gemini => "gemini-cli",
-            Agent::Qwen => "qwen-code",
+            CompanionAgent::Gemini => "gemini-cli",
+            CompanionAgent::Qwen => "qwen-code",
         }
     }
 
@@ -79,11 +83,11 @@ impl Agent {
     /// this IDE (among several) at once.
     pub fn env(self, port: u16, folders: &[String]) -> Vec<(String, String)> {
         let (port_var, ws_var) = match self {
-            Agent::Gemini => (
+            CompanionAgent::Gemini => (
                 "GEMINI_CLI_IDE_SERVER_PORT",
                 "GEMINI_CLI_IDE_WORKSPACE_PATH",
             ),
-            Agent::Qwen => ("QWEN_CODE_IDE_SERVER_PORT", "QWEN_CODE_IDE_WORKSPACE_PATH"),
+            CompanionAgent::Qwen => ("QWEN_CODE_IDE_SERVER_PORT", "QWEN_CODE_IDE_WORKSPACE_PATH"),
         };
         vec![
             (port_var.to_owned(), port.to_string()),
@@ -110,14 +114,14 @@ impl Advert {
     }
 
     /// The file's JSON for `agent`.
-    pub fn to_json(&self, agent: Agent) -> String {
+    pub fn to_json(&self, agent: CompanionAgent) -> String {
         let mut v = json!({
             "port": self.port,
             "workspacePath": self.folders.join(":"),
             "authToken": self.token,
             "ideInfo": self.ide_info(),
         });
-        if agent == Agent::Qwen {
+        if agent == CompanionAgent::Qwen {
             v["ppid"] = self.pid.into();
             v["ideName"] = self.ide_name.clone().into();
         }
@@ -160,10 +164,12 @@ pub fn qwen_dir() -> Option<PathBuf> {
 }
 
 /// Where `agent` looks for the IDE at `port` of process `pid`.
-pub fn file_for(agent: Agent, pid: u32, port: u16) -> Option<PathBuf> {
+pub fn file_for(agent: CompanionAgent, pid: u32, port: u16) -> Option<PathBuf> {
     match agent {
-        Agent::Gemini => Some(gemini_dir().join(format!("gemini-ide-server-{pid}-{port}.json"))),
-        Agent::Qwen => qwen_dir().map(|d| d.join(format!("{port}.lock"))),
+        CompanionAgent::Gemini => {
+            Some(gemini_dir().join(format!("gemini-ide-server-{pid}-{port}.json")))
+        }
+        CompanionAgent::Qwen => qwen_dir().map(|d| d.join(format!("{port}.lock"))),
     }
 }
 
@@ -178,7 +184,7 @@ pub enum DiscoveryError {
 
 /// Writes `advert` where `agent` looks for it; the file is removed when
 /// the returned [`PrivateFile`] is dropped.
-pub fn publish(agent: Agent, advert: &Advert) -> Result<PrivateFile, DiscoveryError> {
+pub fn publish(agent: CompanionAgent, advert: &Advert) -> Result<PrivateFile, DiscoveryError> {
     let path = file_for(agent, advert.pid, advert.port).ok_or(DiscoveryError::NoHome)?;
     let (dir, name) = (
         path.parent().unwrap_or(Path::new("/")),
@@ -237,7 +243,7 @@ pub fn gemini_pid(name: &str) -> Option<u32> {
 /// `ccbridge clean`); any companion's, not only ccbridge's.
 #[derive(Debug, Clone)]
 pub struct Found {
-    pub agent: Agent,
+    pub agent: CompanionAgent,
     pub path: PathBuf,
     /// From the file's name.
     pub port: Option<u16>,
@@ -272,16 +278,16 @@ type NameParser = fn(&str) -> Option<(u16, Option<u32>)>;
 /// this process's `TMPDIR`, `HOME` and `QWEN_HOME`), by agent, then name.
 /// Another user's files are left out (the agents ignore them too); files
 /// that are not regular files are [`Found::skipped`], never opened.
-pub fn scan(agents: &[Agent]) -> Vec<Found> {
+pub fn scan(agents: &[CompanionAgent]) -> Vec<Found> {
     let mut out = Vec::new();
     for &agent in agents {
         let (dir, parse): (Option<PathBuf>, NameParser) = match agent {
-            Agent::Gemini => (Some(gemini_dir()), |n| {
+            CompanionAgent::Gemini => (Some(gemini_dir()), |n| {
                 let pid = gemini_pid(n)?;
                 let port = n.strip_suffix(".json")?.rsplit('-').next()?.parse().ok()?;
                 Some((port, Some(pid)))
             }),
-            Agent::Qwen => (qwen_dir(), |n| {
+            CompanionAgent::Qwen => (qwen_dir(), |n| {
                 let port = n.strip_suffix(".lock")?.parse().ok()?;
                 Some((port, None))
             }),
@@ -309,7 +315,7 @@ pub const MAX_FILE_BYTES: u64 = 64 << 10;
 /// Reads one file, if it is this user's: `lstat` first (which never
 /// blocks), then [`read_small_file`] without following a link, so a file
 /// swapped for a FIFO in between is still refused, not waited on.
-fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Option<Found> {
+fn read_found(agent: CompanionAgent, path: PathBuf, port: u16, pid: Option<u32>) -> Option<Found> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(&path).ok()?;
     if meta.uid() != rustix::process::geteuid().as_raw() {
@@ -360,7 +366,7 @@ fn read_found(agent: Agent, path: PathBuf, port: u16, pid: Option<u32>) -> Optio
         .or_else(|| v.get("ideName"))
         .and_then(|n| n.as_str())
         .map(str::to_owned);
-    if agent == Agent::Qwen {
+    if agent == CompanionAgent::Qwen {
         found.pid = v
             .get("ppid")
             .and_then(|p| p.as_u64())
@@ -403,14 +409,16 @@ mod tests {
 
     #[test]
     fn gemini_gets_ide_info_and_qwen_also_ppid_and_ide_name() {
-        let g: serde_json::Value = serde_json::from_str(&advert().to_json(Agent::Gemini)).unwrap();
+        let g: serde_json::Value =
+            serde_json::from_str(&advert().to_json(CompanionAgent::Gemini)).unwrap();
         assert_eq!(g["port"], 41234);
         assert_eq!(g["workspacePath"], "/w/a:/w/b");
         assert_eq!(g["authToken"], "t0k");
         assert_eq!(g["ideInfo"]["name"], "neovim--ccbridge");
         assert_eq!(g["ideInfo"]["displayName"], "Neovim (ccbridge)");
         assert!(g.get("ppid").is_none());
-        let q: serde_json::Value = serde_json::from_str(&advert().to_json(Agent::Qwen)).unwrap();
+        let q: serde_json::Value =
+            serde_json::from_str(&advert().to_json(CompanionAgent::Qwen)).unwrap();
         assert_eq!(q["ppid"], 77);
         assert_eq!(q["ideName"], "Neovim (ccbridge)");
         assert_eq!(q["ideInfo"], g["ideInfo"]);
@@ -469,7 +477,7 @@ mod tests {
             let found: Vec<Found> = std::fs::read_dir(&read)
                 .unwrap()
                 .flatten()
-                .filter_map(|e| read_found(Agent::Gemini, e.path(), 1, None))
+                .filter_map(|e| read_found(CompanionAgent::Gemini, e.path(), 1, None))
                 .collect();
             let swept = sweep_gemini(&read);
             let _ = tx.send((found, swept));

@@ -13,7 +13,7 @@
 //! An agent whose server or file cannot be set up is left out, and said why
 //! ([`Running::problems`]); the others, and the IDE integration, go on.
 
-use crate::discovery::{self, Advert, Agent};
+use crate::discovery::{self, Advert, CompanionAgent};
 use crate::CompanionServer;
 use ccbridge_protocol::lockfile::LockFile;
 use ccbridge_server::lockfile::{LockError, LockMirror, PrivateFile};
@@ -28,14 +28,14 @@ use tokio_util::sync::CancellationToken;
 /// Which agents to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    pub agents: Vec<Agent>,
+    pub agents: Vec<CompanionAgent>,
 }
 
 impl Default for Options {
     /// Every agent.
     fn default() -> Self {
         Options {
-            agents: Agent::ALL.to_vec(),
+            agents: CompanionAgent::ALL.to_vec(),
         }
     }
 }
@@ -43,7 +43,7 @@ impl Default for Options {
 /// One agent's server, as served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Served {
-    pub agent: Agent,
+    pub agent: CompanionAgent,
     pub port: u16,
     /// Its discovery file.
     pub file: PathBuf,
@@ -51,7 +51,7 @@ pub struct Served {
 
 /// One discovery file, and what makes its contents.
 struct Advertised {
-    agent: Agent,
+    agent: CompanionAgent,
     port: u16,
     token: String,
     file: PrivateFile,
@@ -104,7 +104,7 @@ impl Running {
 
     /// The environment of a terminal `agent` is started in, so it picks
     /// this IDE at once; `None` when `agent` is not served.
-    pub fn env(&self, agent: Agent, folders: &[String]) -> Option<Vec<(String, String)>> {
+    pub fn env(&self, agent: CompanionAgent, folders: &[String]) -> Option<Vec<(String, String)>> {
         self.served
             .iter()
             .find(|s| s.agent == agent)
@@ -141,7 +141,7 @@ pub async fn start(
     let mut advertised = Vec::new();
     let mut servers = Vec::new();
     let lock = engine.lock_contents();
-    if options.agents.contains(&Agent::Gemini) {
+    if options.agents.contains(&CompanionAgent::Gemini) {
         discovery::sweep_gemini(&discovery::gemini_dir());
     }
     for &agent in &options.agents {
@@ -194,7 +194,7 @@ pub async fn start(
 }
 
 async fn serve_one(
-    agent: Agent,
+    agent: CompanionAgent,
     engine: &EngineHandle,
     lock: &LockFile,
 ) -> Result<(CompanionServer, Advertised), String> {

@@ -26,7 +26,7 @@ pub mod discovery;
 pub mod launch;
 pub mod service;
 
-pub use discovery::{Advert, Agent};
+pub use discovery::{Advert, CompanionAgent};
 
 use ccbridge_server::EngineHandle;
 use std::future::Future;
@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 /// A bound companion server, not yet serving.
 pub struct CompanionServer {
-    agent: Agent,
+    agent: CompanionAgent,
     listener: TcpListener,
     token: ccbridge_mcp::guard::Token,
     engine: EngineHandle,
@@ -47,7 +47,7 @@ impl CompanionServer {
     /// Binds 127.0.0.1 on an OS-assigned port (`agent` finds it through its
     /// discovery file), for clients presenting `token`.
     pub async fn bind(
-        agent: Agent,
+        agent: CompanionAgent,
         token: &str,
         engine: EngineHandle,
     ) -> std::io::Result<CompanionServer> {

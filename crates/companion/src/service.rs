@@ -14,7 +14,7 @@
 //! stream is open by then), and again on every change, debounced.
 
 use crate::context::ContextTracker;
-use crate::discovery::Agent;
+use crate::discovery::CompanionAgent;
 use ccbridge_mcp::service::CappedSessions;
 use ccbridge_server::original::{Original, MAX_ORIGINAL};
 use ccbridge_server::{AgentSession, EngineHandle, Proposal, Verdict};
@@ -49,7 +49,7 @@ pub const CONTEXT_DEBOUNCE: Duration = Duration::from_millis(50);
 pub(crate) struct Shared {
     /// Which agent this server is for (each has its own server, port and
     /// token: both clients introduce themselves as the same MCP SDK).
-    pub agent: Agent,
+    pub agent: CompanionAgent,
     pub engine: EngineHandle,
     pub stop: CancellationToken,
     /// Sessions so far (names the diffs of each).

@@ -7,7 +7,7 @@
 //! agents look) at a temporary folder for the whole process.
 
 use ccbridge_companion::launch::{self, Options};
-use ccbridge_companion::Agent;
+use ccbridge_companion::CompanionAgent;
 use ccbridge_server::{Config, EditorEvent, NoEditor, Server};
 use serde_json::Value;
 use std::path::Path;
@@ -43,7 +43,7 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
     let served = running.served().to_vec();
     assert_eq!(
         served.iter().map(|s| s.agent).collect::<Vec<_>>(),
-        vec![Agent::Gemini, Agent::Qwen]
+        vec![CompanionAgent::Gemini, CompanionAgent::Qwen]
     );
     let gemini = &served[0];
     let qwen = &served[1];
@@ -72,7 +72,7 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
         assert_eq!(dir_mode, 0o700, "{}", f.display());
     }
     let env = running
-        .env(Agent::Qwen, &[a.display().to_string()])
+        .env(CompanionAgent::Qwen, &[a.display().to_string()])
         .unwrap();
     assert!(env.contains(&("QWEN_CODE_IDE_SERVER_PORT".into(), qwen.port.to_string())));
 

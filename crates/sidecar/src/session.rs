@@ -468,7 +468,10 @@ impl Session {
             .iter()
             .map(|&(agent, companion_port)| AgentEnv {
                 agent,
-                env: match (ccbridge_companion::Agent::of(agent), companion_port) {
+                env: match (
+                    ccbridge_companion::CompanionAgent::of(agent),
+                    companion_port,
+                ) {
                     (Some(a), Some(p)) => a.env(p, &folders).into_iter().collect(),
                     _ if agent == AgentKind::Codex => {
                         ccbridge_codex::Running::env().into_iter().collect()

@@ -130,8 +130,8 @@ struct CompanionStale {
 /// is gone: Gemini CLI never removes them, and Qwen Code only while it
 /// scans.
 async fn clean_companions(dry_run: bool) -> Vec<CompanionStale> {
-    use ccbridge_companion::{discovery, Agent};
-    let found = discovery::scan(&Agent::ALL);
+    use ccbridge_companion::{discovery, CompanionAgent};
+    let found = discovery::scan(&CompanionAgent::ALL);
     let answering =
         ccbridge_client::discovery::ports_answering(found.iter().filter_map(|f| f.port)).await;
     found

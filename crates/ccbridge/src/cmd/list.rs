@@ -11,7 +11,7 @@
 
 use ccbridge_client::discovery::{self, Env, LockEntry};
 use ccbridge_companion::discovery::{self as companion_discovery, Found};
-use ccbridge_companion::Agent;
+use ccbridge_companion::CompanionAgent;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -44,7 +44,7 @@ pub struct Args {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let scan = super::scan_lock_files(&env);
-    let companions = companion_discovery::scan(&Agent::ALL);
+    let companions = companion_discovery::scan(&CompanionAgent::ALL);
     let answering = discovery::ports_answering(
         scan.entries
             .iter()

@@ -159,11 +159,11 @@ impl ServerArgs {
     /// The companion servers `--agents` asks for; `None`: neither Gemini
     /// CLI nor Qwen Code.
     pub(crate) fn companion(&self) -> Option<ccbridge_companion::launch::Options> {
-        let mut agents: Vec<ccbridge_companion::Agent> = Vec::new();
+        let mut agents: Vec<ccbridge_companion::CompanionAgent> = Vec::new();
         for a in self
             .agents
             .iter()
-            .filter_map(|&k| ccbridge_companion::Agent::of(k))
+            .filter_map(|&k| ccbridge_companion::CompanionAgent::of(k))
         {
             if !agents.contains(&a) {
                 agents.push(a);

@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use async_trait::async_trait;
-use ccbridge_companion::{Agent, CompanionServer};
+use ccbridge_companion::{CompanionAgent, CompanionServer};
 use ccbridge_server::{
     Capabilities, CloseReason, Config, DiffId, DiffView, EngineHandle, Frontend, FrontendError,
     Server,
@@ -71,7 +71,7 @@ pub async fn rig() -> Rig {
         .await
         .unwrap();
     let engine = server.handle();
-    let companion = CompanionServer::bind(Agent::Gemini, TOKEN, engine.clone())
+    let companion = CompanionServer::bind(CompanionAgent::Gemini, TOKEN, engine.clone())
         .await
         .unwrap();
     let port = companion.port();
