@@ -29,6 +29,9 @@ pub const API_KEY: &str = "sk-ant-api03-ccbridge-e2e-0000-offline-test-key-AAAA"
 /// is what the permission menu's `❯ 1. Yes` uses).
 pub const PROMPT_MARK: &str = "❯\u{a0}";
 
+/// On screen while a panel (`/status`, `/mcp`) is open over the prompt.
+const PANEL_OPEN: &str = "Esc to close";
+
 /// How to install the pinned CLI where the harness looks for it.
 pub fn install_hint() -> String {
     format!(
@@ -402,6 +405,12 @@ impl Claude {
         let attempt = timeout.min(Duration::from_secs(5));
         let mut last = None;
         for _ in 0..3 {
+            // A panel still up (`/status` reopened by keys that arrived
+            // late under load: seen in CI) takes every key typed: close it
+            // first, so the text reaches the prompt.
+            if self.tmux.capture().contains(PANEL_OPEN) {
+                self.close_panel(timeout)?;
+            }
             self.tmux.send_text(text).map_err(|e| Timeout {
                 what: format!("typing {text:?}: {e}"),
                 waited: start.elapsed(),
@@ -546,7 +555,7 @@ impl Claude {
     /// still being drawn was seen to be lost, and text typed next then went
     /// nowhere (regression: `edit_rejected_in_the_page_is_not_written`).
     fn close_panel(&self, timeout: Duration) -> Result<(), Timeout> {
-        let open = |s: &str| s.contains("Esc to close");
+        let open = |s: &str| s.contains(PANEL_OPEN);
         let start = std::time::Instant::now();
         loop {
             self.press(&["Escape"])?;
