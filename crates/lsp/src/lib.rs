@@ -14,6 +14,15 @@
 //! on disk, and hands every `textDocument/publishDiagnostics` on through a
 //! bounded channel ([`Published`]).
 //!
+//! A file may be served by several servers (Python: (based)pyright for
+//! types, ruff for lints). Each server's publication replaces only that
+//! server's own entries for the file, and what is handed on is the merged
+//! list, every diagnostic keeping its `source` ("Pyright", "Ruff"). While
+//! one of a file's servers still owes diagnostics for its latest text, the
+//! others' are held back: the owner treats a publication as the file's
+//! fresh diagnostics (`getDiagnostics` stops waiting on it), so a fast
+//! linter must not answer for a type checker still at work.
+//!
 //! Servers run in their own process group and are killed with it when
 //! ccbridge stops ([`LanguageServers::stop`]) or drops them (kill on drop);
 //! they are also given ccbridge's pid (`processId`), which LSP servers watch
@@ -134,6 +143,7 @@ impl LanguageServers {
             folders,
             servers: HashMap::new(),
             docs: BTreeMap::new(),
+            diagnostics: HashMap::new(),
             proposals: HashMap::new(),
             events,
             published,
@@ -225,18 +235,26 @@ impl Drop for Process {
     }
 }
 
+/// A file as opened in one of its servers.
 struct Doc {
     key: Key,
     /// `Some` while open in the current process of its server.
     version: Option<i32>,
     hash: u64,
+    /// Its latest text has not been answered with diagnostics yet.
+    owed: bool,
 }
 
 struct Actor {
     options: Options,
     folders: Vec<PathBuf>,
     servers: HashMap<Key, Server>,
-    docs: BTreeMap<PathBuf, Doc>,
+    /// By path and index in [`servers::SERVERS`].
+    docs: BTreeMap<(PathBuf, usize), Doc>,
+    /// Each server's latest diagnostics per file (by index in
+    /// [`servers::SERVERS`]), merged when handed on; empty lists are not
+    /// kept.
+    diagnostics: HashMap<PathBuf, BTreeMap<usize, Vec<Diagnostic>>>,
     /// Proposals under review, by their shadow document's path: the file
     /// proposed for, and the text (kept here, since it is not on disk).
     proposals: HashMap<PathBuf, (PathBuf, String)>,
@@ -303,11 +321,11 @@ impl Actor {
 
     async fn involve(&mut self, path: PathBuf) {
         let path = PathBuf::from(ccbridge_protocol::uri::normalize(&path.to_string_lossy()));
-        let (Some(spec), Some(root)) = (servers::spec_for(&path), self.folder_of(&path)) else {
+        let Some(root) = self.folder_of(&path) else {
             return;
         };
-        let key = (spec, root);
-        if self.servers.get(&key).is_some_and(|s| s.unavailable) {
+        let specs = servers::specs_for(&path);
+        if specs.is_empty() {
             return;
         }
         let text = match self.proposals.get(&path) {
@@ -319,6 +337,19 @@ impl Actor {
             self.close(&path).await;
             return;
         };
+        let hash = hash(&text);
+        let mut changed = false;
+        for spec in specs {
+            changed |= self.involve_in(&path, (spec, root.clone()), &text, hash);
+        }
+        if changed {
+            self.analyzing(&path);
+        }
+    }
+
+    /// Opens `path` in `key`'s server (started if need be), or sends it
+    /// its new text; true when the server now owes fresh diagnostics.
+    fn involve_in(&mut self, path: &Path, key: Key, text: &str, hash: u64) -> bool {
         if !self.servers.contains_key(&key) {
             self.servers.insert(
                 key.clone(),
@@ -332,27 +363,31 @@ impl Actor {
             );
             self.launch(&key);
         }
-        let hash = hash(&text);
-        let doc = self.docs.entry(path.clone()).or_insert(Doc {
+        let Some(server) = self.servers.get(&key) else {
+            return false;
+        };
+        if server.unavailable {
+            return false;
+        }
+        let ready = server.ready;
+        let doc = self.docs.entry((path.to_owned(), key.0)).or_insert(Doc {
             key: key.clone(),
             version: None,
             hash,
+            owed: false,
         });
-        let ready = self.servers.get(&key).is_some_and(|s| s.ready);
         if !ready {
             let changed = doc.hash != hash || doc.version.is_none();
             doc.hash = hash;
-            if changed {
-                self.analyzing(&path);
-            }
-            return; // opened once the server is ready
+            doc.owed |= changed;
+            return changed; // opened once the server is ready
         }
         let uri = message::file_uri(&path.to_string_lossy());
         let frame = match doc.version {
             None => {
                 doc.version = Some(1);
                 doc.hash = hash;
-                open(&uri, &path, &text)
+                open(&uri, path, text)
             }
             Some(v) if doc.hash != hash => {
                 doc.version = Some(v + 1);
@@ -363,10 +398,11 @@ impl Actor {
                            "contentChanges": [{"text": text}]}),
                 )
             }
-            Some(_) => return,
+            Some(_) => return false,
         };
-        self.analyzing(&path);
+        doc.owed = true;
         self.write(&key, frame);
+        true
     }
 
     /// Starts `key`'s server process (a new generation); marks it
@@ -442,18 +478,67 @@ impl Actor {
     /// Closes `path`'s document in its server, if it has one, and clears
     /// what it had.
     async fn close(&mut self, path: &Path) {
-        let Some(doc) = self.docs.remove(path) else {
+        let specs: Vec<usize> = self
+            .docs
+            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
+            .map(|((_, spec), _)| *spec)
+            .collect();
+        if specs.is_empty() {
             return;
-        };
-        if doc.version.is_some() {
-            let uri = message::file_uri(&path.to_string_lossy());
-            let close = message::notification(
-                "textDocument/didClose",
-                json!({"textDocument": {"uri": uri}}),
-            );
-            self.write(&doc.key, close);
         }
+        for spec in specs {
+            let Some(doc) = self.docs.remove(&(path.to_owned(), spec)) else {
+                continue;
+            };
+            if doc.version.is_some() {
+                let uri = message::file_uri(&path.to_string_lossy());
+                let close = message::notification(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                );
+                self.write(&doc.key, close);
+            }
+        }
+        self.diagnostics.remove(path);
         self.publish(path, Vec::new()).await;
+    }
+
+    /// `spec`'s server's diagnostics for `path`: they replace its earlier
+    /// ones, and the file's merged list is handed on unless another of its
+    /// servers still owes diagnostics for the latest text (then that
+    /// server's publication hands on the whole).
+    async fn published_by(&mut self, path: &Path, spec: usize, diagnostics: Vec<Diagnostic>) {
+        if let Some(doc) = self.docs.get_mut(&(path.to_owned(), spec)) {
+            doc.owed = false;
+        }
+        let entry = self.diagnostics.entry(path.to_owned()).or_default();
+        if diagnostics.is_empty() {
+            entry.remove(&spec);
+        } else {
+            entry.insert(spec, diagnostics);
+        }
+        if entry.is_empty() {
+            self.diagnostics.remove(path);
+        }
+        self.hand_on(path).await;
+    }
+
+    /// Hands on `path`'s merged diagnostics, unless one of its servers
+    /// still owes its own.
+    async fn hand_on(&mut self, path: &Path) {
+        let owed = self
+            .docs
+            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
+            .any(|(_, d)| d.owed);
+        if owed {
+            return;
+        }
+        let merged = self
+            .diagnostics
+            .get(path)
+            .map(|by| by.values().flatten().cloned().collect())
+            .unwrap_or_default();
+        self.publish(path, merged).await;
     }
 
     async fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
@@ -534,17 +619,23 @@ impl Actor {
                     s.unavailable = true;
                     self.unavailable(spec.language, why);
                 }
+                // Its diagnostics are cleared rather than left stale; it
+                // owes nothing until its files are opened again.
                 let stale: Vec<PathBuf> = self
                     .docs
                     .iter_mut()
                     .filter(|(_, d)| d.key == key)
-                    .map(|(p, d)| {
+                    .map(|((p, _), d)| {
                         d.version = None;
+                        d.owed = false;
                         p.clone()
                     })
                     .collect();
+                if !retry {
+                    self.docs.retain(|_, d| d.key != key);
+                }
                 for p in stale {
-                    self.publish(&p, Vec::new()).await;
+                    self.published_by(&p, key.0, Vec::new()).await;
                 }
             }
             Event::Restart { key } => {
@@ -577,7 +668,7 @@ impl Actor {
                     .docs
                     .iter()
                     .filter(|(_, d)| d.key == key && d.version.is_none())
-                    .map(|(p, _)| p.clone())
+                    .map(|((p, _), _)| p.clone())
                     .collect();
                 for p in waiting {
                     self.involve(p).await;
@@ -592,7 +683,8 @@ impl Actor {
             Incoming::Notification { method, params } => match method.as_str() {
                 "textDocument/publishDiagnostics" => {
                     if let Some((path, diagnostics)) = message::published(&params) {
-                        self.publish(Path::new(&path), diagnostics).await;
+                        self.published_by(Path::new(&path), key.0, diagnostics)
+                            .await;
                     }
                 }
                 "window/logMessage" | "window/showMessage" => {

@@ -2,15 +2,20 @@
 //!
 //! The table is fixed (the servers the issue names); a server is used when
 //! its program is found in the explicit directories given first, then on
-//! `PATH`. Several commands for one language are alternatives, first found
-//! wins (basedpyright before pyright).
+//! `PATH`. Several commands for one entry are alternatives, first found
+//! wins (basedpyright before pyright). Several entries may serve one
+//! extension: a Python file goes to (based)pyright for types *and* to
+//! ruff for lints, each reporting its own diagnostics, which the client
+//! merges per file.
 
 use std::path::{Path, PathBuf};
 
 /// One kind of language server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
-    /// What the user is told ("Python").
+    /// What the user is told ("Python"); unique in [`SERVERS`], since a
+    /// missing server is reported under it ("Python (Ruff)" is told apart
+    /// from "Python").
     pub language: &'static str,
     /// Alternative programs, in order of preference.
     pub commands: &'static [&'static str],
@@ -24,6 +29,12 @@ pub const SERVERS: &[Spec] = &[
         language: "Python",
         commands: &["basedpyright-langserver", "pyright-langserver"],
         args: &["--stdio"],
+        extensions: &["py", "pyi"],
+    },
+    Spec {
+        language: "Python (Ruff)",
+        commands: &["ruff"],
+        args: &["server"],
         extensions: &["py", "pyi"],
     },
     Spec {
@@ -46,12 +57,18 @@ pub const SERVERS: &[Spec] = &[
     },
 ];
 
-/// The index in [`SERVERS`] of the server for `path`, by its extension.
-pub fn spec_for(path: &Path) -> Option<usize> {
-    let ext = path.extension()?.to_str()?;
+/// The indexes in [`SERVERS`] of the servers for `path`, by its extension
+/// (none, one, or several: each is opened in all).
+pub fn specs_for(path: &Path) -> Vec<usize> {
+    let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+        return Vec::new();
+    };
     SERVERS
         .iter()
-        .position(|s| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+        .enumerate()
+        .filter(|(_, s)| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The first of `spec`'s programs found in `dirs`, then (with
@@ -83,14 +100,25 @@ mod tests {
 
     #[test]
     fn files_find_their_server_by_extension() {
-        let lang = |p: &str| spec_for(Path::new(p)).map(|i| SERVERS[i].language);
-        assert_eq!(lang("/w/a.py"), Some("Python"));
-        assert_eq!(lang("/w/a.PY"), Some("Python"));
-        assert_eq!(lang("/w/a.tsx"), Some("TypeScript/JavaScript"));
-        assert_eq!(lang("/w/a.h"), Some("C/C++"));
-        assert_eq!(lang("/w/a.rs"), Some("Rust"));
-        assert_eq!(lang("/w/Makefile"), None);
-        assert_eq!(lang("/w/a.md"), None);
+        let lang = |p: &str| -> Vec<&str> {
+            specs_for(Path::new(p))
+                .into_iter()
+                .map(|i| SERVERS[i].language)
+                .collect()
+        };
+        assert_eq!(lang("/w/a.py"), ["Python", "Python (Ruff)"]);
+        assert_eq!(lang("/w/a.PY"), ["Python", "Python (Ruff)"]);
+        assert_eq!(lang("/w/a.tsx"), ["TypeScript/JavaScript"]);
+        assert_eq!(lang("/w/a.h"), ["C/C++"]);
+        assert_eq!(lang("/w/a.rs"), ["Rust"]);
+        assert!(lang("/w/Makefile").is_empty());
+        assert!(lang("/w/a.md").is_empty());
+        let names: std::collections::HashSet<_> = SERVERS.iter().map(|s| s.language).collect();
+        assert_eq!(
+            names.len(),
+            SERVERS.len(),
+            "missing servers are told apart by name"
+        );
     }
 
     #[test]
