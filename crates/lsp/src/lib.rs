@@ -23,6 +23,12 @@
 //! fresh diagnostics (`getDiagnostics` stops waiting on it), so a fast
 //! linter must not answer for a type checker still at work.
 //!
+//! Each workspace folder may set its servers up in `.ccbridge/lsp.toml`
+//! ([`config`]): turn one off, choose its command and arguments, give it
+//! `initializationOptions` and the settings answered to its
+//! `workspace/configuration` requests. A file that cannot be used is
+//! reported ([`Update::BadConfig`], and logged) and the defaults apply.
+//!
 //! Servers run in their own process group and are killed with it when
 //! ccbridge stops ([`LanguageServers::stop`]) or drops them (kill on drop);
 //! they are also given ccbridge's pid (`processId`), which LSP servers watch
@@ -32,6 +38,7 @@
 //! their diagnostics are cleared rather than left stale. A server that is
 //! stuck (its input queue full) is killed and so restarted.
 
+pub mod config;
 pub mod framing;
 pub mod message;
 pub mod servers;
@@ -96,6 +103,10 @@ pub enum Update {
     /// Files of `language` get no diagnostics: `why` says what to do (its
     /// server is not installed, or it kept exiting and was given up on).
     Unavailable { language: String, why: String },
+    /// A workspace folder's configuration file ([`config::FILE`]) cannot be
+    /// used: `why` names the file and line. Its servers run with the
+    /// defaults.
+    BadConfig { why: String },
 }
 
 /// Files larger than this are not opened in a server.
@@ -147,6 +158,7 @@ impl LanguageServers {
             proposals: HashMap::new(),
             events,
             published,
+            configs: HashMap::new(),
         };
         tokio::spawn(actor.run(commands_rx, events_rx, stopped_tx));
         (LanguageServers { commands, stopped }, published_rx)
@@ -210,8 +222,10 @@ struct Server {
     process: Option<Process>,
     ready: bool,
     restarts: u32,
-    /// Not installed, or given up on: never started again.
+    /// Not installed, given up on, or turned off: never started again.
     unavailable: bool,
+    /// Its folder's setup for it (the default when none).
+    config: config::ServerConfig,
 }
 
 struct Process {
@@ -260,9 +274,31 @@ struct Actor {
     proposals: HashMap<PathBuf, (PathBuf, String)>,
     events: mpsc::Sender<Event>,
     published: mpsc::Sender<Update>,
+    /// Each workspace folder's configuration, read when its first server
+    /// starts.
+    configs: HashMap<PathBuf, config::Config>,
 }
 
 impl Actor {
+    /// `key`'s server's setup in its folder, the folder's file read on
+    /// first need; a bad file is reported once and the defaults used.
+    fn config_of(&mut self, key: &Key) -> config::ServerConfig {
+        let root = &key.1;
+        if !self.configs.contains_key(root) {
+            let loaded = match config::Config::load(root) {
+                Ok(c) => c.unwrap_or_default(),
+                Err(e) => {
+                    let why = format!("{e}; the language servers there run with the defaults");
+                    tracing::warn!("{why}");
+                    let _ = self.published.try_send(Update::BadConfig { why });
+                    config::Config::default()
+                }
+            };
+            self.configs.insert(root.clone(), loaded);
+        }
+        self.configs[root].server(servers::SERVERS[key.0].name)
+    }
+
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
@@ -351,6 +387,7 @@ impl Actor {
     /// its new text; true when the server now owes fresh diagnostics.
     fn involve_in(&mut self, path: &Path, key: Key, text: &str, hash: u64) -> bool {
         if !self.servers.contains_key(&key) {
+            let config = self.config_of(&key);
             self.servers.insert(
                 key.clone(),
                 Server {
@@ -359,6 +396,7 @@ impl Actor {
                     ready: false,
                     restarts: 0,
                     unavailable: false,
+                    config,
                 },
             );
             self.launch(&key);
@@ -412,13 +450,35 @@ impl Actor {
         let Some(server) = self.servers.get_mut(key) else {
             return;
         };
-        let Some(program) =
-            servers::locate(spec, &self.options.search_dirs, self.options.search_path)
-        else {
+        if !server.config.enabled() {
+            tracing::info!(
+                "the {} language server is turned off in {}",
+                spec.name,
+                key.1.join(config::FILE).display()
+            );
+            server.unavailable = true;
+            return;
+        }
+        let command = server.config.command.clone();
+        let program = match &command {
+            // A path: that file, relative to the workspace folder.
+            Some(c) if c.contains('/') => Some(key.1.join(c)).filter(|p| servers::executable(p)),
+            Some(c) => servers::find(
+                &[c.as_str()],
+                &self.options.search_dirs,
+                self.options.search_path,
+            ),
+            None => servers::locate(spec, &self.options.search_dirs, self.options.search_path),
+        };
+        let Some(program) = program else {
+            let wanted = match &command {
+                Some(c) => format!("{c}, set in {}", key.1.join(config::FILE).display()),
+                None => spec.commands.join(", "),
+            };
             let why = format!(
                 "no {} language server is installed (looked for {} in {})",
                 spec.language,
-                spec.commands.join(", "),
+                wanted,
                 self.options
                     .search_dirs
                     .iter()
@@ -434,7 +494,12 @@ impl Actor {
         };
         server.gen += 1;
         server.ready = false;
-        match spawn(&program, spec.args, &key.1) {
+        let args: Vec<String> = match &server.config.args {
+            Some(a) => a.clone(),
+            None => spec.args.iter().map(|a| (*a).to_owned()).collect(),
+        };
+        let init_options = server.config.initialization_options();
+        match spawn(&program, &args, &key.1) {
             Ok((process, stdout, stderr)) => {
                 tracing::info!(
                     "language server {} started for {} (pid {:?})",
@@ -451,7 +516,8 @@ impl Actor {
                 tokio::spawn(log_stderr(stderr, spec.language));
                 server.process = Some(process);
                 let root = key.1.to_string_lossy().into_owned();
-                let init = message::request(0, "initialize", initialize_params(&root));
+                let init =
+                    message::request(0, "initialize", initialize_params(&root, init_options));
                 self.write(key, init);
             }
             Err(e) => {
@@ -677,7 +743,8 @@ impl Actor {
             Incoming::Response { .. } => {}
             Incoming::Request { id, method, params } => {
                 let root = key.1.to_string_lossy().into_owned();
-                let frame = message::answer(&id, &method, &params, folders(&root));
+                let settings = self.servers.get(&key).map(|s| &s.config);
+                let frame = message::answer(&id, &method, &params, folders(&root), settings);
                 self.write(&key, frame);
             }
             Incoming::Notification { method, params } => match method.as_str() {
@@ -748,8 +815,8 @@ fn folders(root: &str) -> Value {
     json!([{"uri": message::file_uri(root), "name": name}])
 }
 
-fn initialize_params(root: &str) -> Value {
-    json!({
+fn initialize_params(root: &str, options: Option<Value>) -> Value {
+    let mut params = json!({
         "processId": std::process::id(),
         "clientInfo": {"name": "ccbridge", "version": env!("CARGO_PKG_VERSION")},
         "rootPath": root,
@@ -763,7 +830,11 @@ fn initialize_params(root: &str) -> Value {
             "workspace": {"workspaceFolders": true, "configuration": true},
             "window": {"workDoneProgress": false},
         },
-    })
+    });
+    if let Some(o) = options {
+        params["initializationOptions"] = o;
+    }
+    params
 }
 
 type Spawned = (
@@ -772,7 +843,7 @@ type Spawned = (
     tokio::process::ChildStderr,
 );
 
-fn spawn(program: &Path, args: &[&str], root: &Path) -> std::io::Result<Spawned> {
+fn spawn(program: &Path, args: &[String], root: &Path) -> std::io::Result<Spawned> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .current_dir(root)

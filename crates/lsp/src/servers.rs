@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// One kind of language server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
+    /// Its name in a workspace's configuration (`[servers.ruff]`, see
+    /// [`crate::config`]).
+    pub name: &'static str,
     /// What the user is told ("Python"); unique in [`SERVERS`], since a
     /// missing server is reported under it ("Python (Ruff)" is told apart
     /// from "Python").
@@ -26,30 +29,35 @@ pub struct Spec {
 
 pub const SERVERS: &[Spec] = &[
     Spec {
+        name: "pyright",
         language: "Python",
         commands: &["basedpyright-langserver", "pyright-langserver"],
         args: &["--stdio"],
         extensions: &["py", "pyi"],
     },
     Spec {
+        name: "ruff",
         language: "Python (Ruff)",
         commands: &["ruff"],
         args: &["server"],
         extensions: &["py", "pyi"],
     },
     Spec {
+        name: "typescript",
         language: "TypeScript/JavaScript",
         commands: &["typescript-language-server"],
         args: &["--stdio"],
         extensions: &["ts", "tsx", "js", "jsx", "mts", "cts", "mjs", "cjs"],
     },
     Spec {
+        name: "clangd",
         language: "C/C++",
         commands: &["clangd"],
         args: &[],
         extensions: &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
     },
     Spec {
+        name: "rust-analyzer",
         language: "Rust",
         commands: &["rust-analyzer"],
         args: &[],
@@ -74,6 +82,12 @@ pub fn specs_for(path: &Path) -> Vec<usize> {
 /// The first of `spec`'s programs found in `dirs`, then (with
 /// `search_path`) on `PATH`.
 pub fn locate(spec: &Spec, dirs: &[PathBuf], search_path: bool) -> Option<PathBuf> {
+    find(spec.commands, dirs, search_path)
+}
+
+/// The first of `commands` (names) found in `dirs`, then (with
+/// `search_path`) on `PATH`.
+pub fn find(commands: &[&str], dirs: &[PathBuf], search_path: bool) -> Option<PathBuf> {
     let path = search_path
         .then(|| std::env::var_os("PATH"))
         .flatten()
@@ -84,12 +98,13 @@ pub fn locate(spec: &Spec, dirs: &[PathBuf], search_path: bool) -> Option<PathBu
         .chain(std::env::split_paths(&path))
         .filter(|d| d.is_absolute())
         .collect();
-    spec.commands
+    commands
         .iter()
         .find_map(|c| all.iter().map(|d| d.join(c)).find(|p| executable(p)))
 }
 
-fn executable(p: &Path) -> bool {
+/// Whether `p` is an executable file.
+pub fn executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -440,3 +440,91 @@ async fn ruff_without_pyright_still_reports_and_pyright_is_said_missing() {
     })
     .await;
 }
+
+/// A workspace with `config` as its `.ccbridge/lsp.toml` and a Python file
+/// with a type error and an unused import, both Python servers installed.
+async fn configured(
+    config: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    LanguageServers,
+    mpsc::Receiver<Update>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(ws.join(".ccbridge")).unwrap();
+    std::fs::write(ws.join(".ccbridge/lsp.toml"), config).unwrap();
+    let file = ws.join("conf.py");
+    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![
+            ccbridge_testkit::pyright_bin_dir(),
+            ccbridge_testkit::ruff_bin_dir(),
+        ],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    (dir, file, lsp, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_config_turns_ruff_off_and_sets_pyright_up() {
+    let (_dir, file, lsp, mut rx) = configured(
+        "[servers.ruff]\nenabled = false\n\n\
+         [servers.pyright.settings.python.analysis.diagnosticSeverityOverrides]\n\
+         reportAssignmentType = \"warning\"\n",
+    )
+    .await;
+    let p = next(&mut rx, "pyright's diagnostics", |u| match u {
+        Update::Unavailable { language, why } => {
+            panic!("a server turned off is not missing: {language}: {why}")
+        }
+        Update::BadConfig { why } => panic!("{why}"),
+        Update::Published(p)
+            if p.path == file.to_string_lossy() && !from(&p, "Pyright").is_empty() =>
+        {
+            Some(p)
+        }
+        _ => None,
+    })
+    .await;
+    assert!(ruff_codes(&p).is_empty(), "{:?}", p.diagnostics);
+    // The workspace's settings reached pyright (workspace/configuration):
+    // the type error is a warning there.
+    let d = from(&p, "Pyright")
+        .into_iter()
+        .find(|d| d.code.as_deref() == Some("reportAssignmentType"))
+        .unwrap_or_else(|| panic!("{:?}", p.diagnostics));
+    assert_eq!(
+        d.severity,
+        ccbridge_protocol::editor::Severity::Warning,
+        "{d:?}"
+    );
+    assert_eq!(lsp.pids().await.len(), 1, "ruff was not started");
+    lsp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_workspace_config_is_reported_with_its_line_and_the_defaults_apply() {
+    let (dir, file, lsp, mut rx) =
+        configured("[servers.ruff]\nenabled = false\nargs = [\"server\"\n").await;
+    let why = next(&mut rx, "word of the bad file", |u| match u {
+        Update::BadConfig { why } => Some(why),
+        _ => None,
+    })
+    .await;
+    let name = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join(".ccbridge/lsp.toml");
+    assert!(why.starts_with(&format!("{}:3: ", name.display())), "{why}");
+    // Both servers run, as without the file.
+    until(&mut rx, &file, "both servers' diagnostics", |p| {
+        !pyright_errors(p).is_empty() && ruff_codes(p).contains(&"F401")
+    })
+    .await;
+    assert_eq!(lsp.pids().await.len(), 2);
+    lsp.stop().await;
+}
