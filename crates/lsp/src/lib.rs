@@ -471,14 +471,8 @@ impl Actor {
             None => servers::locate(spec, &self.options.search_dirs, self.options.search_path),
         };
         let Some(program) = program else {
-            let wanted = match &command {
-                Some(c) => format!("{c}, set in {}", key.1.join(config::FILE).display()),
-                None => spec.commands.join(", "),
-            };
-            let why = format!(
-                "no {} language server is installed (looked for {} in {})",
-                spec.language,
-                wanted,
+            let file = key.1.join(config::FILE);
+            let searched = || {
                 self.options
                     .search_dirs
                     .iter()
@@ -486,7 +480,28 @@ impl Actor {
                     .chain(self.options.search_path.then(|| "PATH".to_owned()))
                     .collect::<Vec<_>>()
                     .join(", ")
-            );
+            };
+            let why = match &command {
+                Some(c) if c.contains('/') => format!(
+                    "no {} language server is installed ({} is not an executable file; \
+                     set in {})",
+                    spec.language,
+                    key.1.join(c).display(),
+                    file.display()
+                ),
+                Some(c) => format!(
+                    "no {} language server is installed (looked for {c}, set in {}, in {})",
+                    spec.language,
+                    file.display(),
+                    searched()
+                ),
+                None => format!(
+                    "no {} language server is installed (looked for {} in {})",
+                    spec.language,
+                    spec.commands.join(", "),
+                    searched()
+                ),
+            };
             tracing::warn!("{why}: no diagnostics for those files");
             server.unavailable = true;
             self.unavailable(spec.language, why);

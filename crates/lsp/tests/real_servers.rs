@@ -528,3 +528,42 @@ async fn a_bad_workspace_config_is_reported_with_its_line_and_the_defaults_apply
     assert_eq!(lsp.pids().await.len(), 2);
     lsp.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_config_names_a_server_program_outside_the_search() {
+    // ruff is not in the directories searched (only pyright's is): the
+    // file names it, relative to the workspace folder, with its arguments.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::os::unix::fs::symlink(ccbridge_testkit::ruff_bin_dir(), ws.join("venv-bin")).unwrap();
+    std::fs::create_dir(ws.join(".ccbridge")).unwrap();
+    std::fs::write(
+        ws.join(".ccbridge/lsp.toml"),
+        "[servers.ruff]\ncommand = \"venv-bin/ruff\"\nargs = [\"server\"]\n",
+    )
+    .unwrap();
+    let file = ws.join("named.py");
+    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![ccbridge_testkit::pyright_bin_dir()],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    next(&mut rx, "both servers' diagnostics", |u| match u {
+        Update::Unavailable { language, why } => panic!("{language}: {why}"),
+        Update::BadConfig { why } => panic!("{why}"),
+        Update::Published(p)
+            if p.path == file.to_string_lossy()
+                && !pyright_errors(&p).is_empty()
+                && ruff_codes(&p).contains(&"F401") =>
+        {
+            Some(())
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(lsp.pids().await.len(), 2);
+    lsp.stop().await;
+}
