@@ -14,6 +14,21 @@
 //! on disk, and hands every `textDocument/publishDiagnostics` on through a
 //! bounded channel ([`Published`]).
 //!
+//! A file may be served by several servers (Python: (based)pyright for
+//! types, ruff for lints). Each server's publication replaces only that
+//! server's own entries for the file, and what is handed on is the merged
+//! list, every diagnostic keeping its `source` ("Pyright", "Ruff"). While
+//! one of a file's servers still owes diagnostics for its latest text, the
+//! others' are held back: the owner treats a publication as the file's
+//! fresh diagnostics (`getDiagnostics` stops waiting on it), so a fast
+//! linter must not answer for a type checker still at work.
+//!
+//! Each workspace folder may set its servers up in `.ccbridge/lsp.toml`
+//! ([`config`]): turn one off, choose its command and arguments, give it
+//! `initializationOptions` and the settings answered to its
+//! `workspace/configuration` requests. A file that cannot be used is
+//! reported ([`Update::BadConfig`], and logged) and the defaults apply.
+//!
 //! Servers run in their own process group and are killed with it when
 //! ccbridge stops ([`LanguageServers::stop`]) or drops them (kill on drop);
 //! they are also given ccbridge's pid (`processId`), which LSP servers watch
@@ -23,6 +38,7 @@
 //! their diagnostics are cleared rather than left stale. A server that is
 //! stuck (its input queue full) is killed and so restarted.
 
+pub mod config;
 pub mod framing;
 pub mod message;
 pub mod servers;
@@ -87,6 +103,10 @@ pub enum Update {
     /// Files of `language` get no diagnostics: `why` says what to do (its
     /// server is not installed, or it kept exiting and was given up on).
     Unavailable { language: String, why: String },
+    /// A workspace folder's configuration file ([`config::FILE`]) cannot be
+    /// used: `why` names the file and line. Its servers run with the
+    /// defaults.
+    BadConfig { why: String },
 }
 
 /// Files larger than this are not opened in a server.
@@ -134,9 +154,11 @@ impl LanguageServers {
             folders,
             servers: HashMap::new(),
             docs: BTreeMap::new(),
+            diagnostics: HashMap::new(),
             proposals: HashMap::new(),
             events,
             published,
+            configs: HashMap::new(),
         };
         tokio::spawn(actor.run(commands_rx, events_rx, stopped_tx));
         (LanguageServers { commands, stopped }, published_rx)
@@ -200,8 +222,10 @@ struct Server {
     process: Option<Process>,
     ready: bool,
     restarts: u32,
-    /// Not installed, or given up on: never started again.
+    /// Not installed, given up on, or turned off: never started again.
     unavailable: bool,
+    /// Its folder's setup for it (the default when none).
+    config: config::ServerConfig,
 }
 
 struct Process {
@@ -225,26 +249,56 @@ impl Drop for Process {
     }
 }
 
+/// A file as opened in one of its servers.
 struct Doc {
     key: Key,
     /// `Some` while open in the current process of its server.
     version: Option<i32>,
     hash: u64,
+    /// Its latest text has not been answered with diagnostics yet.
+    owed: bool,
 }
 
 struct Actor {
     options: Options,
     folders: Vec<PathBuf>,
     servers: HashMap<Key, Server>,
-    docs: BTreeMap<PathBuf, Doc>,
+    /// By path and index in [`servers::SERVERS`].
+    docs: BTreeMap<(PathBuf, usize), Doc>,
+    /// Each server's latest diagnostics per file (by index in
+    /// [`servers::SERVERS`]), merged when handed on; empty lists are not
+    /// kept.
+    diagnostics: HashMap<PathBuf, BTreeMap<usize, Vec<Diagnostic>>>,
     /// Proposals under review, by their shadow document's path: the file
     /// proposed for, and the text (kept here, since it is not on disk).
     proposals: HashMap<PathBuf, (PathBuf, String)>,
     events: mpsc::Sender<Event>,
     published: mpsc::Sender<Update>,
+    /// Each workspace folder's configuration, read when its first server
+    /// starts.
+    configs: HashMap<PathBuf, config::Config>,
 }
 
 impl Actor {
+    /// `key`'s server's setup in its folder, the folder's file read on
+    /// first need; a bad file is reported once and the defaults used.
+    fn config_of(&mut self, key: &Key) -> config::ServerConfig {
+        let root = &key.1;
+        if !self.configs.contains_key(root) {
+            let loaded = match config::Config::load(root) {
+                Ok(c) => c.unwrap_or_default(),
+                Err(e) => {
+                    let why = format!("{e}; the language servers there run with the defaults");
+                    tracing::warn!("{why}");
+                    let _ = self.published.try_send(Update::BadConfig { why });
+                    config::Config::default()
+                }
+            };
+            self.configs.insert(root.clone(), loaded);
+        }
+        self.configs[root].server(servers::SERVERS[key.0].name)
+    }
+
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
@@ -303,11 +357,11 @@ impl Actor {
 
     async fn involve(&mut self, path: PathBuf) {
         let path = PathBuf::from(ccbridge_protocol::uri::normalize(&path.to_string_lossy()));
-        let (Some(spec), Some(root)) = (servers::spec_for(&path), self.folder_of(&path)) else {
+        let Some(root) = self.folder_of(&path) else {
             return;
         };
-        let key = (spec, root);
-        if self.servers.get(&key).is_some_and(|s| s.unavailable) {
+        let specs = servers::specs_for(&path);
+        if specs.is_empty() {
             return;
         }
         let text = match self.proposals.get(&path) {
@@ -319,7 +373,21 @@ impl Actor {
             self.close(&path).await;
             return;
         };
+        let hash = hash(&text);
+        let mut changed = false;
+        for spec in specs {
+            changed |= self.involve_in(&path, (spec, root.clone()), &text, hash);
+        }
+        if changed {
+            self.analyzing(&path);
+        }
+    }
+
+    /// Opens `path` in `key`'s server (started if need be), or sends it
+    /// its new text; true when the server now owes fresh diagnostics.
+    fn involve_in(&mut self, path: &Path, key: Key, text: &str, hash: u64) -> bool {
         if !self.servers.contains_key(&key) {
+            let config = self.config_of(&key);
             self.servers.insert(
                 key.clone(),
                 Server {
@@ -328,31 +396,36 @@ impl Actor {
                     ready: false,
                     restarts: 0,
                     unavailable: false,
+                    config,
                 },
             );
             self.launch(&key);
         }
-        let hash = hash(&text);
-        let doc = self.docs.entry(path.clone()).or_insert(Doc {
+        let Some(server) = self.servers.get(&key) else {
+            return false;
+        };
+        if server.unavailable {
+            return false;
+        }
+        let ready = server.ready;
+        let doc = self.docs.entry((path.to_owned(), key.0)).or_insert(Doc {
             key: key.clone(),
             version: None,
             hash,
+            owed: false,
         });
-        let ready = self.servers.get(&key).is_some_and(|s| s.ready);
         if !ready {
             let changed = doc.hash != hash || doc.version.is_none();
             doc.hash = hash;
-            if changed {
-                self.analyzing(&path);
-            }
-            return; // opened once the server is ready
+            doc.owed |= changed;
+            return changed; // opened once the server is ready
         }
         let uri = message::file_uri(&path.to_string_lossy());
         let frame = match doc.version {
             None => {
                 doc.version = Some(1);
                 doc.hash = hash;
-                open(&uri, &path, &text)
+                open(&uri, path, text)
             }
             Some(v) if doc.hash != hash => {
                 doc.version = Some(v + 1);
@@ -363,10 +436,11 @@ impl Actor {
                            "contentChanges": [{"text": text}]}),
                 )
             }
-            Some(_) => return,
+            Some(_) => return false,
         };
-        self.analyzing(&path);
+        doc.owed = true;
         self.write(&key, frame);
+        true
     }
 
     /// Starts `key`'s server process (a new generation); marks it
@@ -376,13 +450,29 @@ impl Actor {
         let Some(server) = self.servers.get_mut(key) else {
             return;
         };
-        let Some(program) =
-            servers::locate(spec, &self.options.search_dirs, self.options.search_path)
-        else {
-            let why = format!(
-                "no {} language server is installed (looked for {} in {})",
-                spec.language,
-                spec.commands.join(", "),
+        if !server.config.enabled() {
+            tracing::info!(
+                "the {} language server is turned off in {}",
+                spec.name,
+                key.1.join(config::FILE).display()
+            );
+            server.unavailable = true;
+            return;
+        }
+        let command = server.config.command.clone();
+        let program = match &command {
+            // A path: that file, relative to the workspace folder.
+            Some(c) if c.contains('/') => Some(key.1.join(c)).filter(|p| servers::executable(p)),
+            Some(c) => servers::find(
+                &[c.as_str()],
+                &self.options.search_dirs,
+                self.options.search_path,
+            ),
+            None => servers::locate(spec, &self.options.search_dirs, self.options.search_path),
+        };
+        let Some(program) = program else {
+            let file = key.1.join(config::FILE);
+            let searched = || {
                 self.options
                     .search_dirs
                     .iter()
@@ -390,7 +480,28 @@ impl Actor {
                     .chain(self.options.search_path.then(|| "PATH".to_owned()))
                     .collect::<Vec<_>>()
                     .join(", ")
-            );
+            };
+            let why = match &command {
+                Some(c) if c.contains('/') => format!(
+                    "no {} language server is installed ({} is not an executable file; \
+                     set in {})",
+                    spec.language,
+                    key.1.join(c).display(),
+                    file.display()
+                ),
+                Some(c) => format!(
+                    "no {} language server is installed (looked for {c}, set in {}, in {})",
+                    spec.language,
+                    file.display(),
+                    searched()
+                ),
+                None => format!(
+                    "no {} language server is installed (looked for {} in {})",
+                    spec.language,
+                    spec.commands.join(", "),
+                    searched()
+                ),
+            };
             tracing::warn!("{why}: no diagnostics for those files");
             server.unavailable = true;
             self.unavailable(spec.language, why);
@@ -398,7 +509,12 @@ impl Actor {
         };
         server.gen += 1;
         server.ready = false;
-        match spawn(&program, spec.args, &key.1) {
+        let args: Vec<String> = match &server.config.args {
+            Some(a) => a.clone(),
+            None => spec.args.iter().map(|a| (*a).to_owned()).collect(),
+        };
+        let init_options = server.config.initialization_options();
+        match spawn(&program, &args, &key.1) {
             Ok((process, stdout, stderr)) => {
                 tracing::info!(
                     "language server {} started for {} (pid {:?})",
@@ -415,7 +531,8 @@ impl Actor {
                 tokio::spawn(log_stderr(stderr, spec.language));
                 server.process = Some(process);
                 let root = key.1.to_string_lossy().into_owned();
-                let init = message::request(0, "initialize", initialize_params(&root));
+                let init =
+                    message::request(0, "initialize", initialize_params(&root, init_options));
                 self.write(key, init);
             }
             Err(e) => {
@@ -442,18 +559,67 @@ impl Actor {
     /// Closes `path`'s document in its server, if it has one, and clears
     /// what it had.
     async fn close(&mut self, path: &Path) {
-        let Some(doc) = self.docs.remove(path) else {
+        let specs: Vec<usize> = self
+            .docs
+            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
+            .map(|((_, spec), _)| *spec)
+            .collect();
+        if specs.is_empty() {
             return;
-        };
-        if doc.version.is_some() {
-            let uri = message::file_uri(&path.to_string_lossy());
-            let close = message::notification(
-                "textDocument/didClose",
-                json!({"textDocument": {"uri": uri}}),
-            );
-            self.write(&doc.key, close);
         }
+        for spec in specs {
+            let Some(doc) = self.docs.remove(&(path.to_owned(), spec)) else {
+                continue;
+            };
+            if doc.version.is_some() {
+                let uri = message::file_uri(&path.to_string_lossy());
+                let close = message::notification(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                );
+                self.write(&doc.key, close);
+            }
+        }
+        self.diagnostics.remove(path);
         self.publish(path, Vec::new()).await;
+    }
+
+    /// `spec`'s server's diagnostics for `path`: they replace its earlier
+    /// ones, and the file's merged list is handed on unless another of its
+    /// servers still owes diagnostics for the latest text (then that
+    /// server's publication hands on the whole).
+    async fn published_by(&mut self, path: &Path, spec: usize, diagnostics: Vec<Diagnostic>) {
+        if let Some(doc) = self.docs.get_mut(&(path.to_owned(), spec)) {
+            doc.owed = false;
+        }
+        let entry = self.diagnostics.entry(path.to_owned()).or_default();
+        if diagnostics.is_empty() {
+            entry.remove(&spec);
+        } else {
+            entry.insert(spec, diagnostics);
+        }
+        if entry.is_empty() {
+            self.diagnostics.remove(path);
+        }
+        self.hand_on(path).await;
+    }
+
+    /// Hands on `path`'s merged diagnostics, unless one of its servers
+    /// still owes its own.
+    async fn hand_on(&mut self, path: &Path) {
+        let owed = self
+            .docs
+            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
+            .any(|(_, d)| d.owed);
+        if owed {
+            return;
+        }
+        let merged = self
+            .diagnostics
+            .get(path)
+            .map(|by| by.values().flatten().cloned().collect())
+            .unwrap_or_default();
+        self.publish(path, merged).await;
     }
 
     async fn publish(&self, path: &Path, diagnostics: Vec<Diagnostic>) {
@@ -534,17 +700,23 @@ impl Actor {
                     s.unavailable = true;
                     self.unavailable(spec.language, why);
                 }
+                // Its diagnostics are cleared rather than left stale; it
+                // owes nothing until its files are opened again.
                 let stale: Vec<PathBuf> = self
                     .docs
                     .iter_mut()
                     .filter(|(_, d)| d.key == key)
-                    .map(|(p, d)| {
+                    .map(|((p, _), d)| {
                         d.version = None;
+                        d.owed = false;
                         p.clone()
                     })
                     .collect();
+                if !retry {
+                    self.docs.retain(|_, d| d.key != key);
+                }
                 for p in stale {
-                    self.publish(&p, Vec::new()).await;
+                    self.published_by(&p, key.0, Vec::new()).await;
                 }
             }
             Event::Restart { key } => {
@@ -577,7 +749,7 @@ impl Actor {
                     .docs
                     .iter()
                     .filter(|(_, d)| d.key == key && d.version.is_none())
-                    .map(|(p, _)| p.clone())
+                    .map(|((p, _), _)| p.clone())
                     .collect();
                 for p in waiting {
                     self.involve(p).await;
@@ -586,13 +758,15 @@ impl Actor {
             Incoming::Response { .. } => {}
             Incoming::Request { id, method, params } => {
                 let root = key.1.to_string_lossy().into_owned();
-                let frame = message::answer(&id, &method, &params, folders(&root));
+                let settings = self.servers.get(&key).map(|s| &s.config);
+                let frame = message::answer(&id, &method, &params, folders(&root), settings);
                 self.write(&key, frame);
             }
             Incoming::Notification { method, params } => match method.as_str() {
                 "textDocument/publishDiagnostics" => {
                     if let Some((path, diagnostics)) = message::published(&params) {
-                        self.publish(Path::new(&path), diagnostics).await;
+                        self.published_by(Path::new(&path), key.0, diagnostics)
+                            .await;
                     }
                 }
                 "window/logMessage" | "window/showMessage" => {
@@ -656,8 +830,8 @@ fn folders(root: &str) -> Value {
     json!([{"uri": message::file_uri(root), "name": name}])
 }
 
-fn initialize_params(root: &str) -> Value {
-    json!({
+fn initialize_params(root: &str, options: Option<Value>) -> Value {
+    let mut params = json!({
         "processId": std::process::id(),
         "clientInfo": {"name": "ccbridge", "version": env!("CARGO_PKG_VERSION")},
         "rootPath": root,
@@ -671,7 +845,11 @@ fn initialize_params(root: &str) -> Value {
             "workspace": {"workspaceFolders": true, "configuration": true},
             "window": {"workDoneProgress": false},
         },
-    })
+    });
+    if let Some(o) = options {
+        params["initializationOptions"] = o;
+    }
+    params
 }
 
 type Spawned = (
@@ -680,7 +858,7 @@ type Spawned = (
     tokio::process::ChildStderr,
 );
 
-fn spawn(program: &Path, args: &[&str], root: &Path) -> std::io::Result<Spawned> {
+fn spawn(program: &Path, args: &[String], root: &Path) -> std::io::Result<Spawned> {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .current_dir(root)

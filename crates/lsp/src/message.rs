@@ -82,17 +82,32 @@ pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
     .unwrap_or_default()
 }
 
-/// What ccbridge answers a server's request: defaults for configuration,
-/// acknowledgements for registrations and progress, "not supported" for
-/// the rest (servers carry on without them).
-pub fn answer(id: &Value, method: &str, params: &Value, folders: Value) -> Vec<u8> {
+/// What ccbridge answers a server's request: configuration from the
+/// workspace's settings for the server (`null`, the server's defaults,
+/// where they say nothing), acknowledgements for registrations and
+/// progress, "not supported" for the rest (servers carry on without them).
+pub fn answer(
+    id: &Value,
+    method: &str,
+    params: &Value,
+    folders: Value,
+    settings: Option<&crate::config::ServerConfig>,
+) -> Vec<u8> {
     match method {
         "workspace/configuration" => {
-            let n = params
+            let items = params
                 .get("items")
                 .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            response(id, Value::Array(vec![Value::Null; n.min(1024)]))
+                .map_or(&[][..], Vec::as_slice);
+            let answers = items
+                .iter()
+                .take(1024)
+                .map(|item| {
+                    let section = item.get("section").and_then(Value::as_str);
+                    settings.map_or(Value::Null, |s| s.section(section))
+                })
+                .collect();
+            response(id, Value::Array(answers))
         }
         "workspace/workspaceFolders" => response(id, folders),
         "client/registerCapability"
@@ -226,13 +241,47 @@ mod tests {
             "workspace/configuration",
             &json!({"items": [{}, {}]}),
             json!(null),
+            None,
         );
         let v: Value = serde_json::from_slice(&a).unwrap();
         assert_eq!(v["result"], json!([null, null]));
-        let a = answer(&json!("x"), "something/else", &json!(null), json!(null));
+        let a = answer(
+            &json!("x"),
+            "something/else",
+            &json!(null),
+            json!(null),
+            None,
+        );
         let v: Value = serde_json::from_slice(&a).unwrap();
         assert_eq!(v["error"]["code"], -32601);
         assert_eq!(v["id"], "x");
+    }
+
+    #[test]
+    fn configuration_is_answered_by_section_from_the_settings() {
+        let config = crate::config::Config::parse(
+            "[servers.pyright.settings.python.analysis]\ntypeCheckingMode = \"strict\"\n",
+            std::path::Path::new("lsp.toml"),
+        )
+        .unwrap()
+        .server("pyright");
+        let a = answer(
+            &json!(1),
+            "workspace/configuration",
+            &json!({"items": [{"section": "python.analysis"}, {"section": "python"}, {"section": "pyright"}, {}]}),
+            json!(null),
+            Some(&config),
+        );
+        let v: Value = serde_json::from_slice(&a).unwrap();
+        assert_eq!(
+            v["result"],
+            json!([
+                {"typeCheckingMode": "strict"},
+                {"analysis": {"typeCheckingMode": "strict"}},
+                null,
+                {"python": {"analysis": {"typeCheckingMode": "strict"}}}
+            ])
+        );
     }
 
     #[test]

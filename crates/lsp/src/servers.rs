@@ -2,15 +2,23 @@
 //!
 //! The table is fixed (the servers the issue names); a server is used when
 //! its program is found in the explicit directories given first, then on
-//! `PATH`. Several commands for one language are alternatives, first found
-//! wins (basedpyright before pyright).
+//! `PATH`. Several commands for one entry are alternatives, first found
+//! wins (basedpyright before pyright). Several entries may serve one
+//! extension: a Python file goes to (based)pyright for types *and* to
+//! ruff for lints, each reporting its own diagnostics, which the client
+//! merges per file.
 
 use std::path::{Path, PathBuf};
 
 /// One kind of language server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
-    /// What the user is told ("Python").
+    /// Its name in a workspace's configuration (`[servers.ruff]`, see
+    /// [`crate::config`]).
+    pub name: &'static str,
+    /// What the user is told ("Python"); unique in [`SERVERS`], since a
+    /// missing server is reported under it ("Python (Ruff)" is told apart
+    /// from "Python").
     pub language: &'static str,
     /// Alternative programs, in order of preference.
     pub commands: &'static [&'static str],
@@ -21,24 +29,35 @@ pub struct Spec {
 
 pub const SERVERS: &[Spec] = &[
     Spec {
+        name: "pyright",
         language: "Python",
         commands: &["basedpyright-langserver", "pyright-langserver"],
         args: &["--stdio"],
         extensions: &["py", "pyi"],
     },
     Spec {
+        name: "ruff",
+        language: "Python (Ruff)",
+        commands: &["ruff"],
+        args: &["server"],
+        extensions: &["py", "pyi"],
+    },
+    Spec {
+        name: "typescript",
         language: "TypeScript/JavaScript",
         commands: &["typescript-language-server"],
         args: &["--stdio"],
         extensions: &["ts", "tsx", "js", "jsx", "mts", "cts", "mjs", "cjs"],
     },
     Spec {
+        name: "clangd",
         language: "C/C++",
         commands: &["clangd"],
         args: &[],
         extensions: &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
     },
     Spec {
+        name: "rust-analyzer",
         language: "Rust",
         commands: &["rust-analyzer"],
         args: &[],
@@ -46,17 +65,29 @@ pub const SERVERS: &[Spec] = &[
     },
 ];
 
-/// The index in [`SERVERS`] of the server for `path`, by its extension.
-pub fn spec_for(path: &Path) -> Option<usize> {
-    let ext = path.extension()?.to_str()?;
+/// The indexes in [`SERVERS`] of the servers for `path`, by its extension
+/// (none, one, or several: each is opened in all).
+pub fn specs_for(path: &Path) -> Vec<usize> {
+    let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+        return Vec::new();
+    };
     SERVERS
         .iter()
-        .position(|s| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+        .enumerate()
+        .filter(|(_, s)| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The first of `spec`'s programs found in `dirs`, then (with
 /// `search_path`) on `PATH`.
 pub fn locate(spec: &Spec, dirs: &[PathBuf], search_path: bool) -> Option<PathBuf> {
+    find(spec.commands, dirs, search_path)
+}
+
+/// The first of `commands` (names) found in `dirs`, then (with
+/// `search_path`) on `PATH`.
+pub fn find(commands: &[&str], dirs: &[PathBuf], search_path: bool) -> Option<PathBuf> {
     let path = search_path
         .then(|| std::env::var_os("PATH"))
         .flatten()
@@ -67,12 +98,13 @@ pub fn locate(spec: &Spec, dirs: &[PathBuf], search_path: bool) -> Option<PathBu
         .chain(std::env::split_paths(&path))
         .filter(|d| d.is_absolute())
         .collect();
-    spec.commands
+    commands
         .iter()
         .find_map(|c| all.iter().map(|d| d.join(c)).find(|p| executable(p)))
 }
 
-fn executable(p: &Path) -> bool {
+/// Whether `p` is an executable file.
+pub fn executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -83,14 +115,25 @@ mod tests {
 
     #[test]
     fn files_find_their_server_by_extension() {
-        let lang = |p: &str| spec_for(Path::new(p)).map(|i| SERVERS[i].language);
-        assert_eq!(lang("/w/a.py"), Some("Python"));
-        assert_eq!(lang("/w/a.PY"), Some("Python"));
-        assert_eq!(lang("/w/a.tsx"), Some("TypeScript/JavaScript"));
-        assert_eq!(lang("/w/a.h"), Some("C/C++"));
-        assert_eq!(lang("/w/a.rs"), Some("Rust"));
-        assert_eq!(lang("/w/Makefile"), None);
-        assert_eq!(lang("/w/a.md"), None);
+        let lang = |p: &str| -> Vec<&str> {
+            specs_for(Path::new(p))
+                .into_iter()
+                .map(|i| SERVERS[i].language)
+                .collect()
+        };
+        assert_eq!(lang("/w/a.py"), ["Python", "Python (Ruff)"]);
+        assert_eq!(lang("/w/a.PY"), ["Python", "Python (Ruff)"]);
+        assert_eq!(lang("/w/a.tsx"), ["TypeScript/JavaScript"]);
+        assert_eq!(lang("/w/a.h"), ["C/C++"]);
+        assert_eq!(lang("/w/a.rs"), ["Rust"]);
+        assert!(lang("/w/Makefile").is_empty());
+        assert!(lang("/w/a.md").is_empty());
+        let names: std::collections::HashSet<_> = SERVERS.iter().map(|s| s.language).collect();
+        assert_eq!(
+            names.len(),
+            SERVERS.len(),
+            "missing servers are told apart by name"
+        );
     }
 
     #[test]

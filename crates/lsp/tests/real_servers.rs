@@ -1,10 +1,14 @@
 //! The client against real language servers: pyright and
-//! typescript-language-server (pinned in tests/e2e), clangd (Debian's).
+//! typescript-language-server (pinned in tests/e2e), ruff (pinned, from
+//! PyPI, in the test command's cache), clangd (Debian's).
 //! With pyright: a type error is published for an involved file and
 //! cleared when the file is fixed on disk; a server that is killed is
 //! restarted and the file's diagnostics come back; stopping kills the
-//! server; a proposal is checked as its own document. With the others: a
-//! type error arrives with its 0-based place and a string code.
+//! server; a proposal is checked as its own document. With pyright and
+//! ruff together: both report on one Python file, each fix clears only
+//! its own server's diagnostics, and either works without the other. With
+//! the others: a type error arrives with its 0-based place and a string
+//! code.
 
 use ccbridge_lsp::{LanguageServers, Options, Published, Update};
 use std::path::Path;
@@ -88,8 +92,10 @@ async fn pyright_reports_fixes_restarts_and_stops() {
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     let file = ws.join("bad.py");
     std::fs::write(&file, "x: int = \"not an int\"\n").unwrap();
+    // Only pyright: a ruff on PATH would be a second server.
     let options = Options {
         search_dirs: vec![bin],
+        search_path: false,
         backoff: Duration::from_millis(100),
         ..Options::default()
     };
@@ -302,5 +308,262 @@ async fn a_language_without_its_server_installed_is_said_to_have_none() {
     assert!(got.1.contains("pyright-langserver"), "{}", got.1);
     assert!(got.1.contains(&empty.display().to_string()), "{}", got.1);
     assert!(!got.1.contains("PATH"), "PATH was not searched: {}", got.1);
+    lsp.stop().await;
+}
+
+/// `p`'s diagnostics from `source` ("Pyright", "Ruff").
+fn from<'a>(p: &'a Published, source: &str) -> Vec<&'a ccbridge_protocol::editor::Diagnostic> {
+    p.diagnostics
+        .iter()
+        .filter(|d| d.source.as_deref() == Some(source))
+        .collect()
+}
+
+/// A Pyright error (pyright also reports hints, such as an unused name).
+fn pyright_errors(p: &Published) -> Vec<&ccbridge_protocol::editor::Diagnostic> {
+    from(p, "Pyright")
+        .into_iter()
+        .filter(|d| d.severity == ccbridge_protocol::editor::Severity::Error)
+        .collect()
+}
+
+fn ruff_codes(p: &Published) -> Vec<&str> {
+    from(p, "Ruff")
+        .iter()
+        .filter_map(|d| d.code.as_deref())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_and_ruff_both_report_and_each_fix_clears_only_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let file = ws.join("both.py");
+    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![
+            ccbridge_testkit::pyright_bin_dir(),
+            ccbridge_testkit::ruff_bin_dir(),
+        ],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    let p = until(&mut rx, &file, "both servers' diagnostics", |p| {
+        !pyright_errors(p).is_empty() && !ruff_codes(p).is_empty()
+    })
+    .await;
+    // (ruff's other default rules say nothing about this file.)
+    assert_eq!(ruff_codes(&p), ["F401"], "{:?}", p.diagnostics);
+    let unused = from(&p, "Ruff")[0];
+    assert_eq!(
+        (unused.range.start.line, unused.range.start.character),
+        (0, 7),
+        "{unused:?}"
+    );
+    let e = pyright_errors(&p);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!((e[0].range.start.line, e[0].range.start.character), (2, 9));
+    assert_eq!(lsp.pids().await.len(), 2, "one process per server");
+
+    // The type error fixed: pyright's goes, ruff's stays. The first
+    // publication after the change is already the whole answer: the one
+    // of the faster server waits for the other's.
+    std::fs::write(&file, "import os\n\nx: int = 1\n").unwrap();
+    lsp.involve(&file);
+    let p = until(&mut rx, &file, "the type fix", |_| true).await;
+    assert!(pyright_errors(&p).is_empty(), "{:?}", p.diagnostics);
+    assert_eq!(ruff_codes(&p), ["F401"], "{:?}", p.diagnostics);
+
+    // The import removed and a new type error: ruff's goes, pyright's
+    // new one is there.
+    std::fs::write(&file, "y: str = 5\n").unwrap();
+    lsp.involve(&file);
+    let p = until(&mut rx, &file, "the lint fix", |_| true).await;
+    assert!(ruff_codes(&p).is_empty(), "{:?}", p.diagnostics);
+    let e = pyright_errors(&p);
+    assert_eq!(e.len(), 1, "{:?}", p.diagnostics);
+    assert_eq!((e[0].range.start.line, e[0].range.start.character), (0, 9));
+    lsp.stop().await;
+}
+
+/// Involves a Python file with both a type error and an unused import in a
+/// workspace whose only Python server is in `bin`: the other is said to be
+/// missing (under `missing`), and the one there still reports (`ok`).
+async fn only_one_python_server(
+    bin: std::path::PathBuf,
+    missing: &str,
+    ok: impl Fn(&Published) -> bool,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let file = ws.join("one.py");
+    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![bin.clone()],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    let mut told = None;
+    let p = next(&mut rx, "the present server's diagnostics", |u| match u {
+        Update::Unavailable { language, why } => {
+            told = Some((language, why));
+            None
+        }
+        Update::Published(p) if p.path == file.to_string_lossy() && ok(&p) => Some(p),
+        _ => None,
+    })
+    .await;
+    let (language, why) = told.expect("the missing server is reported before any diagnostics");
+    assert_eq!(language, missing, "{why}");
+    assert!(why.contains(&bin.display().to_string()), "{why}");
+    assert!(!p.diagnostics.is_empty());
+    assert_eq!(lsp.pids().await.len(), 1);
+    lsp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_without_ruff_still_reports_and_ruff_is_said_missing() {
+    only_one_python_server(ccbridge_testkit::pyright_bin_dir(), "Python (Ruff)", |p| {
+        !pyright_errors(p).is_empty() && ruff_codes(p).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruff_without_pyright_still_reports_and_pyright_is_said_missing() {
+    only_one_python_server(ccbridge_testkit::ruff_bin_dir(), "Python", |p| {
+        ruff_codes(p).contains(&"F401") && from(p, "Pyright").is_empty()
+    })
+    .await;
+}
+
+/// A workspace with `config` as its `.ccbridge/lsp.toml` and a Python file
+/// with a type error and an unused import, both Python servers installed.
+async fn configured(
+    config: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    LanguageServers,
+    mpsc::Receiver<Update>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(ws.join(".ccbridge")).unwrap();
+    std::fs::write(ws.join(".ccbridge/lsp.toml"), config).unwrap();
+    let file = ws.join("conf.py");
+    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![
+            ccbridge_testkit::pyright_bin_dir(),
+            ccbridge_testkit::ruff_bin_dir(),
+        ],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    (dir, file, lsp, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_config_turns_ruff_off_and_sets_pyright_up() {
+    let (_dir, file, lsp, mut rx) = configured(
+        "[servers.ruff]\nenabled = false\n\n\
+         [servers.pyright.settings.python.analysis.diagnosticSeverityOverrides]\n\
+         reportAssignmentType = \"warning\"\n",
+    )
+    .await;
+    let p = next(&mut rx, "pyright's diagnostics", |u| match u {
+        Update::Unavailable { language, why } => {
+            panic!("a server turned off is not missing: {language}: {why}")
+        }
+        Update::BadConfig { why } => panic!("{why}"),
+        Update::Published(p)
+            if p.path == file.to_string_lossy() && !from(&p, "Pyright").is_empty() =>
+        {
+            Some(p)
+        }
+        _ => None,
+    })
+    .await;
+    assert!(ruff_codes(&p).is_empty(), "{:?}", p.diagnostics);
+    // The workspace's settings reached pyright (workspace/configuration):
+    // the type error is a warning there.
+    let d = from(&p, "Pyright")
+        .into_iter()
+        .find(|d| d.code.as_deref() == Some("reportAssignmentType"))
+        .unwrap_or_else(|| panic!("{:?}", p.diagnostics));
+    assert_eq!(
+        d.severity,
+        ccbridge_protocol::editor::Severity::Warning,
+        "{d:?}"
+    );
+    assert_eq!(lsp.pids().await.len(), 1, "ruff was not started");
+    lsp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_workspace_config_is_reported_with_its_line_and_the_defaults_apply() {
+    let (dir, file, lsp, mut rx) =
+        configured("[servers.ruff]\nenabled = false\nargs = [\"server\"\n").await;
+    let why = next(&mut rx, "word of the bad file", |u| match u {
+        Update::BadConfig { why } => Some(why),
+        _ => None,
+    })
+    .await;
+    let name = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join(".ccbridge/lsp.toml");
+    assert!(why.starts_with(&format!("{}:3: ", name.display())), "{why}");
+    // Both servers run, as without the file.
+    until(&mut rx, &file, "both servers' diagnostics", |p| {
+        !pyright_errors(p).is_empty() && ruff_codes(p).contains(&"F401")
+    })
+    .await;
+    assert_eq!(lsp.pids().await.len(), 2);
+    lsp.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_config_names_a_server_program_outside_the_search() {
+    // ruff is not in the directories searched (only pyright's is): the
+    // file names it, relative to the workspace folder, with its arguments.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::os::unix::fs::symlink(ccbridge_testkit::ruff_bin_dir(), ws.join("venv-bin")).unwrap();
+    std::fs::create_dir(ws.join(".ccbridge")).unwrap();
+    std::fs::write(
+        ws.join(".ccbridge/lsp.toml"),
+        "[servers.ruff]\ncommand = \"venv-bin/ruff\"\nargs = [\"server\"]\n",
+    )
+    .unwrap();
+    let file = ws.join("named.py");
+    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
+    let options = Options {
+        search_dirs: vec![ccbridge_testkit::pyright_bin_dir()],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    next(&mut rx, "both servers' diagnostics", |u| match u {
+        Update::Unavailable { language, why } => panic!("{language}: {why}"),
+        Update::BadConfig { why } => panic!("{why}"),
+        Update::Published(p)
+            if p.path == file.to_string_lossy()
+                && !pyright_errors(&p).is_empty()
+                && ruff_codes(&p).contains(&"F401") =>
+        {
+            Some(())
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(lsp.pids().await.len(), 2);
     lsp.stop().await;
 }

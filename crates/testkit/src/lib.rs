@@ -172,6 +172,23 @@ pub fn pyright_bin_dir() -> std::path::PathBuf {
     e2e_bin_dir("pyright-langserver")
 }
 
+/// The directory holding `ruff` (the second Python language server, `ruff
+/// server`): the venv the test command installs it into from PyPI, pinned,
+/// in [`cache_dir`]. Panics with how to install it when it is missing.
+pub fn ruff_bin_dir() -> std::path::PathBuf {
+    let venv = cache_dir().join("ruff-venv");
+    let dir = venv.join("bin");
+    assert!(
+        dir.join("ruff").is_file(),
+        "ruff is missing from {}: run scripts/test, which installs the pinned PyPI package \
+         ruff there (`python3 -m venv {venv} && {venv}/bin/pip install ruff==<the pin in \
+         scripts/test>`)",
+        dir.display(),
+        venv = venv.display()
+    );
+    dir
+}
+
 /// The directory of the pinned test programs' commands, checked to hold
 /// `program` (a language server the tests start: `pyright-langserver`,
 /// `typescript-language-server`); a missing one fails with how to install it.

@@ -236,7 +236,7 @@ impl Hub {
     /// Whether a language server ccbridge runs checks `path`.
     fn analyzed(&self, path: &str) -> bool {
         self.language_servers.get().is_some()
-            && ccbridge_lsp::servers::spec_for(std::path::Path::new(path)).is_some()
+            && !ccbridge_lsp::servers::specs_for(std::path::Path::new(path)).is_empty()
     }
 
     /// Every file whose content changed in the session review since
@@ -249,7 +249,7 @@ impl Hub {
         };
         let (now, paths) = c.changed_since(seen);
         for path in paths {
-            if ccbridge_lsp::servers::spec_for(std::path::Path::new(&path)).is_some() {
+            if !ccbridge_lsp::servers::specs_for(std::path::Path::new(&path)).is_empty() {
                 l.involve(&path);
             }
         }

@@ -309,6 +309,9 @@ async fn forward_diagnostics(
                 hub.language_server_unavailable(language, why);
                 continue;
             }
+            // Logged by the client (on serve's stderr or log file); the
+            // servers run with the defaults.
+            Update::BadConfig { .. } => continue,
         };
         if engine.send(event).await.is_err() {
             return;
