@@ -316,12 +316,5 @@ fn group_rss(pids: &[u32]) -> anyhow::Result<(u64, usize)> {
 
 /// Resident memory of process `pid`, in bytes.
 fn resident_bytes(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .context("VmRSS in /proc/<pid>/status")?;
-    Ok(kb * 1024)
+    Ok(ccbridge_bench::process::rss_kib(pid)? * 1024)
 }
