@@ -68,6 +68,7 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/link", post(link))
         .route("/state", get(state))
         .route("/events", get(events))
+        .route("/reviews/{id}", get(review_get))
         .route("/reviews/{id}/text", post(review_text))
         .route("/reviews/{id}/hunks/{index}", post(review_hunk))
         .route("/reviews/{id}/accept", post(review_accept))
@@ -472,10 +473,21 @@ async fn review_hunk(
     Json(b): Json<HunkBody>,
 ) -> Response {
     let accept = matches!(b.decision, HunkDecision::Accept);
+    match ui
+        .hub
+        .decide_hunk(DiffId(id), index, accept, b.version)
+        .await
+    {
+        Ok(decided) => Json(decided).into_response(),
+        Err(e) => review_answer(Err(e)),
+    }
+}
+
+async fn review_get(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
     review_answer(
         ui.hub
-            .review_action(DiffId(id), |r| r.decide(index, accept, b.version))
-            .await,
+            .review(DiffId(id))
+            .ok_or(ActionError::Unknown(DiffId(id))),
     )
 }
 

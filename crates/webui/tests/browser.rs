@@ -21,6 +21,8 @@ use tokio::runtime::Runtime;
 
 const WAIT: Duration = Duration::from_secs(20);
 const PAGE: &str = "ui";
+/// A second tab of the same browser (signed in through the first).
+const OTHER: &str = "other";
 
 struct Rig {
     rt: Runtime,
@@ -689,6 +691,22 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
     let id = rig.review_id(&f);
     rig.browser
         .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"6\"]"));
+    // A second tab follows each decision from its event alone (the hunk
+    // decided, not the whole review): it must show the same hunks.
+    rig.browser.new_page(OTHER, "light");
+    rig.browser
+        .goto(OTHER, &format!("http://127.0.0.1:{}/", rig.ui_port));
+    rig.browser
+        .wait_for(OTHER, &Rig::card(&id, "[data-hunk=\"6\"]"));
+    let proposed_side = Rig::card(&id, "[data-side=proposed] .cm-content");
+    let same_in_other_tab = |rig: &mut Rig| {
+        let want = rig.browser.text(PAGE, &proposed_side);
+        rig.browser.wait_until(
+            OTHER,
+            "([sel, want]) => document.querySelector(sel)?.textContent === want",
+            json!([proposed_side, want]),
+        );
+    };
     rig.browser.click(
         PAGE,
         &Rig::card(&id, "[data-hunk=\"1\"] [data-action=accept-hunk]"),
@@ -701,6 +719,15 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
         1,
         "one click accepted more than one hunk"
     );
+    rig.browser
+        .wait_for(OTHER, &Rig::card(&id, "[data-hunk=\"1\"][data-accepted]"));
+    assert_eq!(
+        rig.browser
+            .count(OTHER, &Rig::card(&id, "[data-hunk][data-accepted]")),
+        1,
+        "the other tab marked more than one hunk"
+    );
+    same_in_other_tab(&mut rig);
     // Reject the others, always the first hunk not accepted.
     // (The last decision finishes the review: Claude's answer says it.)
     for left in (1..7).rev() {
@@ -719,6 +746,7 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
             "([sel, n]) => document.querySelectorAll(sel).length === n",
             json!([Rig::card(&id, "[data-hunk]"), left]),
         );
+        same_in_other_tab(&mut rig);
     }
     let out = rig.outcome(call);
     assert_eq!(out[0], "FILE_SAVED");

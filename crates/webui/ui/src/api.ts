@@ -43,6 +43,23 @@ export interface Hunk {
 
 export type ReviewStatus = "pending" | "accepted" | "rejected" | "dismissed";
 
+/** A hunk's place, without its mark. */
+export type HunkPlace = Omit<Hunk, "accepted">;
+
+/** One per-hunk decision, as the server answers and announces it: only
+ * what changed, not the whole review. `hunk` is the decided hunk as it
+ * stood in version `version - 1`; an accept marks it, a reject reverts it
+ * in `working` (its lines become the original's) and moves the later
+ * hunks by the lines that took out or put back. */
+export interface HunkDecided {
+  id: number;
+  version: number;
+  index: number;
+  decision: "accept" | "reject";
+  hunk: HunkPlace;
+  status: ReviewStatus;
+}
+
 export interface Review {
   id: number;
   tabName: string;
@@ -260,6 +277,7 @@ export interface RevertConflict {
 export type ServerEvent =
   | Snapshot
   | { type: "review"; review: Review }
+  | ({ type: "hunk" } & HunkDecided)
   | { type: "closed"; id: number; reason: string; note: string }
   | { type: "sessions"; sessions: Session[] }
   | { type: "activity"; entry: Activity }
@@ -395,6 +413,25 @@ async function request(method: "GET" | "POST", path: string, body?: unknown, kee
   return parsed;
 }
 
+export function isHunkDecided(v: unknown): v is HunkDecided {
+  if (!v || typeof v !== "object") return false;
+  const d = v as Record<string, unknown>;
+  const hunk = d["hunk"] as Record<string, unknown> | null | undefined;
+  return (
+    typeof d["id"] === "number" &&
+    typeof d["version"] === "number" &&
+    typeof d["index"] === "number" &&
+    (d["decision"] === "accept" || d["decision"] === "reject") &&
+    typeof d["status"] === "string" &&
+    !!hunk &&
+    typeof hunk === "object" &&
+    typeof hunk["oldStart"] === "number" &&
+    typeof hunk["oldLines"] === "number" &&
+    typeof hunk["newStart"] === "number" &&
+    typeof hunk["newLines"] === "number"
+  );
+}
+
 function expectReview(v: unknown): Review {
   if (!isReview(v)) throw new ApiError(500, "ccbridge answered with something that is not a review", v);
   return v;
@@ -422,8 +459,16 @@ export const api = {
   async reviewText(id: number, text: string, version: number, keepalive = false): Promise<Review> {
     return expectReview(await request("POST", `/api/reviews/${id}/text`, { text, version }, keepalive));
   },
-  async reviewHunk(id: number, index: number, decision: "accept" | "reject", version: number): Promise<Review> {
-    return expectReview(await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version }));
+  /** The review as the server has it now (after a change the page could
+   * not follow from the events alone). */
+  async review(id: number): Promise<Review> {
+    return expectReview(await request("GET", `/api/reviews/${id}`));
+  },
+  /** Decides one hunk; the answer says what changed (`HunkDecided`). */
+  async reviewHunk(id: number, index: number, decision: "accept" | "reject", version: number): Promise<HunkDecided> {
+    const v = await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version });
+    if (!isHunkDecided(v)) throw new ApiError(500, "ccbridge answered with something that is not a hunk decision", v);
+    return v;
   },
   /** Accepts `working`, or with `text` the page's right side (edits not
    * yet sent), set and accepted in one step. */

@@ -327,6 +327,9 @@ function onEvent(e: ServerEvent): void {
     case "review":
       reviews.update(e.review);
       break;
+    case "hunk":
+      reviews.hunk(e);
+      break;
     case "closed":
       reviews.closed(e.id, e.reason, e.note);
       break;
