@@ -74,6 +74,7 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/reviews/{id}/accept", post(review_accept))
         .route("/reviews/{id}/reject", post(review_reject))
         .route("/reviews/{id}/dismiss", post(review_dismiss))
+        .route("/reviews/{id}/forget", post(review_forget))
         .route("/changes", get(changes))
         .route("/changes/{action}", post(change_action))
         .route("/approvals/{id}", post(approval))
@@ -489,6 +490,18 @@ async fn review_get(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response 
             .review(DiffId(id))
             .ok_or(ActionError::Unknown(DiffId(id))),
     )
+}
+
+/// The reviewer dismissed a proposal the agent had closed undecided.
+async fn review_forget(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
+    if ui.hub.forget_closed(DiffId(id)) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no closed proposal {id} is kept"),
+        )
+    }
 }
 
 #[derive(Deserialize)]

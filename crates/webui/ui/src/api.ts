@@ -60,6 +60,15 @@ export interface HunkDecided {
   status: ReviewStatus;
 }
 
+/** A proposal the agent closed before the reviewer decided: kept by the
+ * server (the last 50) until dismissed, read-only. */
+export interface ClosedReview {
+  review: Review;
+  reason: string;
+  note: string;
+  closedAt: number;
+}
+
 export interface Review {
   id: number;
   tabName: string;
@@ -143,6 +152,9 @@ export type Activity =
       isNewFile?: boolean;
     }
   | { at: number; kind: "approval"; tool: string; summary: string; allowed: boolean }
+  /** A file changed without a review ccbridge held (from the session
+   * review); `by` the agent that reported it, if one did. */
+  | { at: number; kind: "unreviewed"; path: string; by: string | null }
   | { at: number; kind: "run"; run: number; command: string; exitCode: number | null; timedOut: boolean; cancelled: boolean; elapsedMs: number };
 
 export type ApprovalMode = "write-only" | "always" | "never";
@@ -206,6 +218,8 @@ export interface Snapshot {
   server: ServerInfo | null;
   sessions: Session[];
   reviews: Review[];
+  /** Proposals the agent closed undecided, newest first (from servers that keep them). */
+  closedReviews?: ClosedReview[];
   activity: Activity[];
   tabs: Tabs;
   diagnostics: FileDiagnostics[];
@@ -279,6 +293,8 @@ export type ServerEvent =
   | { type: "review"; review: Review }
   | ({ type: "hunk" } & HunkDecided)
   | { type: "closed"; id: number; reason: string; note: string }
+  /** A closed proposal was dismissed (in this tab or another). */
+  | { type: "forgotten"; id: number }
   | { type: "sessions"; sessions: Session[] }
   | { type: "activity"; entry: Activity }
   | { type: "open"; path: string; line: number | null }
@@ -469,6 +485,10 @@ export const api = {
     const v = await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version });
     if (!isHunkDecided(v)) throw new ApiError(500, "ccbridge answered with something that is not a hunk decision", v);
     return v;
+  },
+  /** Forgets a proposal the agent closed undecided (every tab drops it). */
+  async forgetClosed(id: number): Promise<void> {
+    await request("POST", `/api/reviews/${id}/forget`, {});
   },
   /** Accepts `working`, or with `text` the page's right side (edits not
    * yet sent), set and accepted in one step. */

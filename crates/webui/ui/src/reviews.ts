@@ -15,7 +15,7 @@
 import { Annotation, ChangeSet, Compartment, EditorSelection, EditorState, RangeSet, StateEffect, StateField, Text, Transaction, type Extension, type Range as CMRange } from "@codemirror/state";
 import { Decoration, EditorView, WidgetType, type DecorationSet, type ViewUpdate } from "@codemirror/view";
 import { MergeView, unifiedMergeView, updateOriginalDoc, type Change } from "@codemirror/merge";
-import { api, ApiError, type Diagnostic, type FileDiagnostics, type HunkDecided, type Review } from "./api";
+import { api, ApiError, type ClosedReview, type Diagnostic, type FileDiagnostics, type HunkDecided, type Review } from "./api";
 import { baseEditor, wrappedLines } from "./editor";
 import { ServerDiff, installExactChunks, lineSeparatorOf, lineStart, serverDiffConfig, textOf } from "./hunks";
 import { languageExtension } from "./languages";
@@ -1570,7 +1570,8 @@ export interface ReviewListHost {
   arrived(review: Review): void;
 }
 
-/** Close reasons for which an undecided card stays (see `closed`). */
+/** Close reasons for which an undecided card stays (see `closed`); the
+ * server keeps the same ones for a reload. */
 const KEPT_WHEN_CLOSED = new Set(["claudeClosed", "newPrompt", "disconnected"]);
 
 /** What a card the agent closed undecided says, from the server's note
@@ -1657,19 +1658,32 @@ export class ReviewList {
         this.remove(card.id);
         this.count();
         this.order();
+        // Remembered by the server, so a reload or another tab drops it too.
+        api.forgetClosed(card.id).catch((e: unknown) => {
+          if (!(e instanceof ApiError && e.status === 404)) note(`Dismissed here, but ccbridge did not hear it: ${e instanceof Error ? e.message : String(e)}`, "warn");
+        });
       },
     };
   }
 
-  /** The snapshot's reviews (newest first): the list becomes exactly these. */
-  setAll(reviews: Review[]): void {
+  /** The snapshot's reviews (newest first) and, from a server that keeps
+   * them, the proposals the agent closed undecided: the list becomes
+   * exactly these. */
+  setAll(reviews: Review[], closed?: ClosedReview[]): void {
     const ids = new Set(reviews.map((r) => r.id));
+    const closedIds = closed ? new Set(closed.map((c) => c.review.id)) : null;
     for (const [id, card] of this.cards) {
       if (!ids.has(id)) {
-        if (!card.closed) this.remove(id);
+        // Closed cards stay if the server keeps them (or cannot say).
+        if (!card.closed || (closedIds && !closedIds.has(id))) this.remove(id);
       } else card.serverUpdate(reviews.find((r) => r.id === id)!);
     }
     for (const r of reviews) if (!this.cards.has(r.id)) this.add(r, false);
+    for (const c of closed ?? []) {
+      if (this.cards.has(c.review.id)) continue;
+      this.add(c.review, false);
+      this.cards.get(c.review.id)?.closedByAgent(closedText(c.review.path, c.note));
+    }
     this.order();
     if (!this.restored) {
       this.restored = true;
@@ -1695,6 +1709,15 @@ export class ReviewList {
   hunk(d: HunkDecided): void {
     this.cards.get(d.id)?.serverHunk(d);
     this.count();
+  }
+
+  /** A closed proposal was dismissed (here or in another tab). */
+  forgotten(id: number): void {
+    const card = this.cards.get(id);
+    if (!card?.closed) return;
+    this.remove(id);
+    this.count();
+    this.order();
   }
 
   /** A review appeared or changed. */
