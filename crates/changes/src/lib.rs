@@ -384,6 +384,32 @@ impl Changes {
         (s.content_rev, paths)
     }
 
+    /// The files whose content changed after `rev` without a review
+    /// ccbridge held, each with the agent that reported the change itself
+    /// (none: seen on disk only), and the revision to ask from next time:
+    /// the page's history says "Claude Code changed db.rs without a review".
+    pub fn unreviewed_since(&self, rev: u64) -> (u64, Vec<(String, Option<String>)>) {
+        let s = self.lock();
+        let files = s
+            .files
+            .iter()
+            .filter(|(_, e)| e.changed_rev > rev)
+            .filter(|(_, e)| {
+                !e.sources
+                    .iter()
+                    .any(|s| matches!(s, Source::Reviewed { .. }))
+            })
+            .map(|(p, e)| {
+                let agent = e.sources.iter().find_map(|s| match s {
+                    Source::Agent { agent, .. } => Some(agent.clone()),
+                    _ => None,
+                });
+                (p.clone(), agent)
+            })
+            .collect();
+        (s.content_rev, files)
+    }
+
     /// Says that a write of `bytes` to `path` was accepted in a review by
     /// `agent`: seen on disk, the change is marked reviewed, its hunks kept.
     pub fn expect_reviewed(&self, path: &str, bytes: &[u8], agent: &str) {

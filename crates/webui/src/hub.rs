@@ -27,6 +27,12 @@ use tokio::sync::broadcast;
 
 /// Activity entries kept for a reloaded page.
 pub const ACTIVITY_KEPT: usize = 200;
+/// Proposals the agent closed undecided, kept for a reloaded page (the
+/// oldest go first)...
+pub const CLOSED_KEPT: usize = 50;
+/// ... and at most this many bytes of their texts in all (each can be a
+/// 16 MiB file three times over).
+pub const CLOSED_BYTES: usize = 64 << 20;
 /// Events a slow page may fall behind by before it gets a new snapshot.
 const EVENT_BACKLOG: usize = 256;
 
@@ -90,9 +96,39 @@ pub struct ServerView {
     pub agents: Vec<AgentOffer>,
 }
 
+/// A proposal the agent closed before the reviewer decided (from its
+/// terminal, at a new prompt, by going away): the page keeps showing it,
+/// read-only, to copy from, until the reviewer dismisses it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClosedReview {
+    pub review: Review,
+    pub reason: CloseReason,
+    pub note: String,
+    pub closed_at: u64,
+}
+
+impl ClosedReview {
+    fn bytes(&self) -> usize {
+        let r = &self.review;
+        r.original.as_ref().map_or(0, String::len) + r.proposed.len() + r.working.len()
+    }
+}
+
+/// Close reasons for which an undecided proposal is kept (the agent ended
+/// it undecided; not replaced by a newer one, not ccbridge stopping).
+fn kept_when_closed(reason: CloseReason) -> bool {
+    matches!(
+        reason,
+        CloseReason::ClaudeClosed | CloseReason::NewPrompt | CloseReason::Disconnected
+    )
+}
+
 #[derive(Default)]
 struct Inner {
     reviews: BTreeMap<DiffId, Review>,
+    /// Oldest first, bounded by [`CLOSED_KEPT`] and [`CLOSED_BYTES`].
+    closed: VecDeque<ClosedReview>,
     sessions: BTreeMap<ClientId, SessionView>,
     activity: VecDeque<Value>,
     tabs: Tabs,
@@ -206,14 +242,35 @@ impl Hub {
         }
         let hub = Arc::downgrade(self);
         tokio::spawn(async move {
-            let mut seen = 0;
+            let (mut seen, mut logged) = (0, 0);
             while revisions.changed().await.is_ok() {
                 let revision = *revisions.borrow_and_update();
                 let Some(hub) = hub.upgrade() else { return };
                 hub.publish(json!({"type": "changes", "revision": revision}));
                 seen = hub.involve_changed(seen);
+                logged = hub.log_unreviewed(logged);
             }
         });
+    }
+
+    /// Logs every file whose content changed without a review since
+    /// `seen` (a revision of [`ccbridge_changes::Changes::unreviewed_since`])
+    /// in the history, so a reload shows it; the revision to pass next time.
+    fn log_unreviewed(&self, seen: u64) -> u64 {
+        let Some(c) = self.changes.get() else {
+            return seen;
+        };
+        let (now, files) = c.unreviewed_since(seen);
+        if !files.is_empty() {
+            let mut inner = self.lock();
+            for (path, by) in files {
+                self.log(
+                    &mut inner,
+                    json!({"kind": "unreviewed", "path": path, "by": by}),
+                );
+            }
+        }
+        now
     }
 
     /// Diagnostics from the workspace's language servers: the files the
@@ -327,6 +384,7 @@ impl Hub {
             "server": self.server.get(),
             "sessions": inner.sessions.values().collect::<Vec<_>>(),
             "reviews": inner.reviews.values().rev().collect::<Vec<_>>(),
+            "closedReviews": inner.closed.iter().rev().collect::<Vec<_>>(),
             "activity": inner.activity,
             "tabs": inner.tabs,
             "diagnostics": diagnostics,
@@ -438,6 +496,25 @@ impl Hub {
         self.log(&mut inner, entry);
     }
 
+    /// Review `id` as the page shows it, while it is listed.
+    pub fn review(&self, id: DiffId) -> Option<Review> {
+        self.lock().reviews.get(&id).cloned()
+    }
+
+    /// The reviewer dismissed the closed proposal `id`: no page shows it
+    /// any more. False when it is not kept (dismissed already, or gone to
+    /// the bound).
+    pub fn forget_closed(&self, id: DiffId) -> bool {
+        let mut inner = self.lock();
+        let before = inner.closed.len();
+        inner.closed.retain(|c| c.review.id != id);
+        let forgotten = inner.closed.len() != before;
+        if forgotten {
+            self.publish(json!({"type": "forgotten", "id": id}));
+        }
+        forgotten
+    }
+
     /// The right side of review `id` as the reviewer left it, while it is
     /// pending.
     pub fn working_text(&self, id: DiffId) -> Option<String> {
@@ -468,14 +545,28 @@ impl Hub {
         self.publish(json!({"type": "closed", "id": id, "reason": reason, "note": note}));
         // For the history: how many of the proposal's hunks the text kept.
         let (proposed, kept) = review.hunk_counts();
-        self.log(
-            &mut inner,
-            json!({"kind": "closed", "review": id, "path": review.path,
-                   "reason": reason, "note": note, "status": review.status,
-                   "agent": review.agent.map(AgentKind::display_name),
-                   "proposedHunks": proposed, "keptHunks": kept,
-                   "edited": review.edited, "isNewFile": review.is_new_file}),
-        );
+        let entry = json!({"kind": "closed", "review": id, "path": review.path,
+               "reason": reason, "note": note, "status": review.status,
+               "agent": review.agent.map(AgentKind::display_name),
+               "proposedHunks": proposed, "keptHunks": kept,
+               "edited": review.edited, "isNewFile": review.is_new_file});
+        if review.status == crate::reviews::Status::Pending && kept_when_closed(reason) {
+            inner.closed.push_back(ClosedReview {
+                review,
+                reason,
+                note,
+                closed_at: now_ms(),
+            });
+            let mut bytes: usize = inner.closed.iter().map(ClosedReview::bytes).sum();
+            while inner.closed.len() > CLOSED_KEPT
+                || (bytes > CLOSED_BYTES && inner.closed.len() > 1)
+            {
+                if let Some(gone) = inner.closed.pop_front() {
+                    bytes -= gone.bytes();
+                }
+            }
+        }
+        self.log(&mut inner, entry);
     }
 
     pub fn open_file(&self, path: &str, line: Option<u32>) {
@@ -631,11 +722,56 @@ impl Hub {
         id: DiffId,
         act: impl FnOnce(&mut Review) -> Result<Outcome, ReviewError>,
     ) -> Result<Review, ActionError> {
+        self.act_on(
+            id,
+            |r| act(r).map(|o| (o, ())),
+            |r, ()| (json!({"type": "review", "review": r}), r.clone()),
+        )
+        .await
+    }
+
+    /// Accepts or rejects hunk `index` of version `seen` of review `id`.
+    /// The answer, and the event the pages get, say only what the decision
+    /// changed (`hunk` in docs/web-ui.md): which hunk, as it stood, and the
+    /// new version and status. The whole review (two texts of up to 16 MiB
+    /// and every hunk) was sent and parsed twice per decision, ~700 kB on a
+    /// 2,000-hunk proposal.
+    pub async fn decide_hunk(
+        &self,
+        id: DiffId,
+        index: usize,
+        accept: bool,
+        seen: u64,
+    ) -> Result<Value, ActionError> {
+        self.act_on(
+            id,
+            |r| {
+                let hunk = r.hunks.get(index).map(|h| h.hunk);
+                r.decide(index, accept, seen).map(|o| (o, hunk))
+            },
+            |r, hunk| {
+                let event = json!({"type": "hunk", "id": r.id, "version": r.version,
+                    "index": index, "decision": if accept { "accept" } else { "reject" },
+                    "hunk": hunk, "status": r.status});
+                (event.clone(), event)
+            },
+        )
+        .await
+    }
+
+    /// Applies `act` to review `id`; `view` makes the event published for
+    /// the pages and the answer from the review after it.
+    async fn act_on<E, R>(
+        &self,
+        id: DiffId,
+        act: impl FnOnce(&mut Review) -> Result<(Outcome, E), ReviewError>,
+        view: impl FnOnce(&Review, E) -> (Value, R),
+    ) -> Result<R, ActionError> {
         let mut accepted = None;
-        let (review, decision) = {
+        let (answer, decision) = {
             let mut inner = self.lock();
             let review = inner.reviews.get_mut(&id).ok_or(ActionError::Unknown(id))?;
-            let outcome = act(review).map_err(|error| ActionError::Review {
+            let (outcome, extra) = act(review).map_err(|error| ActionError::Review {
                 error,
                 review: Box::new(review.clone()),
             })?;
@@ -659,9 +795,9 @@ impl Hub {
                 }),
                 Outcome::Reject => Some(DiffDecision::Rejected),
             };
-            let review = review.clone();
-            self.publish(json!({"type": "review", "review": review}));
-            (review, decision)
+            let (event, answer) = view(review, extra);
+            self.publish(event);
+            (answer, decision)
         };
         if let Some(decision) = decision {
             let engine = self.engine.get().ok_or(ActionError::Stopped)?;
@@ -686,7 +822,7 @@ impl Hub {
                 Err(_) => return Err(ActionError::Stopped),
             }
         }
-        Ok(review)
+        Ok(answer)
     }
 }
 
@@ -826,6 +962,90 @@ mod tests {
         assert_eq!(closed["proposedHunks"], 1);
         assert_eq!(closed["keptHunks"], 1);
         assert_eq!(closed["edited"], false);
+    }
+
+    /// Issue 19: a decision on one hunk sent the whole review (two texts
+    /// and every hunk) to every page and back as the answer.
+    #[tokio::test]
+    async fn a_hunk_decision_is_published_as_that_decision_only() {
+        let hub = Hub::new();
+        let mut v = view(1);
+        v.original_contents = Some("a\nb\nc\nd\ne\n".into());
+        v.proposed_contents = "A\nb\nc\nd\nE\n".into();
+        hub.show_diff(v);
+        let mut events = hub.subscribe();
+        let answer = hub.decide_hunk(DiffId(1), 1, false, 1).await.unwrap();
+        assert_eq!(
+            answer,
+            json!({"type": "hunk", "id": 1, "version": 2, "index": 1, "decision": "reject",
+                   "hunk": {"oldStart": 4, "oldLines": 1, "newStart": 4, "newLines": 1},
+                   "status": "pending"})
+        );
+        let published: Value = serde_json::from_str(&events.try_recv().unwrap()).unwrap();
+        assert_eq!(published, answer);
+        // The review itself moved on as the event says.
+        let r = hub.review(DiffId(1)).unwrap();
+        assert_eq!((r.version, r.hunks.len()), (2, 1));
+        assert_eq!(r.working, "A\nb\nc\nd\ne\n");
+        // A stale version is refused with the whole review.
+        let stale = hub.decide_hunk(DiffId(1), 0, true, 1).await;
+        assert!(
+            matches!(stale, Err(ActionError::Review { .. })),
+            "{stale:?}"
+        );
+    }
+
+    #[test]
+    fn proposals_closed_undecided_are_kept_bounded_and_forgotten_when_dismissed() {
+        let hub = Hub::new();
+        hub.show_diff(view(1));
+        hub.close_diff(DiffId(1), CloseReason::ClaudeClosed);
+        hub.show_diff(view(2));
+        hub.close_diff(DiffId(2), CloseReason::Replaced);
+        let snap = hub.snapshot();
+        let kept = snap["closedReviews"].as_array().unwrap();
+        assert_eq!(kept.len(), 1, "a replaced proposal is not kept: {kept:?}");
+        assert_eq!(kept[0]["review"]["id"], 1);
+        assert_eq!(kept[0]["reason"], "claudeClosed");
+        assert!(kept[0]["note"].as_str().unwrap().starts_with("/w/a.py: "));
+        assert_eq!(kept[0]["review"]["working"], "b\n");
+        let mut events = hub.subscribe();
+        assert!(hub.forget_closed(DiffId(1)));
+        assert!(!hub.forget_closed(DiffId(1)), "forgotten once");
+        let e: Value = serde_json::from_str(&events.try_recv().unwrap()).unwrap();
+        assert_eq!(e, json!({"type": "forgotten", "id": 1}));
+        assert_eq!(hub.snapshot()["closedReviews"], json!([]));
+        // Bounded: the newest CLOSED_KEPT, newest first.
+        for id in 10..(10 + CLOSED_KEPT as u64 + 5) {
+            hub.show_diff(view(id));
+            hub.close_diff(DiffId(id), CloseReason::NewPrompt);
+        }
+        let snap = hub.snapshot();
+        let ids: Vec<u64> = snap["closedReviews"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["review"]["id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ids.len(), CLOSED_KEPT);
+        assert_eq!(ids[0], 10 + CLOSED_KEPT as u64 + 4);
+        assert_eq!(*ids.last().unwrap(), 15);
+        // A decided proposal is not kept, whatever closed it.
+        let before = ids.len();
+        hub.show_diff(view(200));
+        hub.lock()
+            .reviews
+            .get_mut(&DiffId(200))
+            .unwrap()
+            .dismiss()
+            .unwrap();
+        hub.close_diff(DiffId(200), CloseReason::ClaudeClosed);
+        let after = hub.snapshot()["closedReviews"].as_array().unwrap().len();
+        assert_eq!(after, before);
+        assert_eq!(
+            hub.snapshot()["closedReviews"][0]["review"]["id"],
+            10 + CLOSED_KEPT as u64 + 4
+        );
     }
 
     #[test]

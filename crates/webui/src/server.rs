@@ -68,11 +68,13 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/link", post(link))
         .route("/state", get(state))
         .route("/events", get(events))
+        .route("/reviews/{id}", get(review_get))
         .route("/reviews/{id}/text", post(review_text))
         .route("/reviews/{id}/hunks/{index}", post(review_hunk))
         .route("/reviews/{id}/accept", post(review_accept))
         .route("/reviews/{id}/reject", post(review_reject))
         .route("/reviews/{id}/dismiss", post(review_dismiss))
+        .route("/reviews/{id}/forget", post(review_forget))
         .route("/changes", get(changes))
         .route("/changes/{action}", post(change_action))
         .route("/approvals/{id}", post(approval))
@@ -472,11 +474,34 @@ async fn review_hunk(
     Json(b): Json<HunkBody>,
 ) -> Response {
     let accept = matches!(b.decision, HunkDecision::Accept);
+    match ui
+        .hub
+        .decide_hunk(DiffId(id), index, accept, b.version)
+        .await
+    {
+        Ok(decided) => Json(decided).into_response(),
+        Err(e) => review_answer(Err(e)),
+    }
+}
+
+async fn review_get(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
     review_answer(
         ui.hub
-            .review_action(DiffId(id), |r| r.decide(index, accept, b.version))
-            .await,
+            .review(DiffId(id))
+            .ok_or(ActionError::Unknown(DiffId(id))),
     )
+}
+
+/// The reviewer dismissed a proposal the agent had closed undecided.
+async fn review_forget(State(ui): State<Arc<Ui>>, Path(id): Path<u64>) -> Response {
+    if ui.hub.forget_closed(DiffId(id)) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no closed proposal {id} is kept"),
+        )
+    }
 }
 
 #[derive(Deserialize)]

@@ -735,7 +735,14 @@ async fn accepting_one_of_seven_identical_hunks_writes_that_one_only() {
         )
         .await;
     assert_eq!(a.status, 200, "{}", a.body);
-    let accepted: Vec<bool> = a.json()["hunks"]
+    // The answer says what the decision changed, not the whole review.
+    assert_eq!(a.json()["decision"], "accept");
+    assert_eq!(a.json()["index"], 1);
+    assert_eq!(a.json()["hunk"]["oldStart"], 4, "f1's line");
+    assert!(a.json().get("working").is_none(), "{}", a.body);
+    let now = rig.get(&auth, &format!("/api/reviews/{id}")).await.json();
+    assert_eq!(now["version"], a.json()["version"]);
+    let accepted: Vec<bool> = now["hunks"]
         .as_array()
         .unwrap()
         .iter()

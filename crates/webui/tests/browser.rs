@@ -21,6 +21,8 @@ use tokio::runtime::Runtime;
 
 const WAIT: Duration = Duration::from_secs(20);
 const PAGE: &str = "ui";
+/// A second tab of the same browser (signed in through the first).
+const OTHER: &str = "other";
 
 struct Rig {
     rt: Runtime,
@@ -420,6 +422,86 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
     rig.assert_quiet_console();
 }
 
+/// Issue 19, item 2: what the page shows survives a reload. A proposal the
+/// agent closed undecided stays (read-only, its text to copy) and the
+/// history keeps "changed without a review"; both lived only in the page,
+/// so a reload lost them. A dismissed one does not come back.
+#[test]
+fn closed_proposals_and_the_history_survive_a_reload_and_a_dismissal_is_remembered() {
+    let mut rig = Rig::start_full("light", None, &[("db.rs", "fn main() {}\n")], true);
+    let _claude = rig.claude();
+    let one = rig.write("one.txt", SEVEN);
+    let two = rig.write("two.txt", SEVEN);
+    let mut ids = Vec::new();
+    for (f, tab) in [(&one, "t-one"), (&two, "t-two")] {
+        let call = rig.propose(f, SEVEN_PROPOSED, tab);
+        let id = rig.review_id(f);
+        rig.close_tab(tab);
+        assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+        rig.browser
+            .wait_for(PAGE, &format!("[data-review=\"{id}\"][data-status=closed]"));
+        ids.push(id);
+    }
+    // The agent writes a file without a review.
+    rig.write("db.rs", "fn main() { println!(\"hi\"); }\n");
+    let history = "[data-view=activity] [data-history]";
+    let unreviewed = "db.rs changed on disk while the agent ran, without a review";
+    let says = |rig: &mut Rig, text: &str| {
+        rig.browser.wait_until(
+            PAGE,
+            "([sel, text]) => document.querySelector(sel)?.textContent.includes(text)",
+            json!([history, text]),
+        );
+    };
+    says(&mut rig, unreviewed);
+
+    let home = format!("http://127.0.0.1:{}/", rig.ui_port);
+    rig.browser.goto(PAGE, &home);
+    for id in &ids {
+        let closed = format!("[data-review=\"{id}\"][data-status=closed]");
+        rig.browser.wait_for(PAGE, &closed);
+        let why = rig.browser.text(PAGE, &format!("{closed} [data-closed]"));
+        assert!(
+            why.contains("closed by Claude Code") && why.contains("did not write it"),
+            "{why}"
+        );
+        rig.browser.wait_for(
+            PAGE,
+            &format!("{closed} [data-side=proposed] .cm-content[contenteditable=false]"),
+        );
+    }
+    let closed_one = format!("[data-review=\"{}\"]", ids[0]);
+    rig.browser
+        .click(PAGE, &format!("{closed_one} [data-action=copy-proposed]"));
+    let copied = rig.browser.wait_until(
+        PAGE,
+        "() => navigator.clipboard.readText().then((t) => t || null)",
+        json!(null),
+    );
+    assert_eq!(copied, json!(SEVEN_PROPOSED));
+    rig.browser.click(PAGE, "[data-tab=activity]");
+    says(&mut rig, unreviewed);
+    says(&mut rig, "proposed 3 changes to one.txt");
+    rig.shot("reload-closed-and-history-light");
+
+    // Dismissed, then reloaded: the other card is back, that one is not.
+    rig.browser.click(PAGE, "[data-tab=reviews]");
+    rig.browser
+        .click(PAGE, &format!("{closed_one} [data-action=forget]"));
+    rig.browser.wait_gone(PAGE, &closed_one);
+    rig.browser.goto(PAGE, &home);
+    rig.browser.wait_for(
+        PAGE,
+        &format!("[data-review=\"{}\"][data-status=closed]", ids[1]),
+    );
+    assert_eq!(
+        rig.browser.count(PAGE, &closed_one),
+        0,
+        "a dismissed proposal came back after a reload"
+    );
+    rig.assert_quiet_console();
+}
+
 /// Issue 19: the Activity view reads as a history a person understands
 /// ("You accepted 2 of 3 changes in seven.txt", "… ran `echo …`: exit 0"),
 /// files changed without a review among it; the raw protocol log (every
@@ -689,6 +771,22 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
     let id = rig.review_id(&f);
     rig.browser
         .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"6\"]"));
+    // A second tab follows each decision from its event alone (the hunk
+    // decided, not the whole review): it must show the same hunks.
+    rig.browser.new_page(OTHER, "light");
+    rig.browser
+        .goto(OTHER, &format!("http://127.0.0.1:{}/", rig.ui_port));
+    rig.browser
+        .wait_for(OTHER, &Rig::card(&id, "[data-hunk=\"6\"]"));
+    let proposed_side = Rig::card(&id, "[data-side=proposed] .cm-content");
+    let same_in_other_tab = |rig: &mut Rig| {
+        let want = rig.browser.text(PAGE, &proposed_side);
+        rig.browser.wait_until(
+            OTHER,
+            "([sel, want]) => document.querySelector(sel)?.textContent === want",
+            json!([proposed_side, want]),
+        );
+    };
     rig.browser.click(
         PAGE,
         &Rig::card(&id, "[data-hunk=\"1\"] [data-action=accept-hunk]"),
@@ -701,6 +799,15 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
         1,
         "one click accepted more than one hunk"
     );
+    rig.browser
+        .wait_for(OTHER, &Rig::card(&id, "[data-hunk=\"1\"][data-accepted]"));
+    assert_eq!(
+        rig.browser
+            .count(OTHER, &Rig::card(&id, "[data-hunk][data-accepted]")),
+        1,
+        "the other tab marked more than one hunk"
+    );
+    same_in_other_tab(&mut rig);
     // Reject the others, always the first hunk not accepted.
     // (The last decision finishes the review: Claude's answer says it.)
     for left in (1..7).rev() {
@@ -719,6 +826,7 @@ fn accept_on_one_of_identical_hunks_marks_and_writes_that_hunk_only() {
             "([sel, n]) => document.querySelectorAll(sel).length === n",
             json!([Rig::card(&id, "[data-hunk]"), left]),
         );
+        same_in_other_tab(&mut rig);
     }
     let out = rig.outcome(call);
     assert_eq!(out[0], "FILE_SAVED");

@@ -20,11 +20,7 @@ const REASONS: Record<string, string> = {
   shutdown: "ccbridge stopped",
 };
 
-/** What the page itself saw and the server's log does not say: a file an
- * agent changed without a review (from the session review, Changes). */
-export type LocalActivity = { at: number; kind: "unreviewed"; path: string; by: string | null };
-
-type Entry = Activity | LocalActivity;
+type Entry = Activity;
 type Part = string | HTMLElement;
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -39,7 +35,6 @@ export class ActivityView {
   private readonly logToggle: HTMLButtonElement;
   private showLog = false;
   private entries: Activity[] = [];
-  private local: LocalActivity[] = [];
   /** Session names by id, for entries that give only an id. */
   private names = new Map<number, string>();
   /** The agents connected now, by name. */
@@ -94,9 +89,7 @@ export class ActivityView {
     this.entries = entries.slice(-KEPT);
     for (const e of this.entries) if (e.kind === "connected") this.names.set(e.session.id, e.session.agent.name);
     replace(this.list, ...this.entries.map((e) => this.row(e)));
-    // The page's own entries go where their time puts them.
-    const all: Entry[] = [...this.entries, ...this.local].sort((a, b) => a.at - b.at);
-    replace(this.history, ...all.map((e) => this.historyRow(e)));
+    replace(this.history, ...this.entries.map((e) => this.historyRow(e)));
     this.renderEmpty();
   }
 
@@ -109,14 +102,6 @@ export class ActivityView {
       this.entries.shift();
       this.list.firstElementChild?.remove();
     }
-    this.renderEmpty();
-  }
-
-  /** An entry of the page's own (see `LocalActivity`). */
-  addLocal(e: LocalActivity): void {
-    this.local.push(e);
-    if (this.local.length > KEPT) this.local.shift();
-    this.appendHistory(e);
     this.renderEmpty();
   }
 

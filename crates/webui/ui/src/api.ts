@@ -43,6 +43,32 @@ export interface Hunk {
 
 export type ReviewStatus = "pending" | "accepted" | "rejected" | "dismissed";
 
+/** A hunk's place, without its mark. */
+export type HunkPlace = Omit<Hunk, "accepted">;
+
+/** One per-hunk decision, as the server answers and announces it: only
+ * what changed, not the whole review. `hunk` is the decided hunk as it
+ * stood in version `version - 1`; an accept marks it, a reject reverts it
+ * in `working` (its lines become the original's) and moves the later
+ * hunks by the lines that took out or put back. */
+export interface HunkDecided {
+  id: number;
+  version: number;
+  index: number;
+  decision: "accept" | "reject";
+  hunk: HunkPlace;
+  status: ReviewStatus;
+}
+
+/** A proposal the agent closed before the reviewer decided: kept by the
+ * server (the last 50) until dismissed, read-only. */
+export interface ClosedReview {
+  review: Review;
+  reason: string;
+  note: string;
+  closedAt: number;
+}
+
 export interface Review {
   id: number;
   tabName: string;
@@ -126,6 +152,9 @@ export type Activity =
       isNewFile?: boolean;
     }
   | { at: number; kind: "approval"; tool: string; summary: string; allowed: boolean }
+  /** A file changed without a review ccbridge held (from the session
+   * review); `by` the agent that reported it, if one did. */
+  | { at: number; kind: "unreviewed"; path: string; by: string | null }
   | { at: number; kind: "run"; run: number; command: string; exitCode: number | null; timedOut: boolean; cancelled: boolean; elapsedMs: number };
 
 export type ApprovalMode = "write-only" | "always" | "never";
@@ -189,6 +218,8 @@ export interface Snapshot {
   server: ServerInfo | null;
   sessions: Session[];
   reviews: Review[];
+  /** Proposals the agent closed undecided, newest first (from servers that keep them). */
+  closedReviews?: ClosedReview[];
   activity: Activity[];
   tabs: Tabs;
   diagnostics: FileDiagnostics[];
@@ -261,7 +292,10 @@ export interface RevertConflict {
 export type ServerEvent =
   | Snapshot
   | { type: "review"; review: Review }
+  | ({ type: "hunk" } & HunkDecided)
   | { type: "closed"; id: number; reason: string; note: string }
+  /** A closed proposal was dismissed (in this tab or another). */
+  | { type: "forgotten"; id: number }
   | { type: "sessions"; sessions: Session[] }
   | { type: "activity"; entry: Activity }
   | { type: "open"; path: string; line: number | null }
@@ -396,6 +430,25 @@ async function request(method: "GET" | "POST", path: string, body?: unknown, kee
   return parsed;
 }
 
+export function isHunkDecided(v: unknown): v is HunkDecided {
+  if (!v || typeof v !== "object") return false;
+  const d = v as Record<string, unknown>;
+  const hunk = d["hunk"] as Record<string, unknown> | null | undefined;
+  return (
+    typeof d["id"] === "number" &&
+    typeof d["version"] === "number" &&
+    typeof d["index"] === "number" &&
+    (d["decision"] === "accept" || d["decision"] === "reject") &&
+    typeof d["status"] === "string" &&
+    !!hunk &&
+    typeof hunk === "object" &&
+    typeof hunk["oldStart"] === "number" &&
+    typeof hunk["oldLines"] === "number" &&
+    typeof hunk["newStart"] === "number" &&
+    typeof hunk["newLines"] === "number"
+  );
+}
+
 function expectReview(v: unknown): Review {
   if (!isReview(v)) throw new ApiError(500, "ccbridge answered with something that is not a review", v);
   return v;
@@ -423,8 +476,20 @@ export const api = {
   async reviewText(id: number, text: string, version: number, keepalive = false): Promise<Review> {
     return expectReview(await request("POST", `/api/reviews/${id}/text`, { text, version }, keepalive));
   },
-  async reviewHunk(id: number, index: number, decision: "accept" | "reject", version: number): Promise<Review> {
-    return expectReview(await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version }));
+  /** The review as the server has it now (after a change the page could
+   * not follow from the events alone). */
+  async review(id: number): Promise<Review> {
+    return expectReview(await request("GET", `/api/reviews/${id}`));
+  },
+  /** Decides one hunk; the answer says what changed (`HunkDecided`). */
+  async reviewHunk(id: number, index: number, decision: "accept" | "reject", version: number): Promise<HunkDecided> {
+    const v = await request("POST", `/api/reviews/${id}/hunks/${index}`, { decision, version });
+    if (!isHunkDecided(v)) throw new ApiError(500, "ccbridge answered with something that is not a hunk decision", v);
+    return v;
+  },
+  /** Forgets a proposal the agent closed undecided (every tab drops it). */
+  async forgetClosed(id: number): Promise<void> {
+    await request("POST", `/api/reviews/${id}/forget`, {});
   },
   /** Accepts `working`, or with `text` the page's right side (edits not
    * yet sent), set and accepted in one step. */

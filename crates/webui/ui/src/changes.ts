@@ -14,9 +14,6 @@ import { note } from "./notes";
 export interface ChangesHost {
   folders(): readonly string[];
   counted(unreviewed: number): void;
-  /** A file changed without a review ccbridge held (auto mode, a `claude`
-   * started elsewhere, a command). */
-  unreviewed(path: string, by: string | null): void;
 }
 
 /** How the view names who made a change. */
@@ -34,12 +31,6 @@ export function sourceLabel(sources: readonly ChangeSource[]): string {
     }
   });
   return parts.join("; ") || "changed on disk while ccbridge ran";
-}
-
-/** The agent that reported a change itself, if one did. */
-function agentOf(sources: readonly ChangeSource[]): string | null {
-  for (const s of sources) if (s.kind === "agent") return s.agent;
-  return null;
 }
 
 const STATUS_LABEL: Record<ChangedFile["status"], string> = {
@@ -60,8 +51,6 @@ export class ChangesView {
   private readonly keepAllButton: HTMLButtonElement;
   private readonly revertAllButton: HTMLButtonElement;
   private list: ChangesList | null = null;
-  /** path → version last drawn, to tell new changes from known ones. */
-  private known = new Map<string, string>();
   private loading = false;
   private again = false;
   private enabled = true;
@@ -111,7 +100,6 @@ export class ChangesView {
       do {
         this.again = false;
         const list = await api.changes();
-        this.announce(list);
         this.list = list;
         this.render();
       } while (this.again);
@@ -121,19 +109,6 @@ export class ChangesView {
     } finally {
       this.loading = false;
     }
-  }
-
-  /** Tells the host of files changed without a review since the last list. */
-  private announce(list: ChangesList): void {
-    const first = this.list === null;
-    const next = new Map<string, string>();
-    for (const f of list.files) {
-      next.set(f.path, f.version);
-      if (first || this.known.get(f.path) === f.version) continue;
-      if (f.sources.some((s) => s.kind === "reviewed")) continue;
-      this.host.unreviewed(f.path, agentOf(f.sources));
-    }
-    this.known = next;
   }
 
   private unreviewedCount(): number {

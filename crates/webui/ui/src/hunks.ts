@@ -88,26 +88,49 @@ const INLINE_DIFF_MAX = 8000;
  * every hunk of a 20,000-line review at once took ~80 ms of its first
  * frame (docs/benchmarks.md). */
 export function chunksFor(changes: readonly Change[], a: Text, b: Text): Chunk[] {
-  return changes.map((c) => {
-    const toA = chunkEnd(a, c.fromA, c.toA);
-    const toB = chunkEnd(b, c.fromB, c.toB);
-    const lenA = toA - c.fromA;
-    const lenB = toB - c.fromB;
-    const chunk = new Chunk([], c.fromA, toA, c.fromB, toB);
-    if (lenA > 0 && lenB > 0 && lenA < INLINE_DIFF_MAX && lenB < INLINE_DIFF_MAX) {
-      let inner: readonly Change[] | null = null;
-      Object.defineProperty(chunk, "changes", {
-        enumerable: true,
-        get: () =>
-          (inner ??= presentableDiff(
-            a.sliceString(c.fromA, Math.min(toA, a.length)),
-            b.sliceString(c.fromB, Math.min(toB, b.length)),
-            { scanLimit: 500, timeout: 50 },
-          )),
-      });
-    }
+  return changes.map((c) => chunkFor(c, a, b));
+}
+
+/** The documents a `LazyChunk`'s inner changes are computed from, and
+ * those changes once computed. */
+interface Inner {
+  a: Text;
+  b: Text;
+  changes: readonly Change[] | null;
+}
+const inners = new WeakMap<Chunk, Inner>();
+
+/** A chunk whose `changes` are computed when first read (an accessor on
+ * the prototype: defining one on each of 2,000 chunks cost milliseconds
+ * per diff). */
+class LazyChunk extends Chunk {}
+Object.defineProperty(LazyChunk.prototype, "changes", {
+  configurable: true,
+  enumerable: true,
+  get(this: LazyChunk): readonly Change[] {
+    const inner = inners.get(this);
+    if (!inner) return [];
+    return (inner.changes ??= presentableDiff(
+      inner.a.sliceString(this.fromA, Math.min(this.toA, inner.a.length)),
+      inner.b.sliceString(this.fromB, Math.min(this.toB, inner.b.length)),
+      { scanLimit: 500, timeout: 50 },
+    ));
+  },
+  // Chunk's constructor sets `changes` (to []): the accessor computes them.
+  set(this: LazyChunk, _ignored: readonly Change[]) {},
+});
+
+function chunkFor(c: Change, a: Text, b: Text): Chunk {
+  const toA = chunkEnd(a, c.fromA, c.toA);
+  const toB = chunkEnd(b, c.fromB, c.toB);
+  const lenA = toA - c.fromA;
+  const lenB = toB - c.fromB;
+  if (lenA > 0 && lenB > 0 && lenA < INLINE_DIFF_MAX && lenB < INLINE_DIFF_MAX) {
+    const chunk = new LazyChunk([], c.fromA, toA, c.fromB, toB);
+    inners.set(chunk, { a, b, changes: null });
     return chunk;
-  });
+  }
+  return new Chunk([], c.fromA, toA, c.fromB, toB);
 }
 
 /** A chunk's end: one past the end of its last line, which is the start
@@ -134,11 +157,29 @@ export class ServerDiff {
     readonly a: Text,
     readonly b: Text,
     private readonly hunks: readonly Hunk[],
+    made?: { changes: Change[]; chunks: Chunk[] },
   ) {
     this.seenA = a;
     this.seenB = b;
-    this.changes = hunksToChanges(hunks, a, b);
-    this.chunks = this.changes && chunksFor(this.changes, a, b);
+    this.changes = made ? made.changes : hunksToChanges(hunks, a, b);
+    this.chunks = made ? made.chunks : this.changes && chunksFor(this.changes, a, b);
+  }
+
+  /** This diff after hunk `index` was reverted (its lines in `b` made the
+   * original's again, giving `b`; `hunks` the server's hunks after it): the
+   * hunks before it stand as they were, those after it moved by the
+   * characters the revert took out or put back. As `new ServerDiff(a, b,
+   * hunks)` would make them, without looking every hunk up again. */
+  without(index: number, b: Text, hunks: readonly Hunk[]): ServerDiff {
+    const changes = this.changes;
+    const chunks = this.chunks;
+    if (!changes || !chunks || !changes[index] || hunks.length !== changes.length - 1) return new ServerDiff(this.a, b, hunks);
+    const by = b.length - this.b.length;
+    const moved = changes.slice(index + 1).map((c) => new Change(c.fromA, c.toA, c.fromB + by, c.toB + by));
+    return new ServerDiff(this.a, b, hunks, {
+      changes: [...changes.slice(0, index), ...moved],
+      chunks: [...chunks.slice(0, index), ...moved.map((c) => chunkFor(c, this.a, b))],
+    });
   }
 
   /** Documents found equal to `a` and `b` (Texts never change, so once

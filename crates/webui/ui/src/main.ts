@@ -58,11 +58,6 @@ const files = new FilesView({ folders, show: () => showView("files") });
 const changes = new ChangesView({
   folders,
   counted: (n) => setBadge("changes", n),
-  unreviewed: (path, by) => {
-    activity.addLocal({ at: Date.now(), kind: "unreviewed", path, by });
-    const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} changed on disk`;
-    if (currentView !== "changes") note(`${what} without a review: see Changes (6).`, "warn");
-  },
 });
 const diagnostics = new DiagnosticsView({
   folders,
@@ -308,7 +303,7 @@ function onSnapshot(s: Snapshot): void {
   setBaseTitle(folder ? `ccbridge — ${baseName(folder)}` : "ccbridge");
   activity.learn(s.sessions);
   connection.set(s.sessions, folders(), server?.agents ?? []);
-  reviews.setAll(s.reviews);
+  reviews.setAll(s.reviews, s.closedReviews);
   activity.setAll(s.activity);
   onDiagnostics(s);
   files.restoreTabs(s.tabs);
@@ -327,6 +322,12 @@ function onEvent(e: ServerEvent): void {
     case "review":
       reviews.update(e.review);
       break;
+    case "hunk":
+      reviews.hunk(e);
+      break;
+    case "forgotten":
+      reviews.forgotten(e.id);
+      break;
     case "closed":
       reviews.closed(e.id, e.reason, e.note);
       break;
@@ -336,6 +337,12 @@ function onEvent(e: ServerEvent): void {
       break;
     case "activity":
       activity.add(e.entry);
+      if (e.entry.kind === "unreviewed") {
+        // The server logs a file changed without a review (the session review saw it).
+        const { path, by } = e.entry;
+        const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} changed on disk`;
+        if (currentView !== "changes") note(`${what} without a review: see Changes (6).`, "warn");
+      }
       break;
     case "open":
       void files.open(e.path, e.line);

@@ -14,10 +14,10 @@
 
 import { Annotation, ChangeSet, Compartment, EditorSelection, EditorState, RangeSet, StateEffect, StateField, Text, Transaction, type Extension, type Range as CMRange } from "@codemirror/state";
 import { Decoration, EditorView, WidgetType, type DecorationSet, type ViewUpdate } from "@codemirror/view";
-import { MergeView, unifiedMergeView, updateOriginalDoc } from "@codemirror/merge";
-import { api, ApiError, type Diagnostic, type FileDiagnostics, type Review } from "./api";
+import { MergeView, unifiedMergeView, updateOriginalDoc, type Change } from "@codemirror/merge";
+import { api, ApiError, type ClosedReview, type Diagnostic, type FileDiagnostics, type HunkDecided, type Review } from "./api";
 import { baseEditor, wrappedLines } from "./editor";
-import { ServerDiff, installExactChunks, lineSeparatorOf, serverDiffConfig, textOf } from "./hunks";
+import { ServerDiff, installExactChunks, lineSeparatorOf, lineStart, serverDiffConfig, textOf } from "./hunks";
 import { languageExtension } from "./languages";
 import { forgetScheme, trackScheme } from "./theme";
 import { baseName, clock, displayPath, flag, h, replace } from "./dom";
@@ -29,20 +29,39 @@ coalesceMergeMeasures();
 
 /** A merge view aligns its two sides (spacer widgets, `measure`) after
  * every update that changed heights or the viewport, at once, walking every
- * chunk of the diff: ~10 ms a time with 2,000 hunks, and one decision makes
+ * chunk of the diff: ~8–10 ms a time with 2,000 hunks, and one decision makes
  * several such updates (the text, the markers of each side, the scroll to
  * the next hunk). Asked for more than once in one task, it now runs once,
- * at the task's end (a microtask: before the frame is drawn). */
+ * at the task's end (a microtask: before the frame is drawn); and not again
+ * when nothing it reads has changed since it last ran (both states, their
+ * heights and viewports, the chunks): after a reject the merge view asks
+ * once in the update and once more in the next frame. */
 function coalesceMergeMeasures(): void {
   const proto = MergeView.prototype as unknown as { measure(this: MergeView): void };
   const measure = proto.measure;
   const asked = new WeakSet<MergeView>();
+  const inputs = new WeakMap<MergeView, readonly unknown[]>();
+  const read = (m: MergeView): readonly unknown[] => [
+    m.a.state,
+    m.b.state,
+    m.a.contentHeight,
+    m.b.contentHeight,
+    m.a.viewport.from,
+    m.a.viewport.to,
+    m.b.viewport.from,
+    m.b.viewport.to,
+    m.chunks,
+  ];
   proto.measure = function (this: MergeView) {
     if (asked.has(this)) return;
     asked.add(this);
     queueMicrotask(() => {
       asked.delete(this);
-      if (!(this.a as unknown as { destroyed: boolean }).destroyed) measure.call(this);
+      if ((this.a as unknown as { destroyed: boolean }).destroyed) return;
+      const last = inputs.get(this);
+      if (last && read(this).every((v, i) => v === last[i])) return;
+      measure.call(this);
+      inputs.set(this, read(this));
     });
   };
 }
@@ -61,12 +80,40 @@ const Remote = Annotation.define<boolean>();
 
 const setHunkDeco = StateEffect.define<DecorationSet>();
 
+/** The decorations at positions `from`..`to` (inclusive) are replaced by
+ * `add`; the rest of the set is left as it is. */
+interface HunkPatch {
+  from: number;
+  to: number;
+  add: readonly CMRange<Decoration>[];
+}
+
+/** Replaces the decorations of a few hunks only (positions in the document
+ * after the transaction's changes). A decision changes one or two hunks'
+ * markers: rebuilding the ~4,000 ranges of a 2,000-hunk proposal made
+ * CodeMirror compare both whole sets on every decision, where a patched
+ * set shares all its other chunks with the old one. */
+const patchHunkDeco = StateEffect.define<readonly HunkPatch[]>();
+
 /** Per editor: hunk markers (proposed side), accepted/current line colours. */
 const hunkDeco = StateField.define<DecorationSet>({
   create: () => Decoration.none,
   update(deco, tr) {
     for (const e of tr.effects) if (e.is(setHunkDeco)) return e.value;
-    return tr.docChanged ? deco.map(tr.changes) : deco;
+    if (tr.docChanged) deco = deco.map(tr.changes);
+    for (const e of tr.effects) {
+      if (!e.is(patchHunkDeco)) continue;
+      for (const p of e.value) {
+        deco = deco.update({
+          filterFrom: p.from,
+          filterTo: p.to,
+          filter: (from) => from < p.from || from > p.to,
+          add: p.add,
+          sort: true,
+        });
+      }
+    }
+    return deco;
   },
   provide: (f) => EditorView.decorations.from(f),
 });
@@ -79,6 +126,10 @@ interface MarkerActions {
   select(el: HTMLElement): void;
   /** Whether hunk decisions can be made now. */
   enabled(): boolean;
+  /** The number of the hunk that starts at line `oldStart` of the
+   * original now (a marker may have been made before a reject renumbered
+   * the hunks), and how many hunks there are. */
+  place(oldStart: number): { index: number; total: number } | null;
 }
 
 /** "Hunk 3 of 7", with a tick once accepted. */
@@ -99,6 +150,9 @@ class HunkMarker extends WidgetType {
   constructor(
     readonly index: number,
     readonly total: number,
+    /** Where the hunk starts in the original, which no decision moves:
+     * the marker's number is looked up by it when it is drawn. */
+    readonly oldStart: number,
     readonly accepted: boolean,
     readonly current: boolean,
     readonly added: number,
@@ -119,7 +173,8 @@ class HunkMarker extends WidgetType {
   }
 
   toDOM(): HTMLElement {
-    const n = this.index + 1;
+    const place = this.actions.place(this.oldStart) ?? { index: this.index, total: this.total };
+    const n = place.index + 1;
     const enabled = this.actions.enabled();
     const counts = h("span", { class: "hunk-counts" });
     if (this.added) counts.append(h("span", { class: "added" }, `+${this.added}`));
@@ -150,12 +205,12 @@ class HunkMarker extends WidgetType {
       },
       "Reject",
     );
-    const label = h("span", { class: "hunk-label" }, markerLabel(this.index, this.total, this.accepted));
+    const label = h("span", { class: "hunk-label" }, markerLabel(place.index, place.total, this.accepted));
     const el: HTMLElement = h(
       "div",
       {
         class: "hunk-marker",
-        "data-hunk": this.index,
+        "data-hunk": place.index,
         "data-accepted": this.accepted,
         "data-current": this.current,
         onmousedown: (e: Event) => {
@@ -186,9 +241,11 @@ class HunkMirror extends WidgetType {
   constructor(
     readonly index: number,
     readonly total: number,
+    readonly oldStart: number,
     readonly accepted: boolean,
     readonly current: boolean,
     readonly removed: number,
+    readonly actions: MarkerActions,
   ) {
     super();
   }
@@ -198,10 +255,11 @@ class HunkMirror extends WidgetType {
   }
 
   toDOM(): HTMLElement {
+    const place = this.actions.place(this.oldStart) ?? { index: this.index, total: this.total };
     return h(
       "div",
       { class: "hunk-marker mirror", "aria-hidden": "true", "data-accepted-mirror": this.accepted, "data-current": this.current },
-      h("span", { class: "hunk-label" }, markerLabel(this.index, this.total, this.accepted)),
+      h("span", { class: "hunk-label" }, markerLabel(place.index, place.total, this.accepted)),
       h("span", { class: "hunk-counts" }, this.removed ? h("span", { class: "removed" }, `−${this.removed} original`) : h("span", null, "nothing removed")),
     );
   }
@@ -312,6 +370,10 @@ export class ReviewCard {
         if (i !== null) this.setCurrent(i, false);
       },
       enabled: () => this.hunksEnabled(),
+      place: (oldStart) => {
+        const i = this.hunkByOldStart(oldStart);
+        return i === null ? null : { index: i, total: this.review.hunks.length };
+      },
     };
 
     const folders = host.folders();
@@ -711,38 +773,12 @@ export class ReviewCard {
     if (this.current >= hunks.length) this.current = Math.max(0, hunks.length - 1);
     const decoB: CMRange<Decoration>[] = [];
     const decoA: CMRange<Decoration>[] = [];
+    this.decorated = false;
     if (d?.changes && this.exact()) {
       const a = this.originalDoc();
       const b = ed.b.state.doc;
-      d.changes.forEach((c, i) => {
-        const hunk = hunks[i];
-        if (!hunk) return;
-        const current = i === this.current && this.pending;
-        decoB.push(
-          Decoration.widget({
-            widget: new HunkMarker(i, hunks.length, hunk.accepted, current, hunk.newLines, hunk.oldLines, this.actions),
-            block: true,
-            side: -2,
-          }).range(c.fromB),
-        );
-        if (ed.kind === "split") {
-          decoA.push(
-            Decoration.widget({
-              widget: new HunkMirror(i, hunks.length, hunk.accepted, current, hunk.oldLines),
-              block: true,
-              side: -2,
-            }).range(c.fromA),
-          );
-        }
-        if (hunk.accepted) {
-          lineDecos(b, c.fromB, c.toB, acceptedLine, decoB);
-          lineDecos(a, c.fromA, c.toA, acceptedLine, decoA);
-        }
-        if (current) {
-          lineDecos(b, c.fromB, c.toB, currentLine, decoB);
-          lineDecos(a, c.fromA, c.toA, currentLine, decoA);
-        }
-      });
+      d.changes.forEach((c, i) => this.hunkDecos(i, c, a, b, decoB, decoA));
+      this.decorated = true;
     }
     ed.b.dispatch({ effects: setHunkDeco.of(RangeSet.of(decoB, true)), annotations: Remote.of(true) });
     if (ed.kind === "split") {
@@ -750,6 +786,103 @@ export class ReviewCard {
     }
     this.syncMarkers();
     this.renderChrome();
+  }
+
+  /** The hunk decorations stand for the server's diff as it is now
+   * (`redraw` drew them for it, and every change since was patched in):
+   * a few hunks can be redrawn on their own. */
+  private decorated = false;
+
+  /** Hunk `i`'s marker (and its mirror) and line colours, into `outB` and
+   * `outA`. */
+  private hunkDecos(i: number, c: Change, a: Text, b: Text, outB: CMRange<Decoration>[], outA: CMRange<Decoration>[]): void {
+    const hunks = this.review.hunks;
+    const hunk = hunks[i];
+    const ed = this.editors;
+    if (!hunk || !ed) return;
+    const current = i === this.current && this.pending;
+    outB.push(
+      Decoration.widget({
+        widget: new HunkMarker(i, hunks.length, hunk.oldStart, hunk.accepted, current, hunk.newLines, hunk.oldLines, this.actions),
+        block: true,
+        side: -2,
+      }).range(c.fromB),
+    );
+    if (ed.kind === "split") {
+      outA.push(
+        Decoration.widget({
+          widget: new HunkMirror(i, hunks.length, hunk.oldStart, hunk.accepted, current, hunk.oldLines, this.actions),
+          block: true,
+          side: -2,
+        }).range(c.fromA),
+      );
+    }
+    if (hunk.accepted) {
+      lineDecos(b, c.fromB, c.toB, acceptedLine, outB);
+      lineDecos(a, c.fromA, c.toA, acceptedLine, outA);
+    }
+    if (current) {
+      lineDecos(b, c.fromB, c.toB, currentLine, outB);
+      lineDecos(a, c.fromA, c.toA, currentLine, outA);
+    }
+  }
+
+  /** Redraws hunks `touched` only (their markers and colours), where
+   * `redraw` would have redrawn every hunk; `goneB`/`goneA`: places (in
+   * each document as it is after `changeB`) whose decorations go as well,
+   * those of a reverted hunk. `changeB`, a transaction on the proposed
+   * side, is dispatched with the new decorations in one update. Falls
+   * back to `redraw` when the decorations are not the diff's. */
+  private redrawHunks(touched: readonly number[], goneB: [number, number] | null = null, goneA: [number, number] | null = null, changeB: Transaction | null = null): void {
+    const ed = this.editors;
+    const d = this.serverDiff;
+    if (!ed) return;
+    const b = changeB ? changeB.newDoc : ed.b.state.doc;
+    if (!this.decorated || this.dirty || !d?.changes || !d.matches(this.originalDoc(), b)) {
+      if (changeB) ed.b.dispatch(changeB);
+      this.redraw();
+      return;
+    }
+    if (this.current >= this.review.hunks.length) this.current = Math.max(0, this.review.hunks.length - 1);
+    const a = this.originalDoc();
+    const patchesB: HunkPatch[] = [];
+    const patchesA: HunkPatch[] = [];
+    if (goneB) patchesB.push({ from: goneB[0], to: goneB[1], add: [] });
+    if (goneA) patchesA.push({ from: goneA[0], to: goneA[1], add: [] });
+    for (const i of new Set(touched)) {
+      const c = d.changes[i];
+      if (!c) continue;
+      const addB: CMRange<Decoration>[] = [];
+      const addA: CMRange<Decoration>[] = [];
+      this.hunkDecos(i, c, a, b, addB, addA);
+      patchesB.push({ from: c.fromB, to: Math.max(c.fromB, c.toB - 1), add: addB });
+      patchesA.push({ from: c.fromA, to: Math.max(c.fromA, c.toA - 1), add: addA });
+    }
+    const annotations = [Remote.of(true), Transaction.addToHistory.of(false)];
+    if (changeB) {
+      ed.b.dispatch([changeB, changeB.state.update({ effects: patchHunkDeco.of(patchesB), annotations })]);
+    } else {
+      ed.b.dispatch({ effects: patchHunkDeco.of(patchesB), annotations });
+    }
+    if (ed.kind === "split" && patchesA.length) ed.a.dispatch({ effects: patchHunkDeco.of(patchesA), annotations });
+    this.syncMarkers();
+    this.renderChrome();
+  }
+
+  /** The number of the hunk that starts at line `oldStart` of the
+   * original (hunks are in order there, and never start at one line). */
+  private hunkByOldStart(oldStart: number): number | null {
+    const hunks = this.review.hunks;
+    let lo = 0;
+    let hi = hunks.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const at = hunks[mid]!.oldStart;
+      if (at === oldStart) return mid;
+      if (at < oldStart) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return null;
   }
 
   /** Whether the hunk buttons can decide now. */
@@ -906,12 +1039,98 @@ export class ReviewCard {
     this.apply(r);
   }
 
+  /** A per-hunk decision from the event stream (this tab's or another's). */
+  serverHunk(d: HunkDecided): void {
+    if (d.id !== this.review.id || this.closed || d.version <= this.review.version) return;
+    if (this.dirty || this.inFlight || this.busy) {
+      this.laterVersion = Math.max(this.laterVersion, d.version);
+      return;
+    }
+    if (!this.applyHunk(d)) void this.reload();
+  }
+
+  /** The newest version a per-hunk event announced while a request was
+   * out (the review itself is fetched if the request did not reach it). */
+  private laterVersion = 0;
+
+  /** Fetches the whole review and shows it, if it is newer than the one
+   * shown (what the events said could not be followed). */
+  private async reload(): Promise<void> {
+    try {
+      const r = await api.review(this.id);
+      if (r.version > this.review.version) this.serverUpdate(r);
+    } catch {
+      // Closed meanwhile: its `closed` event says so.
+    }
+  }
+
   /** After a request: shows a newer review the stream brought meanwhile.
    * (With unsaved edits the next text request gets a 409 instead.) */
   private catchUp(): void {
     const r = this.later;
     this.later = null;
-    if (r && !this.dirty && !this.inFlight && !this.busy && r.version > this.review.version) this.apply(r);
+    if (this.dirty || this.inFlight || this.busy) return;
+    if (r && r.version > this.review.version) this.apply(r);
+    if (this.laterVersion > this.review.version) void this.reload();
+  }
+
+  /** Follows a per-hunk decision without the whole review, as the server
+   * made it: an accept marks the hunk; a reject puts the original's lines
+   * back on the proposed side and moves the later hunks by the lines that
+   * took out or put back. Only the hunks whose look changed are redrawn.
+   * False when `d` does not follow from the review shown (another
+   * version, another hunk at that number): then the whole review is
+   * needed. `next` picks the hunk current afterwards. */
+  private applyHunk(d: HunkDecided, next?: (r: Review) => number): boolean {
+    const r = this.review;
+    const h = r.hunks[d.index];
+    if (d.id !== r.id || d.version !== r.version + 1 || !h || r.originalUnreadable) return false;
+    const p = d.hunk;
+    if (h.oldStart !== p.oldStart || h.oldLines !== p.oldLines || h.newStart !== p.newStart || h.newLines !== p.newLines) return false;
+    const ed = this.editors;
+    const prev = this.current;
+    const annotations = [Remote.of(true), Transaction.addToHistory.of(false)];
+    if (d.decision === "accept") {
+      const hunks = r.hunks.slice();
+      hunks[d.index] = { ...h, accepted: true };
+      const after: Review = { ...r, version: d.version, status: d.status, hunks };
+      if (d.status !== r.status || !ed) {
+        this.current = next ? next(after) : prev;
+        this.apply(after);
+        return true;
+      }
+      this.review = after;
+      this.current = next ? next(after) : prev;
+      this.redrawHunks([d.index, prev, this.current]);
+      this.host.changed();
+      return true;
+    }
+    // A reject: the original's lines for the hunk's.
+    const a = this.originalDoc();
+    if (this.sepA !== this.sepB && a.lines > 1) return false;
+    const b = ed ? ed.b.state.doc : textOf(r.working, this.sepB);
+    const from = lineStart(b, h.newStart);
+    const to = lineStart(b, h.newStart + h.newLines);
+    const insert = a.slice(lineStart(a, h.oldStart), lineStart(a, h.oldStart + h.oldLines));
+    const shift = h.oldLines - h.newLines;
+    const hunks = r.hunks.filter((_, i) => i !== d.index);
+    for (let i = d.index; i < hunks.length; i++) hunks[i] = { ...hunks[i]!, newStart: hunks[i]!.newStart + shift };
+    const tr = ed ? ed.b.state.update({ changes: { from, to, insert }, annotations }) : null;
+    const doc = tr ? tr.newDoc : b.replace(from, to, insert);
+    const after: Review = { ...r, version: d.version, status: d.status, hunks, working: doc.sliceString(0, doc.length, this.sepB) };
+    const pick = (x: Review) => (next ? next(x) : prev > d.index ? prev - 1 : prev);
+    if (!ed || !tr || d.status !== r.status) {
+      this.current = pick(after);
+      this.apply(after);
+      return true;
+    }
+    const gone = this.serverDiff?.changes?.[d.index];
+    this.review = after;
+    this.serverDiff = this.serverDiff ? this.serverDiff.without(d.index, doc, hunks) : new ServerDiff(a, doc, hunks);
+    this.current = pick(after);
+    this.redrawHunks([this.current], [from, from + insert.length], gone ? [gone.fromA, Math.max(gone.fromA, gone.toA - 1)] : null, tr);
+    this.host.changed();
+    return true;
   }
 
   /** Shows `r`: its text on the right, its hunks, its status. */
@@ -1119,18 +1338,23 @@ export class ReviewCard {
     if (decision === "accept" && hunk.accepted) return;
     this.busy = true;
     if (this.current !== index) {
+      const prev = this.current;
       this.current = index;
-      this.redraw();
+      this.redrawHunks([prev, index]);
     } else {
       this.syncMarkers();
       this.renderChrome();
     }
     try {
-      const r = await api.reviewHunk(this.id, index, decision, this.review.version);
+      const d = await api.reviewHunk(this.id, index, decision, this.review.version);
       this.busy = false;
-      if (decision === "accept") this.current = this.nextUndecided(index, r);
-      else this.current = this.nextUndecided(index - 1, r);
-      this.apply(r);
+      const next = (r: Review) => (decision === "accept" ? this.nextUndecided(index, r) : this.nextUndecided(index - 1, r));
+      if (!this.applyHunk(d, next)) {
+        // Not what this page showed (another tab decided too): the whole review.
+        const r = await api.review(this.id);
+        this.current = next(r);
+        this.apply(r);
+      }
       this.scrollToCurrent();
     } catch (e) {
       this.busy = false;
@@ -1252,9 +1476,10 @@ export class ReviewCard {
   }
 
   setCurrent(i: number, scroll: boolean): void {
+    const prev = this.current;
     this.current = i;
     prefs.setFocus(this.id, i);
-    this.redraw();
+    this.redrawHunks([prev, i]);
     if (scroll) this.scrollToCurrent();
   }
 
@@ -1364,8 +1589,16 @@ export interface ReviewListHost {
   arrived(review: Review): void;
 }
 
-/** Close reasons for which an undecided card stays (see `closed`). */
+/** Close reasons for which an undecided card stays (see `closed`); the
+ * server keeps the same ones for a reload. */
 const KEPT_WHEN_CLOSED = new Set(["claudeClosed", "newPrompt", "disconnected"]);
+
+/** What a card the agent closed undecided says, from the server's note
+ * (`<path>: closed by ...`). */
+function closedText(path: string, noteText: string): string {
+  const what = noteText.startsWith(`${path}: `) ? noteText.slice(path.length + 2) : noteText;
+  return `Not decided here: ${what}. ccbridge did not write it; its text (your edits included) stays here to copy until you dismiss it.`;
+}
 
 export class ReviewList {
   readonly el: HTMLElement;
@@ -1444,19 +1677,32 @@ export class ReviewList {
         this.remove(card.id);
         this.count();
         this.order();
+        // Remembered by the server, so a reload or another tab drops it too.
+        api.forgetClosed(card.id).catch((e: unknown) => {
+          if (!(e instanceof ApiError && e.status === 404)) note(`Dismissed here, but ccbridge did not hear it: ${e instanceof Error ? e.message : String(e)}`, "warn");
+        });
       },
     };
   }
 
-  /** The snapshot's reviews (newest first): the list becomes exactly these. */
-  setAll(reviews: Review[]): void {
+  /** The snapshot's reviews (newest first) and, from a server that keeps
+   * them, the proposals the agent closed undecided: the list becomes
+   * exactly these. */
+  setAll(reviews: Review[], closed?: ClosedReview[]): void {
     const ids = new Set(reviews.map((r) => r.id));
+    const closedIds = closed ? new Set(closed.map((c) => c.review.id)) : null;
     for (const [id, card] of this.cards) {
       if (!ids.has(id)) {
-        if (!card.closed) this.remove(id);
+        // Closed cards stay if the server keeps them (or cannot say).
+        if (!card.closed || (closedIds && !closedIds.has(id))) this.remove(id);
       } else card.serverUpdate(reviews.find((r) => r.id === id)!);
     }
     for (const r of reviews) if (!this.cards.has(r.id)) this.add(r, false);
+    for (const c of closed ?? []) {
+      if (this.cards.has(c.review.id)) continue;
+      this.add(c.review, false);
+      this.cards.get(c.review.id)?.closedByAgent(closedText(c.review.path, c.note));
+    }
     this.order();
     if (!this.restored) {
       this.restored = true;
@@ -1476,6 +1722,21 @@ export class ReviewList {
     }
     this.mountSoon();
     this.count();
+  }
+
+  /** A per-hunk decision (see `HunkDecided`). */
+  hunk(d: HunkDecided): void {
+    this.cards.get(d.id)?.serverHunk(d);
+    this.count();
+  }
+
+  /** A closed proposal was dismissed (here or in another tab). */
+  forgotten(id: number): void {
+    const card = this.cards.get(id);
+    if (!card?.closed) return;
+    this.remove(id);
+    this.count();
+    this.order();
   }
 
   /** A review appeared or changed. */
@@ -1503,10 +1764,7 @@ export class ReviewList {
     note(noteText);
     this.remember(card.review, noteText);
     if (card.pending && KEPT_WHEN_CLOSED.has(reason)) {
-      const what = noteText.startsWith(`${card.review.path}: `) ? noteText.slice(card.review.path.length + 2) : noteText;
-      card.closedByAgent(
-        `Not decided here: ${what}. ccbridge did not write it; its text (your edits included) stays here to copy until you dismiss it.`,
-      );
+      card.closedByAgent(closedText(card.review.path, noteText));
     } else {
       this.remove(id);
     }

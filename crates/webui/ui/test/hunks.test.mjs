@@ -140,3 +140,26 @@ test("same places: an accepted mark changes none, a moved hunk does", () => {
   assert.ok(!d.samePlaces([hunk(1, 1, 1, 1)]), "one hunk fewer");
   assert.ok(!d.samePlaces([hunk(1, 1, 1, 1), hunk(3, 1, 3, 2)]), "one hunk longer");
 });
+
+test("a reverted hunk: the diff without it is the one made from scratch", () => {
+  const a = doc("a\nb\nc\nd\ne\nf\ng\n");
+  const b = doc("A\nb\nC1\nC2\nd\nE\nf\nG\n");
+  const hs = [hunk(0, 1, 0, 1), hunk(2, 1, 2, 2), hunk(4, 1, 5, 1), hunk(6, 1, 7, 1)];
+  const d = new H.ServerDiff(a, b, hs);
+  // Revert hunk 1 (two lines back to "c"): the later hunks move up a line.
+  const reverted = doc("A\nb\nc\nd\nE\nf\nG\n");
+  const after = [hunk(0, 1, 0, 1), hunk(4, 1, 4, 1), hunk(6, 1, 6, 1)];
+  const got = d.without(1, reverted, after);
+  const want = new H.ServerDiff(a, reverted, after);
+  const places = (x) => x.chunks.map((c) => [c.fromA, c.toA, c.fromB, c.toB, c.changes.map((i) => [i.fromA, i.toA, i.fromB, i.toB])]);
+  assert.deepEqual(places(got), places(want));
+  assert.deepEqual(got.changes.map((c) => [c.fromA, c.toA, c.fromB, c.toB]), want.changes.map((c) => [c.fromA, c.toA, c.fromB, c.toB]));
+  assert.ok(got.matches(a, reverted));
+  // The last hunk, at the end of a text without a final newline.
+  const a2 = doc("a\nb\nc");
+  const b2 = doc("A\nb\nC");
+  const d2 = new H.ServerDiff(a2, b2, [hunk(0, 1, 0, 1), hunk(2, 1, 2, 1)]);
+  const r2 = doc("A\nb\nc");
+  const got2 = d2.without(1, r2, [hunk(0, 1, 0, 1)]);
+  assert.deepEqual(places(got2), places(new H.ServerDiff(a2, r2, [hunk(0, 1, 0, 1)])));
+});
