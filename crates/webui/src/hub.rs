@@ -120,7 +120,7 @@ impl ClosedReview {
 fn kept_when_closed(reason: CloseReason) -> bool {
     matches!(
         reason,
-        CloseReason::ClaudeClosed | CloseReason::NewPrompt | CloseReason::Disconnected
+        CloseReason::AgentClosed | CloseReason::NewPrompt | CloseReason::Disconnected
     )
 }
 
@@ -999,7 +999,7 @@ mod tests {
     fn proposals_closed_undecided_are_kept_bounded_and_forgotten_when_dismissed() {
         let hub = Hub::new();
         hub.show_diff(view(1));
-        hub.close_diff(DiffId(1), CloseReason::ClaudeClosed);
+        hub.close_diff(DiffId(1), CloseReason::AgentClosed);
         hub.show_diff(view(2));
         hub.close_diff(DiffId(2), CloseReason::Replaced);
         let snap = hub.snapshot();
@@ -1039,7 +1039,7 @@ mod tests {
             .unwrap()
             .dismiss()
             .unwrap();
-        hub.close_diff(DiffId(200), CloseReason::ClaudeClosed);
+        hub.close_diff(DiffId(200), CloseReason::AgentClosed);
         let after = hub.snapshot()["closedReviews"].as_array().unwrap().len();
         assert_eq!(after, before);
         assert_eq!(
