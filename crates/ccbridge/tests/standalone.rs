@@ -129,9 +129,17 @@ impl Sandbox {
     }
 }
 
+/// The files in `dir`, but for the hidden temporary file an atomic write
+/// renames into place a moment later (`.<name>.<random>.tmp`): listed, it
+/// was gone by the time it was read (a flaky failure seen in CI).
 fn files_in(dir: &std::path::Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .map(|d| {
+            d.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
