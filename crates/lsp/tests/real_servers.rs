@@ -336,20 +336,7 @@ fn ruff_codes(p: &Published) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pyright_and_ruff_both_report_and_each_fix_clears_only_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = std::fs::canonicalize(dir.path()).unwrap();
-    let file = ws.join("both.py");
-    std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
-    let options = Options {
-        search_dirs: vec![
-            ccbridge_testkit::pyright_bin_dir(),
-            ccbridge_testkit::ruff_bin_dir(),
-        ],
-        search_path: false,
-        ..Options::default()
-    };
-    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
-    lsp.involve(&file);
+    let (_dir, file, lsp, mut rx) = python_workspace(None).await;
     let p = until(&mut rx, &file, "both servers' diagnostics", |p| {
         !pyright_errors(p).is_empty() && !ruff_codes(p).is_empty()
     })
@@ -441,10 +428,11 @@ async fn ruff_without_pyright_still_reports_and_pyright_is_said_missing() {
     .await;
 }
 
-/// A workspace with `config` as its `.ccbridge/lsp.toml` and a Python file
-/// with a type error and an unused import, both Python servers installed.
-async fn configured(
-    config: &str,
+/// A workspace (with `config` as its `.ccbridge/lsp.toml`, if given) and
+/// a Python file with a type error and an unused import, both Python
+/// servers installed, the file involved.
+async fn python_workspace(
+    config: Option<&str>,
 ) -> (
     tempfile::TempDir,
     std::path::PathBuf,
@@ -453,9 +441,11 @@ async fn configured(
 ) {
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
-    std::fs::create_dir(ws.join(".ccbridge")).unwrap();
-    std::fs::write(ws.join(".ccbridge/lsp.toml"), config).unwrap();
-    let file = ws.join("conf.py");
+    if let Some(config) = config {
+        std::fs::create_dir(ws.join(".ccbridge")).unwrap();
+        std::fs::write(ws.join(".ccbridge/lsp.toml"), config).unwrap();
+    }
+    let file = ws.join("both.py");
     std::fs::write(&file, "import os\n\nx: int = \"not an int\"\n").unwrap();
     let options = Options {
         search_dirs: vec![
@@ -472,11 +462,11 @@ async fn configured(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_config_turns_ruff_off_and_sets_pyright_up() {
-    let (_dir, file, lsp, mut rx) = configured(
+    let (_dir, file, lsp, mut rx) = python_workspace(Some(
         "[servers.ruff]\nenabled = false\n\n\
          [servers.pyright.settings.python.analysis.diagnosticSeverityOverrides]\n\
          reportAssignmentType = \"warning\"\n",
-    )
+    ))
     .await;
     let p = next(&mut rx, "pyright's diagnostics", |u| match u {
         Update::Unavailable { language, why } => {
@@ -509,8 +499,10 @@ async fn a_workspace_config_turns_ruff_off_and_sets_pyright_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_workspace_config_is_reported_with_its_line_and_the_defaults_apply() {
-    let (dir, file, lsp, mut rx) =
-        configured("[servers.ruff]\nenabled = false\nargs = [\"server\"\n").await;
+    let (dir, file, lsp, mut rx) = python_workspace(Some(
+        "[servers.ruff]\nenabled = false\nargs = [\"server\"\n",
+    ))
+    .await;
     let why = next(&mut rx, "word of the bad file", |u| match u {
         Update::BadConfig { why } => Some(why),
         _ => None,
