@@ -298,6 +298,16 @@ test("Gemini CLI answered in its own terminal gets the text left in VS Code's di
   await editor.locator(".view-lines:not(.line-delete)").click();
   await wb.page.keyboard.press("Control+End");
   await wb.page.keyboard.type("kept (typed in VS Code)");
+  // Typing reaches the extension host on the workbench's schedule, and the
+  // agent's closeDiff comes another way: a test answering within a
+  // millisecond of the last key once got "…VS Cod". A save travels behind the
+  // typing, so once the tab is clean again the extension host has every
+  // key (the proposal is in memory: saving writes nothing to disk).
+  const dirty = wb.page.locator(".tabs-container .tab.dirty", { hasText: "Gemini CLI: gemini.txt" });
+  await dirty.waitFor();
+  await wb.page.keyboard.press("Control+S");
+  await dirty.waitFor({ state: "detached" });
+  assert.equal(readFileSync(file, "utf8"), ORIGINAL, "saving the proposal wrote nothing to the file");
   // The user answers in Gemini CLI's terminal: it closes the diff and writes the text it is given.
   const closed = await gemini.call("closeDiff", { filePath: file, suppressNotification: true });
   assert.deepEqual(JSON.parse(closed.text), { content: PROPOSAL + "kept (typed in VS Code)" });
