@@ -329,9 +329,10 @@ impl Changes {
             .unwrap_or_else(|p| p.into_inner()) = Some(running);
     }
 
-    /// The source of a change seen on disk now. Asked outside the state's
-    /// lock: the answer comes from the engine's sessions.
-    fn disk_source(&self) -> Source {
+    /// The agents connected now, sorted, each once: the `agents` of a
+    /// change seen on disk now. Asked outside the state's lock: the answer
+    /// comes from the engine's sessions.
+    fn running_agents(&self) -> Vec<String> {
         let running = self
             .shared
             .running
@@ -341,7 +342,7 @@ impl Changes {
         let mut agents = running.map_or_else(Vec::new, |f| f());
         agents.sort();
         agents.dedup();
-        Source::Disk { agents }
+        agents
     }
 
     /// A revision that changes with every change to the review.
@@ -670,7 +671,7 @@ impl Changes {
     fn refresh(&self, path: &str, now: Option<Arc<[u8]>>, ours: bool) {
         // Read outside the lock: it may ask git, or the engine.
         let before = (!self.lock().files.contains_key(path)).then(|| self.before_start(path));
-        let disk = self.disk_source();
+        let mut running = self.running_agents();
         let mut s = self.lock();
         let version = version_of(now.as_deref());
         let ours = ours || s.own.get(path) == Some(&version);
@@ -718,17 +719,14 @@ impl Changes {
         } else if !ours && changed && e.sources.iter().all(Source::is_disk) {
             // One disk source, naming every agent seen connected at its
             // changes.
-            let Source::Disk { agents: mut all } = disk else {
-                unreachable!("disk_source is a disk source")
-            };
             for s in std::mem::take(&mut e.sources) {
                 if let Source::Disk { agents } = s {
-                    all.extend(agents);
+                    running.extend(agents);
                 }
             }
-            all.sort();
-            all.dedup();
-            e.sources.insert(Source::Disk { agents: all });
+            running.sort();
+            running.dedup();
+            e.sources.insert(Source::Disk { agents: running });
         }
         // Keys of hunks that no longer exist are forgotten.
         let keys: std::collections::HashSet<&HunkKey> = e.hunks.iter().map(|(_, k)| k).collect();
@@ -755,13 +753,13 @@ impl Changes {
     /// Records that `path` is larger than the review reads.
     fn too_large(&self, path: &str) {
         let before = self.before_start(path);
-        let disk = self.disk_source();
+        let agents = self.running_agents();
         let mut s = self.lock();
         s.content_rev += 1;
         let rev = s.content_rev;
         let e = s.files.entry(path.to_owned()).or_insert_with(|| {
             let mut e = Entry::new(before);
-            e.sources.insert(disk);
+            e.sources.insert(Source::Disk { agents });
             e.changed_at = now_ms();
             e
         });
