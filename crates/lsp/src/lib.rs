@@ -559,11 +559,7 @@ impl Actor {
     /// Closes `path`'s document in its server, if it has one, and clears
     /// what it had.
     async fn close(&mut self, path: &Path) {
-        let specs: Vec<usize> = self
-            .docs
-            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
-            .map(|((_, spec), _)| *spec)
-            .collect();
+        let specs: Vec<usize> = self.docs_of(path).map(|((_, spec), _)| *spec).collect();
         if specs.is_empty() {
             return;
         }
@@ -604,13 +600,19 @@ impl Actor {
         self.hand_on(path).await;
     }
 
+    /// `path`'s documents, one per server it is opened in.
+    fn docs_of(
+        &self,
+        path: &Path,
+    ) -> std::collections::btree_map::Range<'_, (PathBuf, usize), Doc> {
+        self.docs
+            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
+    }
+
     /// Hands on `path`'s merged diagnostics, unless one of its servers
     /// still owes its own.
     async fn hand_on(&mut self, path: &Path) {
-        let owed = self
-            .docs
-            .range((path.to_owned(), 0)..=(path.to_owned(), usize::MAX))
-            .any(|(_, d)| d.owed);
+        let owed = self.docs_of(path).any(|(_, d)| d.owed);
         if owed {
             return;
         }
