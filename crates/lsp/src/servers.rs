@@ -68,15 +68,32 @@ pub const SERVERS: &[Spec] = &[
 /// The indexes in [`SERVERS`] of the servers for `path`, by its extension
 /// (none, one, or several: each is opened in all).
 pub fn specs_for(path: &Path) -> Vec<usize> {
-    let Some(ext) = path.extension().and_then(|e| e.to_str()) else {
+    let Some(ext) = extension(path) else {
         return Vec::new();
     };
     SERVERS
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
+        .filter(|(_, s)| s.serves(ext))
         .map(|(i, _)| i)
         .collect()
+}
+
+/// Whether any server serves `path` ([`specs_for`] not empty, without
+/// listing them).
+pub fn serves(path: &Path) -> bool {
+    extension(path).is_some_and(|ext| SERVERS.iter().any(|s| s.serves(ext)))
+}
+
+fn extension(path: &Path) -> Option<&str> {
+    path.extension().and_then(|e| e.to_str())
+}
+
+impl Spec {
+    /// Whether files with extension `ext` (no dot, any case) are its.
+    fn serves(&self, ext: &str) -> bool {
+        self.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext))
+    }
 }
 
 /// The first of `spec`'s programs found in `dirs`, then (with
@@ -128,6 +145,16 @@ mod tests {
         assert_eq!(lang("/w/a.rs"), ["Rust"]);
         assert!(lang("/w/Makefile").is_empty());
         assert!(lang("/w/a.md").is_empty());
+        for p in [
+            "/w/a.PY",
+            "/w/a.tsx",
+            "/w/a.h",
+            "/w/a.rs",
+            "/w/Makefile",
+            "/w/a.md",
+        ] {
+            assert_eq!(serves(Path::new(p)), !lang(p).is_empty(), "{p}");
+        }
         let names: std::collections::HashSet<_> = SERVERS.iter().map(|s| s.language).collect();
         assert_eq!(
             names.len(),

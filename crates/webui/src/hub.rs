@@ -293,7 +293,7 @@ impl Hub {
     /// Whether a language server ccbridge runs checks `path`.
     fn analyzed(&self, path: &str) -> bool {
         self.language_servers.get().is_some()
-            && !ccbridge_lsp::servers::specs_for(std::path::Path::new(path)).is_empty()
+            && ccbridge_lsp::servers::serves(std::path::Path::new(path))
     }
 
     /// Every file whose content changed in the session review since
@@ -306,7 +306,7 @@ impl Hub {
         };
         let (now, paths) = c.changed_since(seen);
         for path in paths {
-            if !ccbridge_lsp::servers::specs_for(std::path::Path::new(&path)).is_empty() {
+            if ccbridge_lsp::servers::serves(std::path::Path::new(&path)) {
                 l.involve(&path);
             }
         }
