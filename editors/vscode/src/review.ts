@@ -207,7 +207,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
    * terminal; `null` when the review is gone.
    */
   async text(id: number): Promise<string | null> {
-    const r = [...this.reviews.values()].find((v) => v.diff.id === id && !v.done);
+    const r = this.byDiffId(id);
     if (!r) return null;
     const doc = await vscode.workspace.openTextDocument(r.proposalUri);
     return doc.getText();
@@ -215,8 +215,13 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
 
   /** ccbridge closed a diff (after a verdict too): close its tab. */
   closed(id: number): void {
-    const r = [...this.reviews.values()].find((v) => v.diff.id === id);
+    const r = this.byDiffId(id);
     if (r) this.finish(r, { decision: "dismissed" }, true);
+  }
+
+  /** The open review of ccbridge's diff `id` (a finished one is no longer listed). */
+  private byDiffId(id: number): Review | undefined {
+    return [...this.reviews.values()].find((v) => v.diff.id === id);
   }
 
   /** The review whose original or proposal `uri` is. */
