@@ -1,0 +1,355 @@
+//! Editor here, agent and ccbridge in a container (issue 25, the recipe of
+//! `docs/remote.md`, "Containers"): a real headless Neovim with the plugin
+//! on this side; a real container (rootful podman, its own pid, mount and
+//! network namespaces, `ccbridge_testkit::container`) on the other, with
+//! ccbridge bind-mounted at `/opt/ccbridge/ccbridge` and the workspace at
+//! `/workspace`. The plugin starts the sidecar through
+//! `cmd = { "podman", "exec", "-i", <container> }`, as a user's editor
+//! attaches to a dev container, with `path_map` mapping the local folder to
+//! `/workspace`.
+//!
+//! The container's `HOME` is `/root` and its `TMPDIR` `/tmp`, both its own:
+//! what the sidecar writes there is read through the container's root
+//! (`/proc/<its init>/root/...`), its processes through its own `/proc`.
+//! This test plays the agents in the container: its runtime's threads (and
+//! the thread that opens a Gemini CLI session) live in the container's
+//! network namespace, where the sidecar's ports are (its loopback is not
+//! ours).
+//!
+//! Needs root, podman and runc, and Neovim (`scripts/test` installs them);
+//! without them every test fails saying so.
+
+mod claude_side;
+
+use ccbridge_testkit::container::{Bind, Container};
+use ccbridge_testkit::nvim::Nvim;
+use ccbridge_testkit::poll_until;
+use ccbridge_testkit::HELLO_PY;
+use claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(15);
+
+/// ccbridge, as named inside the container.
+const BIN: &str = "/opt/ccbridge/ccbridge";
+/// The workspace, as named inside the container (a bind mount of the
+/// local folder).
+const WORKSPACE: &str = "/workspace";
+
+/// The container and the Neovim attached to it. Field order is drop order.
+struct Sides {
+    nvim: Option<Nvim>,
+    container: Container,
+    /// The workspace as this side names it.
+    local: PathBuf,
+    /// Neovim's `HOME` (this side's).
+    home: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn plugin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
+}
+
+/// A container with ccbridge and the workspace mounted, and Neovim here
+/// with the plugin's sidecar started in it through `prefix` (`None`: the
+/// container's `podman exec -i`).
+fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-container-test-").unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (local, home) = (base.join("proj"), base.join("home"));
+    std::fs::create_dir_all(&local).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(local.join("hello.py"), HELLO_PY).unwrap();
+    let container = Container::start(&[
+        Bind {
+            host: Path::new(env!("CARGO_BIN_EXE_ccbridge")),
+            inside: BIN,
+            read_only: true,
+        },
+        Bind {
+            host: &local,
+            inside: WORKSPACE,
+            read_only: false,
+        },
+    ])
+    .unwrap_or_else(|e| panic!("no container for the container tests: {e}"));
+    let mut nvim = Nvim::start(
+        &plugin_dir().join("test/init.lua"),
+        &local,
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("XDG_STATE_HOME", home.to_str().unwrap()),
+        ],
+    )
+    .expect("start nvim");
+    let prefix = prefix.unwrap_or_else(|| container.exec_prefix());
+    let prefix: Vec<Value> = prefix.into_iter().map(Value::from).collect();
+    nvim.lua(
+        r#"local bin, prefix, l, r = ...
+        require("ccbridge").setup({
+          bin = bin,
+          cmd = prefix,
+          path_map = { { ["local"] = l, remote = r } },
+          args = { "--selection-debounce-ms", "0" },
+          selection = { debounce_ms = 0 },
+        })"#,
+        vec![
+            BIN.into(),
+            Value::Array(prefix),
+            local.to_str().unwrap().into(),
+            WORKSPACE.into(),
+        ],
+    );
+    let mut sides = Sides {
+        nvim: Some(nvim),
+        container,
+        local,
+        home,
+        _dir: dir,
+    };
+    let nvim = sides.nvim();
+    let running = poll_until(STEP, Duration::from_millis(20), || {
+        (nvim.eval("require('ccbridge').state.status") == "running").then_some(())
+    });
+    if running.is_none() {
+        let notes = nvim.eval("test.notes");
+        panic!("the sidecar did not answer through podman exec; notes: {notes}");
+    }
+    sides
+}
+
+impl Sides {
+    fn nvim(&mut self) -> &mut Nvim {
+        self.nvim.as_mut().expect("Neovim runs")
+    }
+
+    fn init(&mut self) -> Value {
+        self.nvim().eval("require('ccbridge').state.init")
+    }
+
+    /// The files in the container's `dir` (named inside).
+    fn files_inside(&self, dir: &str) -> Vec<PathBuf> {
+        std::fs::read_dir(self.container.inside(dir))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+
+    /// What the sidecar left in the container: lock files, Gemini CLI's and
+    /// Qwen Code's discovery files, ccbridge processes.
+    fn left_inside(&self) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>, Vec<u32>) {
+        (
+            self.files_inside("/root/.claude/ide"),
+            self.files_inside("/tmp/gemini/ide"),
+            self.files_inside("/root/.qwen/ide"),
+            self.container.processes_of(BIN),
+        )
+    }
+}
+
+/// A JSON file of the container's, by its name inside.
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{} (in the container): {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+/// The port an agent's terminal environment names (`initialize.agents`).
+fn agent_port(init: &Value, agent: &str, var: &str) -> u16 {
+    init["agents"]
+        .as_array()
+        .and_then(|l| l.iter().find(|a| a["id"] == agent))
+        .and_then(|a| a["env"][var].as_str())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{agent} is not offered in initialize: {init}"))
+}
+
+/// A runtime whose threads are in the container's network namespace, as
+/// Claude Code in the container is. The test's own thread, which drives
+/// Neovim, stays here.
+fn runtime_inside(container: &Container) -> tokio::runtime::Runtime {
+    let pid = container.pid();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(move || {
+            ccbridge_testkit::container::enter_net(pid)
+                .expect("a runtime thread in the container's network")
+        })
+        .build()
+        .unwrap()
+}
+
+/// The whole recipe: the lock file and the discovery files are in the
+/// container (its `HOME` and `TMPDIR`), the lock's pid a live process of
+/// the container's pid namespace; a Claude in the container connects with
+/// them, gets a selection made in local Neovim with the container's path,
+/// and its `openDiff` of `/workspace/hello.py` is reviewed in Neovim on the
+/// local path and accepted; a Gemini CLI session opens from inside with its
+/// file's token. Quitting Neovim removes every file inside and leaves no
+/// ccbridge running in the container.
+#[test]
+fn neovim_attached_through_podman_exec_serves_the_agents_in_the_container() {
+    let mut s = start_with_prefix(None);
+    let rt = runtime_inside(&s.container);
+    let init = s.init();
+
+    // The lock file is in the container's HOME, for its workspace.
+    let lock_path = init["lockFile"].as_str().expect("a lock file").to_owned();
+    assert!(
+        lock_path.starts_with("/root/.claude/ide/"),
+        "the lock file {lock_path} is not in the container's ~/.claude/ide"
+    );
+    let lock = read_json(&s.container.inside(&lock_path));
+    assert_eq!(lock["workspaceFolders"], serde_json::json!([WORKSPACE]));
+    assert!(
+        ccbridge_testkit::lock_files(&s.home.join(".claude/ide")).is_empty(),
+        "a lock file on the editor's side"
+    );
+    let port: u16 = Path::new(&lock_path)
+        .file_stem()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    // Its pid is a live process in the container's pid namespace: the
+    // sidecar itself (what `podman exec` starts has its parent outside the
+    // container, so the sidecar records its own pid), not Neovim's.
+    let pid = lock["pid"].as_u64().expect("a pid") as u32;
+    assert_ne!(pid, s.nvim().pid(), "the lock holds Neovim's pid");
+    assert_eq!(
+        s.container.processes_of(BIN),
+        vec![pid],
+        "the lock's pid {pid} is not the container's ccbridge; its processes: {:?}",
+        s.container.processes()
+    );
+
+    // Gemini CLI's discovery file in the container's TMPDIR, Qwen Code's
+    // in its HOME, for the same workspace and the same live pid.
+    let gemini_port = agent_port(&init, "gemini", "GEMINI_CLI_IDE_SERVER_PORT");
+    let qwen_port = agent_port(&init, "qwen", "QWEN_CODE_IDE_SERVER_PORT");
+    let gemini_file = s.container.inside(format!(
+        "/tmp/gemini/ide/gemini-ide-server-{pid}-{gemini_port}.json"
+    ));
+    let gemini = read_json(&gemini_file);
+    assert_eq!(gemini["workspacePath"], WORKSPACE, "{gemini}");
+    let qwen = read_json(
+        &s.container
+            .inside(format!("/root/.qwen/ide/{qwen_port}.lock")),
+    );
+    assert_eq!(qwen["workspacePath"], WORKSPACE, "{qwen}");
+    assert_eq!(qwen["ppid"], pid, "{qwen}");
+    // Gemini CLI in the container opens a session with its file's token.
+    let token = gemini["authToken"].as_str().unwrap().to_owned();
+    let pid1 = s.container.pid();
+    std::thread::spawn(move || {
+        ccbridge_testkit::container::enter_net(pid1).expect("the container's network");
+        ccbridge_testkit::http::mcp_session(gemini_port, &token, STEP)
+    })
+    .join()
+    .expect("a Gemini CLI session from inside the container");
+
+    // Claude in the container connects with the lock file's port and token.
+    let token = lock["authToken"].as_str().unwrap().to_owned();
+    let mut claude = rt
+        .block_on(rt.spawn(async move { connect(port, &token).await }))
+        .unwrap();
+    s.nvim().wait(
+        "CCBridgeConnected",
+        "#test.events_named('CCBridgeConnected') > 0",
+        STEP,
+    );
+
+    // A selection in the local buffer reaches Claude with the container's
+    // path.
+    let local_file = s.local.join("hello.py").display().to_string();
+    let inside_file = format!("{WORKSPACE}/hello.py");
+    s.nvim().command(&format!("edit {local_file}"));
+    s.nvim().input("gg/hello<CR>ve");
+    let sel = rt.block_on(selection_with(&mut claude, "hello"));
+    assert_eq!(sel["filePath"], inside_file.as_str(), "{sel}");
+
+    // Claude's openDiff of the container's file opens the review on the
+    // local path; `:w` accepts it and Claude gets the verdict.
+    let proposed = HELLO_PY.replace("hello ", "hi ");
+    assert_ne!(proposed, HELLO_PY);
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, inside_file.clone(), &proposed)
+    };
+    s.nvim().wait(
+        "the review to open",
+        "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
+        STEP,
+    );
+    let opened = s
+        .nvim()
+        .eval("test.events_named('CCBridgeDiffOpened')[1].data");
+    assert_eq!(opened["path"], local_file.as_str(), "{opened}");
+    s.nvim().input("<Esc>:w<CR>");
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+
+    // Quitting Neovim ends `podman exec`; the sidecar removes its lock and
+    // discovery files inside and exits.
+    let status = s.nvim.take().unwrap().quit();
+    assert!(status.is_some(), "Neovim did not exit");
+    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        let (locks, gemini, qwen, procs) = s.left_inside();
+        (locks.is_empty() && gemini.is_empty() && qwen.is_empty() && procs.is_empty()).then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "after Neovim quit, left in the container (locks, Gemini files, Qwen files, ccbridge pids): {:?}",
+        s.left_inside()
+    );
+    assert!(
+        gemini_file.parent().unwrap().is_dir(),
+        "the container's TMPDIR went away, so the check above proves nothing"
+    );
+}
+
+/// A dropped attachment: `podman exec` killed outright (the editor crashed,
+/// the terminal went away). The sidecar's input closes in the container;
+/// it removes its lock and discovery files there and exits, and the plugin
+/// sees it stop.
+#[test]
+fn a_killed_podman_exec_ends_the_sidecar_in_the_container() {
+    let mut s = start_with_prefix(None);
+    let init = s.init();
+    let lock_path = init["lockFile"].as_str().expect("a lock file").to_owned();
+    assert!(
+        s.container.inside(&lock_path).is_file(),
+        "no lock file {lock_path} in the container"
+    );
+    assert_eq!(
+        s.container.processes_of(BIN).len(),
+        1,
+        "one ccbridge in the container"
+    );
+    // The sidecar's process here is podman's client.
+    let podman = s.nvim().eval("require('ccbridge').state.conn:pid()");
+    let podman = podman.as_u64().unwrap() as u32;
+    let comm = std::fs::read_to_string(format!("/proc/{podman}/comm")).unwrap();
+    assert_eq!(comm.trim(), "podman");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &podman.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        let (locks, gemini, qwen, procs) = s.left_inside();
+        (locks.is_empty() && gemini.is_empty() && qwen.is_empty() && procs.is_empty()).then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "after podman exec was killed, left in the container (locks, Gemini files, Qwen files, ccbridge pids): {:?}",
+        s.left_inside()
+    );
+    s.nvim().wait(
+        "the plugin to see the sidecar exit",
+        "require('ccbridge').state.status == 'stopped'",
+        STEP,
+    );
+}
