@@ -11,17 +11,22 @@
 //! The container's `HOME` is `/root` and its `TMPDIR` `/tmp`, both its own:
 //! what the sidecar writes there is read through the container's root
 //! (`/proc/<its init>/root/...`), its processes through its own `/proc`.
-//! This test plays the agents in the container: its runtime's threads (and
-//! the thread that opens a Gemini CLI session) live in the container's
-//! network namespace, where the sidecar's ports are (its loopback is not
-//! ours).
+//! The tests play the agents in the container: a test's runtime threads
+//! (and the thread that opens a Gemini CLI session) live in the
+//! container's network namespace, where the sidecar's ports are (its
+//! loopback is not ours). One test runs the real Claude Code (pinned) in
+//! the container instead, through `podman exec -it`, its model a mock on
+//! the container's loopback.
 //!
-//! Needs root, podman and runc, and Neovim (`scripts/test` installs them);
-//! without them every test fails saying so.
+//! Needs root, podman and runc, Neovim, and tmux and the pinned Claude Code
+//! for the real-Claude test (`scripts/test` installs them); without them
+//! every test fails saying so.
 
 mod claude_side;
 
+use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::container::{Bind, Container};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY;
@@ -46,6 +51,9 @@ struct Sides {
     local: PathBuf,
     /// Neovim's `HOME` (this side's).
     home: PathBuf,
+    /// The sidecar's `HOME` and lock directory, named inside.
+    home_inside: String,
+    lock_dir_inside: String,
     _dir: tempfile::TempDir,
 }
 
@@ -53,39 +61,79 @@ fn plugin_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
 }
 
-/// A container with ccbridge and the workspace mounted, and Neovim here
-/// with the plugin's sidecar started in it through `prefix` (`None`: the
-/// container's `podman exec -i`).
-fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
+/// This side's folders: the workspace (`proj`, holding hello.py) and
+/// Neovim's `HOME`.
+struct Here {
+    local: PathBuf,
+    home: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+fn here() -> Here {
     let dir = ccbridge_testkit::temp_dir("ccbridge-container-test-").unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let (local, home) = (base.join("proj"), base.join("home"));
     std::fs::create_dir_all(&local).unwrap();
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(local.join("hello.py"), HELLO_PY).unwrap();
+    Here { local, home, dir }
+}
+
+/// ccbridge's binary, read-only at [`BIN`].
+fn ccbridge_bind() -> Bind<'static> {
+    Bind {
+        host: Path::new(env!("CARGO_BIN_EXE_ccbridge")),
+        inside: BIN,
+        read_only: true,
+    }
+}
+
+/// A container with ccbridge and the workspace mounted (at [`WORKSPACE`]),
+/// and Neovim here with the plugin's sidecar started in it through
+/// `prefix` (`None`: the container's `podman exec -i`).
+fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
+    let h = here();
     let container = Container::start(&[
+        ccbridge_bind(),
         Bind {
-            host: Path::new(env!("CARGO_BIN_EXE_ccbridge")),
-            inside: BIN,
-            read_only: true,
-        },
-        Bind {
-            host: &local,
+            host: &h.local,
             inside: WORKSPACE,
             read_only: false,
         },
     ])
     .unwrap_or_else(|e| panic!("no container for the container tests: {e}"));
+    let prefix = prefix.unwrap_or_else(|| container.exec_prefix());
+    attach(
+        container,
+        h,
+        WORKSPACE,
+        prefix,
+        "/root",
+        "/root/.claude/ide",
+    )
+}
+
+/// Neovim here, with the plugin's sidecar started in `container` through
+/// `prefix`, the local folder mapped to `workspace` (named inside); the
+/// sidecar's `HOME` and lock directory there are `home_inside` and
+/// `lock_dir_inside`.
+fn attach(
+    container: Container,
+    h: Here,
+    workspace: &str,
+    prefix: Vec<String>,
+    home_inside: &str,
+    lock_dir_inside: &str,
+) -> Sides {
     let mut nvim = Nvim::start(
         &plugin_dir().join("test/init.lua"),
-        &local,
+        &h.local,
         &[
-            ("HOME", home.to_str().unwrap()),
-            ("XDG_STATE_HOME", home.to_str().unwrap()),
+            ("HOME", h.home.to_str().unwrap()),
+            ("XDG_STATE_HOME", h.home.to_str().unwrap()),
         ],
     )
     .expect("start nvim");
-    let prefix = prefix.unwrap_or_else(|| container.exec_prefix());
     let prefix: Vec<Value> = prefix.into_iter().map(Value::from).collect();
     nvim.lua(
         r#"local bin, prefix, l, r = ...
@@ -99,16 +147,18 @@ fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
         vec![
             BIN.into(),
             Value::Array(prefix),
-            local.to_str().unwrap().into(),
-            WORKSPACE.into(),
+            h.local.to_str().unwrap().into(),
+            workspace.into(),
         ],
     );
     let mut sides = Sides {
         nvim: Some(nvim),
         container,
-        local,
-        home,
-        _dir: dir,
+        local: h.local,
+        home: h.home,
+        home_inside: home_inside.into(),
+        lock_dir_inside: lock_dir_inside.into(),
+        _dir: h.dir,
     };
     let nvim = sides.nvim();
     let running = poll_until(STEP, Duration::from_millis(20), || {
@@ -141,11 +191,25 @@ impl Sides {
     /// Qwen Code's discovery files, ccbridge processes.
     fn left_inside(&self) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>, Vec<u32>) {
         (
-            self.files_inside("/root/.claude/ide"),
+            self.files_inside(&self.lock_dir_inside),
             self.files_inside("/tmp/gemini/ide"),
-            self.files_inside("/root/.qwen/ide"),
+            self.files_inside(&format!("{}/.qwen/ide", self.home_inside)),
             self.container.processes_of(BIN),
         )
+    }
+
+    /// Waits until the sidecar left nothing in the container.
+    fn assert_nothing_left_inside(&self, what: &str) {
+        let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+            let (locks, gemini, qwen, procs) = self.left_inside();
+            (locks.is_empty() && gemini.is_empty() && qwen.is_empty() && procs.is_empty())
+                .then_some(())
+        });
+        assert!(
+            ended.is_some(),
+            "{what}, left in the container after 10 s (locks, Gemini files, Qwen files, ccbridge pids): {:?}",
+            self.left_inside()
+        );
     }
 }
 
@@ -295,15 +359,7 @@ fn neovim_attached_through_podman_exec_serves_the_agents_in_the_container() {
     // discovery files inside and exits.
     let status = s.nvim.take().unwrap().quit();
     assert!(status.is_some(), "Neovim did not exit");
-    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
-        let (locks, gemini, qwen, procs) = s.left_inside();
-        (locks.is_empty() && gemini.is_empty() && qwen.is_empty() && procs.is_empty()).then_some(())
-    });
-    assert!(
-        ended.is_some(),
-        "after Neovim quit, left in the container (locks, Gemini files, Qwen files, ccbridge pids): {:?}",
-        s.left_inside()
-    );
+    s.assert_nothing_left_inside("after Neovim quit");
     assert!(
         gemini_file.parent().unwrap().is_dir(),
         "the container's TMPDIR went away, so the check above proves nothing"
@@ -338,18 +394,198 @@ fn a_killed_podman_exec_ends_the_sidecar_in_the_container() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
-        let (locks, gemini, qwen, procs) = s.left_inside();
-        (locks.is_empty() && gemini.is_empty() && qwen.is_empty() && procs.is_empty()).then_some(())
-    });
-    assert!(
-        ended.is_some(),
-        "after podman exec was killed, left in the container (locks, Gemini files, Qwen files, ccbridge pids): {:?}",
-        s.left_inside()
-    );
+    s.assert_nothing_left_inside("after podman exec was killed");
     s.nvim().wait(
         "the plugin to see the sidecar exit",
         "require('ccbridge').state.status == 'stopped'",
         STEP,
     );
+}
+
+/// The whole of it with the real Claude Code (pinned) in the container,
+/// started there as a person starts it in the container's shell (`podman
+/// exec -it`), with the environment and arguments the plugin's terminal
+/// gives it (auto mode, the `--settings` of `initialize.agents`), its model
+/// a mock on the container's loopback. The sidecar is started by Neovim
+/// here through `podman exec -i -e HOME=… -e CLAUDE_CONFIG_DIR=…`, the
+/// recipe's way to meet Claude's configuration directory; the local folder
+/// is bind-mounted at Claude's workspace (another name). Claude accepts the
+/// lock file (its pid check runs in the container's pid namespace); a
+/// selection in the local buffer reaches its prompt; its Edit of the file
+/// is reviewed in Neovim, accepted with `:w`, and lands in the container's
+/// file, which is the local one through the mount.
+#[test]
+fn the_real_claude_code_in_the_container_has_its_edit_reviewed_in_local_neovim() {
+    let claude_exe = std::fs::canonicalize(claude_bin()).unwrap();
+    // The CLI's package (its binary and what lies beside it), read-only
+    // at the same path inside.
+    let package = claude_exe.parent().and_then(Path::parent).unwrap();
+    let sandbox = Sandbox::new().expect("sandbox");
+    let ws = std::fs::canonicalize(sandbox.workspace()).unwrap();
+    let ws_inside = ws.to_str().unwrap();
+    let home_inside = sandbox.home().to_str().unwrap();
+    let config_inside = sandbox.config_dir().to_str().unwrap();
+    let h = here();
+    // Claude's terminal: this one's folder and environment (podman exec
+    // passes none of it by itself), the container's own TMPDIR.
+    let launcher = h.dir.path().join("claude-in-container");
+    let container = Container::start(&[
+        ccbridge_bind(),
+        Bind {
+            host: sandbox.root(),
+            inside: sandbox.root().to_str().unwrap(),
+            read_only: false,
+        },
+        Bind {
+            host: &h.local,
+            inside: ws_inside,
+            read_only: false,
+        },
+        Bind {
+            host: package,
+            inside: package.to_str().unwrap(),
+            read_only: true,
+        },
+    ])
+    .unwrap_or_else(|e| panic!("no container for the container tests: {e}"));
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/bash\n\
+             opts=()\n\
+             while IFS= read -r -d '' kv; do\n\
+             \x20 name=${{kv%%=*}}\n\
+             \x20 [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && $name != TMPDIR ]] && opts+=(-e \"$name\")\n\
+             done < <(env -0)\n\
+             exec podman exec -i -t -w \"$(pwd -P)\" \"${{opts[@]}}\" {name} \"$@\"\n",
+            name = container.name()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let prefix = container
+        .exec_prefix_with_env(&[("HOME", home_inside), ("CLAUDE_CONFIG_DIR", config_inside)]);
+    let local_file = h.local.join("hello.py");
+    let mut s = attach(
+        container,
+        h,
+        ws_inside,
+        prefix,
+        home_inside,
+        &format!("{config_inside}/ide"),
+    );
+    // The model, on the container's loopback. Made after the container,
+    // so it is dropped before it.
+    let mock = InContainer::new(s.container.pid(), || {
+        MockAnthropic::start().expect("mock API")
+    });
+    let init = s.init();
+    let claude = Claude::start(
+        &sandbox,
+        &ClaudeOptions::new(&claude_exe, mock.url())
+            .launcher(vec![
+                launcher.display().to_string(),
+                claude_exe.display().to_string(),
+            ])
+            .in_editor_terminal(&init),
+    )
+    .expect("start claude in the container");
+    claude
+        .wait_prompt(STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    s.nvim().wait(
+        "CCBridgeConnected (Claude in the container took the lock file)",
+        "#test.events_named('CCBridgeConnected') > 0",
+        STEP,
+    );
+
+    // A selection in the local buffer shows in Claude's prompt.
+    s.nvim().command(&format!("edit {}", local_file.display()));
+    s.nvim().input("ggVj");
+    claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    s.nvim().input("<Esc>");
+
+    // Claude edits the container's file: reviewed in Neovim, accepted.
+    let old = "    print(message)";
+    let new = "    print(message.upper())";
+    let inside_file = format!("{ws_inside}/hello.py");
+    claude
+        .request_edit(&mock, &inside_file, old, new, STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    s.nvim().wait(
+        "the review in Neovim",
+        "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
+        STEP,
+    );
+    s.nvim().input(":w<CR>");
+    claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    // In the container's file, the local one through the mount; this
+    // side's folder of that name is empty.
+    assert_eq!(
+        std::fs::read_to_string(&local_file).unwrap(),
+        HELLO_PY.replace(old, new)
+    );
+    assert!(
+        !Path::new(&inside_file).exists(),
+        "{inside_file} exists on this side: Claude did not run in the container"
+    );
+    drop(claude);
+    assert!(
+        s.nvim.take().unwrap().quit().is_some(),
+        "Neovim did not exit"
+    );
+    s.assert_nothing_left_inside("after Neovim quit");
+}
+
+/// A value made, and dropped, by a thread in the container's network
+/// namespace: a listener there (a mock model for a Claude inside) is on
+/// the container's loopback, and its `Drop` wakes its accept loop by
+/// connecting to it, which works only from there.
+struct InContainer<T: Send + 'static> {
+    value: Option<T>,
+    pid: u32,
+}
+
+impl<T: Send + 'static> InContainer<T> {
+    fn new(pid: u32, make: impl FnOnce() -> T + Send + 'static) -> Self {
+        let value = std::thread::spawn(move || {
+            ccbridge_testkit::container::enter_net(pid).expect("the container's network");
+            make()
+        })
+        .join()
+        .unwrap();
+        InContainer {
+            value: Some(value),
+            pid,
+        }
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for InContainer<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("made")
+    }
+}
+
+impl<T: Send + 'static> Drop for InContainer<T> {
+    fn drop(&mut self) {
+        let (value, pid) = (self.value.take(), self.pid);
+        let _ = std::thread::spawn(move || {
+            if ccbridge_testkit::container::enter_net(pid).is_ok() {
+                drop(value);
+            }
+        })
+        .join();
+    }
 }

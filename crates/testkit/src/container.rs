@@ -200,7 +200,20 @@ impl Container {
     /// `podman exec -i <name>`, ready for a command: the editor's prefix.
     /// (`-i` keeps stdin open; no `-t`, so the pipe is clean bytes.)
     pub fn exec_prefix(&self) -> Vec<String> {
-        vec![PODMAN.into(), "exec".into(), "-i".into(), self.name.clone()]
+        self.exec_prefix_with_env(&[])
+    }
+
+    /// [`Container::exec_prefix`] setting `env` for the command
+    /// (`podman exec -i -e NAME=value... <name>`): the container's own
+    /// environment otherwise, none of the caller's.
+    pub fn exec_prefix_with_env(&self, env: &[(&str, &str)]) -> Vec<String> {
+        let mut v: Vec<String> = vec![PODMAN.into(), "exec".into(), "-i".into()];
+        for (k, val) in env {
+            v.push("-e".into());
+            v.push(format!("{k}={val}"));
+        }
+        v.push(self.name.clone());
+        v
     }
 
     /// The host pid of the container's first process.
