@@ -187,27 +187,29 @@ impl Sides {
             .unwrap_or_default()
     }
 
-    /// What the sidecar left in the container: lock files, Gemini CLI's and
-    /// Qwen Code's discovery files, ccbridge processes.
-    fn left_inside(&self) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>, Vec<u32>) {
-        (
-            self.files_inside(&self.lock_dir_inside),
-            self.files_inside("/tmp/gemini/ide"),
-            self.files_inside(&format!("{}/.qwen/ide", self.home_inside)),
-            self.container.processes_of(BIN),
-        )
+    /// What the sidecar left in the container: its files (lock files,
+    /// Gemini CLI's and Qwen Code's discovery files, the Codex socket it
+    /// hosts) and its processes.
+    fn left_inside(&self) -> (Vec<PathBuf>, Vec<u32>) {
+        let dirs = [
+            self.lock_dir_inside.clone(),
+            "/tmp/gemini/ide".into(),
+            format!("{}/.qwen/ide", self.home_inside),
+            "/tmp/codex-ipc".into(),
+        ];
+        let files = dirs.iter().flat_map(|d| self.files_inside(d)).collect();
+        (files, self.container.processes_of(BIN))
     }
 
     /// Waits until the sidecar left nothing in the container.
     fn assert_nothing_left_inside(&self, what: &str) {
         let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
-            let (locks, gemini, qwen, procs) = self.left_inside();
-            (locks.is_empty() && gemini.is_empty() && qwen.is_empty() && procs.is_empty())
-                .then_some(())
+            let (files, procs) = self.left_inside();
+            (files.is_empty() && procs.is_empty()).then_some(())
         });
         assert!(
             ended.is_some(),
-            "{what}, left in the container after 10 s (locks, Gemini files, Qwen files, ccbridge pids): {:?}",
+            "{what}, left in the container after 10 s (files, ccbridge pids): {:?}",
             self.left_inside()
         );
     }
@@ -246,12 +248,13 @@ fn runtime_inside(container: &Container) -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// The whole recipe: the lock file and the discovery files are in the
-/// container (its `HOME` and `TMPDIR`), the lock's pid a live process of
-/// the container's pid namespace; a Claude in the container connects with
-/// them, gets a selection made in local Neovim with the container's path,
-/// and its `openDiff` of `/workspace/hello.py` is reviewed in Neovim on the
-/// local path and accepted; a Gemini CLI session opens from inside with its
+/// The whole recipe: the lock file, Gemini CLI's and Qwen Code's discovery
+/// files and the Codex socket are in the container (its `HOME` and
+/// `TMPDIR`), the lock's pid a live process of the container's pid
+/// namespace; a Claude in the container connects with the lock, gets a
+/// selection made in local Neovim with the container's path, and its
+/// `openDiff` of `/workspace/hello.py` is reviewed in Neovim on the local
+/// path and accepted; a Gemini CLI session opens from inside with its
 /// file's token. Quitting Neovim removes every file inside and leaves no
 /// ccbridge running in the container.
 #[test]
@@ -304,6 +307,18 @@ fn neovim_attached_through_podman_exec_serves_the_agents_in_the_container() {
     );
     assert_eq!(qwen["workspacePath"], WORKSPACE, "{qwen}");
     assert_eq!(qwen["ppid"], pid, "{qwen}");
+    // Codex CLI's socket, hosted in the container's TMPDIR (for root,
+    // `ipc-0.sock`).
+    let codex_socket = s.container.inside("/tmp/codex-ipc/ipc-0.sock");
+    poll_until(STEP, Duration::from_millis(20), || {
+        codex_socket.exists().then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "no Codex socket {} in the container",
+            codex_socket.display()
+        )
+    });
     // Gemini CLI in the container opens a session with its file's token.
     let token = gemini["authToken"].as_str().unwrap().to_owned();
     let pid1 = s.container.pid();
