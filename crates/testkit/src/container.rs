@@ -26,9 +26,12 @@
 //! where the test runs without `CAP_SYS_RESOURCE`.
 //!
 //! Needs root, `podman` and `runc` (`scripts/test` installs them);
-//! [`Container::start`] says which is missing. Nothing is skipped. Dropping
-//! the [`Container`] removes it (`podman rm -f`), which kills every process
-//! in it, then deletes its root directory.
+//! [`Container::start`] says which is missing, and fails unless the
+//! container's pid, mount and network namespaces are not this process's.
+//! Nothing is skipped. Dropping the [`Container`] removes it (`podman rm
+//! -f`), which kills every process in it, then deletes its root directory;
+//! containers of test processes killed before that are removed by the next
+//! [`Container::start`].
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -69,6 +72,25 @@ fn podman(args: &[&str]) -> Result<String, String> {
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         ))
+    }
+}
+
+/// Removes the containers of test processes that are gone (killed before
+/// their `Drop` ran): `ccbridge-test-<pid>-<n>` whose `<pid>` is not alive.
+fn remove_stale() {
+    let Ok(names) = podman(&["ps", "--all", "--format", "{{.Names}}"]) else {
+        return;
+    };
+    for name in names.lines() {
+        let pid = name
+            .strip_prefix("ccbridge-test-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = podman(&["rm", "--force", "--time", "0", name]);
+            }
+        }
     }
 }
 
@@ -129,6 +151,7 @@ impl Container {
                     .into(),
             );
         }
+        remove_stale();
         let dir = crate::temp_dir("ccbridge-container-").map_err(|e| format!("temp dir: {e}"))?;
         let root = dir.path().join("root");
         make_root(&root).map_err(|e| format!("the container's root {}: {e}", root.display()))?;
@@ -188,6 +211,17 @@ impl Container {
             .map_err(|_| format!("podman inspect gave no pid: {pid:?}"))?;
         if container.pid == 0 {
             return Err(format!("the container {} is not running", container.name));
+        }
+        // What the tests rely on: its own pid, mount and network namespaces.
+        for ns in ["pid", "mnt", "net"] {
+            let of = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/{ns}")).ok();
+            let (theirs, ours) = (of(&container.pid.to_string()), of("self"));
+            if theirs.is_none() || theirs == ours {
+                return Err(format!(
+                    "the container {} does not have a {ns} namespace of its own ({theirs:?})",
+                    container.name
+                ));
+            }
         }
         Ok(container)
     }
