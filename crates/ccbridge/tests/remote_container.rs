@@ -26,9 +26,11 @@ mod claude_side;
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::container::{Bind, Container};
+use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
 use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
+use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY;
 use claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
 use serde_json::Value;
@@ -39,6 +41,14 @@ const STEP: Duration = Duration::from_secs(15);
 
 /// ccbridge, as named inside the container.
 const BIN: &str = "/opt/ccbridge/ccbridge";
+/// The IDE name each editor is given: a space, parentheses and a quote,
+/// which must reach the lock file intact.
+const IDE_NAME: &str = "Editor (it's here)";
+/// The sidecar's `--log-file` (inside), a word of its command line with a
+/// space, parentheses and a quote: `podman exec` runs no shell, so the
+/// editor must pass it as it is. (The IDE name also travels in
+/// `initialize`; this word only on the command line.)
+const LOG_FILE: &str = "/tmp/ccbridge (it's).log";
 /// The workspace, as named inside the container (a bind mount of the
 /// local folder).
 const WORKSPACE: &str = "/workspace";
@@ -88,12 +98,10 @@ fn ccbridge_bind() -> Bind<'static> {
     }
 }
 
-/// A container with ccbridge and the workspace mounted (at [`WORKSPACE`]),
-/// and Neovim here with the plugin's sidecar started in it through
-/// `prefix` (`None`: the container's `podman exec -i`).
-fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
-    let h = here();
-    let container = Container::start(&[
+/// A container with ccbridge and `h`'s workspace mounted (at
+/// [`WORKSPACE`]).
+fn workspace_container(h: &Here) -> Container {
+    Container::start(&[
         ccbridge_bind(),
         Bind {
             host: &h.local,
@@ -101,7 +109,15 @@ fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
             read_only: false,
         },
     ])
-    .unwrap_or_else(|e| panic!("no container for the container tests: {e}"));
+    .unwrap_or_else(|e| panic!("no container for the container tests: {e}"))
+}
+
+/// A container with ccbridge and the workspace mounted (at [`WORKSPACE`]),
+/// and Neovim here with the plugin's sidecar started in it through
+/// `prefix` (`None`: the container's `podman exec -i`).
+fn start_with_prefix(prefix: Option<Vec<String>>) -> Sides {
+    let h = here();
+    let container = workspace_container(&h);
     let prefix = prefix.unwrap_or_else(|| container.exec_prefix());
     attach(
         container,
@@ -136,12 +152,13 @@ fn attach(
     .expect("start nvim");
     let prefix: Vec<Value> = prefix.into_iter().map(Value::from).collect();
     nvim.lua(
-        r#"local bin, prefix, l, r = ...
+        r#"local bin, prefix, l, r, name, log = ...
         require("ccbridge").setup({
           bin = bin,
           cmd = prefix,
           path_map = { { ["local"] = l, remote = r } },
-          args = { "--selection-debounce-ms", "0" },
+          ide_name = name,
+          args = { "--selection-debounce-ms", "0", "--log-file", log },
           selection = { debounce_ms = 0 },
         })"#,
         vec![
@@ -149,6 +166,8 @@ fn attach(
             Value::Array(prefix),
             h.local.to_str().unwrap().into(),
             workspace.into(),
+            IDE_NAME.into(),
+            LOG_FILE.into(),
         ],
     );
     let mut sides = Sides {
@@ -180,39 +199,63 @@ impl Sides {
         self.nvim().eval("require('ccbridge').state.init")
     }
 
-    /// The files in the container's `dir` (named inside).
-    fn files_inside(&self, dir: &str) -> Vec<PathBuf> {
-        std::fs::read_dir(self.container.inside(dir))
-            .map(|d| d.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
-    }
-
-    /// What the sidecar left in the container: its files (lock files,
-    /// Gemini CLI's and Qwen Code's discovery files, the Codex socket it
-    /// hosts) and its processes.
-    fn left_inside(&self) -> (Vec<PathBuf>, Vec<u32>) {
-        let dirs = [
-            self.lock_dir_inside.clone(),
-            "/tmp/gemini/ide".into(),
-            format!("{}/.qwen/ide", self.home_inside),
-            "/tmp/codex-ipc".into(),
-        ];
-        let files = dirs.iter().flat_map(|d| self.files_inside(d)).collect();
-        (files, self.container.processes_of(BIN))
-    }
-
     /// Waits until the sidecar left nothing in the container.
     fn assert_nothing_left_inside(&self, what: &str) {
-        let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
-            let (files, procs) = self.left_inside();
-            (files.is_empty() && procs.is_empty()).then_some(())
-        });
-        assert!(
-            ended.is_some(),
-            "{what}, left in the container after 10 s (files, ccbridge pids): {:?}",
-            self.left_inside()
+        assert_nothing_left_in(
+            &self.container,
+            &self.home_inside,
+            &self.lock_dir_inside,
+            what,
         );
     }
+}
+
+/// The files in the container's `dir` (named inside).
+fn files_inside(container: &Container, dir: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(container.inside(dir))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// What a sidecar whose `HOME` and lock directory are `home_inside` and
+/// `lock_dir_inside` left in the container: its files (lock files, Gemini
+/// CLI's and Qwen Code's discovery files, the Codex socket it hosts) and
+/// its processes.
+fn left_in(
+    container: &Container,
+    home_inside: &str,
+    lock_dir_inside: &str,
+) -> (Vec<PathBuf>, Vec<u32>) {
+    let dirs = [
+        lock_dir_inside.to_owned(),
+        "/tmp/gemini/ide".into(),
+        format!("{home_inside}/.qwen/ide"),
+        "/tmp/codex-ipc".into(),
+    ];
+    let files = dirs
+        .iter()
+        .flat_map(|d| files_inside(container, d))
+        .collect();
+    (files, container.processes_of(BIN))
+}
+
+/// Waits until the sidecar ([`left_in`]) left nothing in the container.
+fn assert_nothing_left_in(
+    container: &Container,
+    home_inside: &str,
+    lock_dir_inside: &str,
+    what: &str,
+) {
+    let left = || left_in(container, home_inside, lock_dir_inside);
+    let ended = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        let (files, procs) = left();
+        (files.is_empty() && procs.is_empty()).then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "{what}, left in the container after 10 s (files, ccbridge pids): {:?}",
+        left()
+    );
 }
 
 /// A JSON file of the container's, by its name inside.
@@ -248,6 +291,54 @@ fn runtime_inside(container: &Container) -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The sidecar got its `--log-file` word intact: [`LOG_FILE`] is in the
+/// container, under that very name.
+fn assert_log_file_inside(container: &Container) {
+    let log = container.inside(LOG_FILE);
+    assert!(
+        log.is_file(),
+        "no {LOG_FILE} in the container (the words after podman exec were changed?); /tmp there: {:?}",
+        files_inside(container, "/tmp")
+    );
+}
+
+/// Checks the lock file `path` (as the sidecar named it) in the
+/// container's `~/.claude/ide`, for [`WORKSPACE`] and [`IDE_NAME`], its
+/// pid the container's
+/// one ccbridge and not the editor's `editor_pid`; then connects a
+/// scripted Claude to it from inside the container.
+fn claude_inside(
+    rt: &tokio::runtime::Runtime,
+    container: &Container,
+    path: &str,
+    editor_pid: u32,
+) -> ccbridge_client::ws_client::IdeClient {
+    assert!(
+        path.starts_with("/root/.claude/ide/"),
+        "the lock file {path} is not in the container's ~/.claude/ide"
+    );
+    let lock = read_json(&container.inside(path));
+    assert_eq!(lock["workspaceFolders"], serde_json::json!([WORKSPACE]));
+    assert_eq!(lock["ideName"], IDE_NAME, "{lock}");
+    assert_log_file_inside(container);
+    let pid = lock["pid"].as_u64().expect("a pid") as u32;
+    assert_ne!(pid, editor_pid, "the lock holds the editor's pid");
+    assert_eq!(
+        container.processes_of(BIN),
+        vec![pid],
+        "the lock's pid {pid} is not the container's ccbridge; its processes: {:?}",
+        container.processes()
+    );
+    let port: u16 = Path::new(path)
+        .file_stem()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let token = lock["authToken"].as_str().unwrap().to_owned();
+    rt.block_on(rt.spawn(async move { connect(port, &token).await }))
+        .unwrap()
+}
+
 /// The whole recipe: the lock file, Gemini CLI's and Qwen Code's discovery
 /// files and the Codex socket are in the container (its `HOME` and
 /// `TMPDIR`), the lock's pid a live process of the container's pid
@@ -271,6 +362,8 @@ fn neovim_attached_through_podman_exec_serves_the_agents_in_the_container() {
     );
     let lock = read_json(&s.container.inside(&lock_path));
     assert_eq!(lock["workspaceFolders"], serde_json::json!([WORKSPACE]));
+    assert_eq!(lock["ideName"], IDE_NAME, "{lock}");
+    assert_log_file_inside(&s.container);
     assert!(
         ccbridge_testkit::lock_files(&s.home.join(".claude/ide")).is_empty(),
         "a lock file on the editor's side"
@@ -603,4 +696,169 @@ impl<T: Send + 'static> Drop for InContainer<T> {
         })
         .join();
     }
+}
+
+/// The same recipe with Vim: `cmd` the container's `podman exec -i` (the
+/// plugin's automatic quoting must leave its words alone: no shell runs
+/// them), `path_map` the local folder to [`WORKSPACE`]. The lock file is in
+/// the container with the container's ccbridge as its pid; a selection
+/// reaches a Claude in the container with the container's path; its
+/// `openDiff` opens a review of the local file, `:w` accepts; quitting Vim
+/// leaves nothing in the container.
+#[test]
+fn vim_attached_through_podman_exec_serves_claude_in_the_container() {
+    let h = here();
+    let container = workspace_container(&h);
+    let mut opts = VimOptions::new(&h.local);
+    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
+    opts.env.push(("HOME".into(), h.home.display().to_string()));
+    let mut vim = Vim::start(&opts).expect("start vim");
+    let options = serde_json::json!({
+        "bin": BIN,
+        "cmd": container.exec_prefix(),
+        "ide_name": IDE_NAME,
+        "path_map": [[h.local, WORKSPACE]],
+        "args": ["--selection-debounce-ms", "0", "--log-file", LOG_FILE],
+        "selection": {"debounce_ms": 0},
+    });
+    vim.ex(&format!(
+        "let g:ccbridge = json_decode('{}')",
+        options.to_string().replace('\'', "''")
+    ));
+    vim.ex("CCBridgeStart");
+    let running = poll_until(STEP, Duration::from_millis(20), || {
+        (vim.eval("ccbridge#Status()") == "running").then_some(())
+    });
+    if running.is_none() {
+        let stderr = vim.eval("ccbridge#StderrTail()");
+        panic!("the sidecar did not answer through podman exec; stderr: {stderr}");
+    }
+    let rt = runtime_inside(&container);
+    let lock_file = vim.eval("ccbridge#Init().lockFile");
+    let mut claude = claude_inside(&rt, &container, lock_file.as_str().unwrap(), vim.pid());
+    vim.wait(
+        "CCBridgeConnected",
+        "len(TestEvents('CCBridgeConnected')) > 0",
+        STEP,
+    );
+
+    let local_file = h.local.join("hello.py").display().to_string();
+    let inside_file = format!("{WORKSPACE}/hello.py");
+    vim.ex(&format!("edit {local_file}"));
+    vim.keys("gg/hello<CR>ve");
+    let sel = rt.block_on(selection_with(&mut claude, "hello"));
+    assert_eq!(sel["filePath"], inside_file.as_str(), "{sel}");
+
+    let proposed = HELLO_PY.replace("hello ", "hi ");
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, inside_file, &proposed)
+    };
+    vim.wait(
+        "the review to open",
+        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
+        STEP,
+    );
+    let review = vim.eval("ccbridge#review#Pending()[0]");
+    assert_eq!(review["path"], local_file.as_str(), "{review}");
+    vim.keys("<Esc>:w<CR>");
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+
+    assert!(vim.quit().is_some(), "Vim did not exit");
+    drop(vim);
+    assert_nothing_left_in(
+        &container,
+        "/root",
+        "/root/.claude/ide",
+        "after :qa! in Vim",
+    );
+}
+
+/// `s` as a Lisp string literal.
+fn lisp_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The same with Emacs: `ccbridge-command-prefix` the container's `podman
+/// exec -i`, `ccbridge-path-map` the local folder to [`WORKSPACE`]. A
+/// region reaches a Claude in the container with the container's path;
+/// its `openDiff` opens a review of the local file, `C-c C-c` accepts;
+/// quitting Emacs leaves nothing in the container.
+#[test]
+fn emacs_attached_through_podman_exec_serves_claude_in_the_container() {
+    let h = here();
+    let container = workspace_container(&h);
+    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
+    let mut opts = EmacsOptions::new(init, &h.local);
+    opts.env.push(("HOME".into(), h.home.display().to_string()));
+    let emacs = Emacs::start(&opts).expect("start Emacs");
+    let local = h.local.display().to_string();
+    let prefix: Vec<String> = container
+        .exec_prefix()
+        .iter()
+        .map(|w| lisp_str(w))
+        .collect();
+    // The local folder is the project (it is no Git checkout here).
+    emacs.eval(&format!(
+        "(setq ccbridge-program {} ccbridge-command-prefix (list {}) \
+         ccbridge-path-map (list (cons {} {})) \
+         ccbridge-project-function (lambda (_) {}) \
+         ccbridge-program-args (list \"--selection-debounce-ms\" \"0\" \"--log-file\" {}) \
+         ccbridge-selection-debounce 0 ccbridge-ide-name {})",
+        lisp_str(BIN),
+        prefix.join(" "),
+        lisp_str(&local),
+        lisp_str(WORKSPACE),
+        lisp_str(&local),
+        lisp_str(LOG_FILE),
+        lisp_str(IDE_NAME),
+    ));
+    let local_file = h.local.join("hello.py").display().to_string();
+    let inside_file = format!("{WORKSPACE}/hello.py");
+    emacs.eval(&format!("(find-file {})", lisp_str(&local_file)));
+    emacs.eval("(ccbridge-mode 1)");
+    let running = poll_until(STEP, Duration::from_millis(20), || {
+        (emacs.json("(plist-get (car (ccbridge-info)) :status)") == "running").then_some(())
+    });
+    if running.is_none() {
+        panic!(
+            "the sidecar did not answer through podman exec; {}",
+            emacs.string("(ccbridge-status-string)")
+        );
+    }
+    let rt = runtime_inside(&container);
+    let lock_file = emacs.json("(plist-get (car (ccbridge-info)) :lockFile)");
+    let mut claude = claude_inside(&rt, &container, lock_file.as_str().unwrap(), emacs.pid());
+    emacs.wait(
+        "Emacs to see Claude connected",
+        "(> (plist-get (car (ccbridge-info)) :clients) 0)",
+        STEP,
+    );
+
+    // `hello` on the second line, after `    message = "`.
+    emacs.keys("M-< C-n M-m C-f C-f C-f C-f C-f C-f C-f C-f C-f C-f C-f C-SPC M-f");
+    let sel = rt.block_on(selection_with(&mut claude, "hello"));
+    assert_eq!(sel["filePath"], inside_file.as_str(), "{sel}");
+
+    let proposed = HELLO_PY.replace("hello ", "hi ");
+    let task = {
+        let _in_runtime = rt.enter();
+        start_open_diff(claude, inside_file, &proposed)
+    };
+    let review = emacs.wait(
+        "the review to open",
+        "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
+         (and r (buffer-live-p (ccbridge--review-buffer r)) \
+              (eq (window-buffer) (ccbridge--review-buffer r)) \
+              (ccbridge--review-path r)))",
+        STEP,
+    );
+    assert_eq!(review, local_file.as_str(), "{review}");
+    emacs.keys("C-c C-c");
+    let (_claude, text) = rt.block_on(verdict(task));
+    assert_saved(&text, &proposed);
+
+    assert!(emacs.quit(), "Emacs did not exit");
+    assert_nothing_left_in(&container, "/root", "/root/.claude/ide", "after Emacs quit");
 }
