@@ -1,6 +1,7 @@
 //! Editor here, agent and ccbridge in a container (issue 25, the recipe of
 //! `docs/remote.md`, "Containers"): a real headless Neovim with the plugin
-//! on this side; a real container (rootful podman, its own pid, mount and
+//! (and, in one test each, a real Vim and a real Emacs with theirs) on this
+//! side; a real container (rootful podman, its own pid, mount and
 //! network namespaces, `ccbridge_testkit::container`) on the other, with
 //! ccbridge bind-mounted at `/opt/ccbridge/ccbridge` and the workspace at
 //! `/workspace`. The plugin starts the sidecar through
@@ -18,9 +19,9 @@
 //! the container instead, through `podman exec -it`, its model a mock on
 //! the container's loopback.
 //!
-//! Needs root, podman and runc, Neovim, and tmux and the pinned Claude Code
-//! for the real-Claude test (`scripts/test` installs them); without them
-//! every test fails saying so.
+//! Needs root, podman and runc, Neovim, Vim 9, Emacs 28+, tmux and the
+//! pinned Claude Code (`scripts/test` installs them); without them the
+//! tests that use them fail saying so.
 
 mod claude_side;
 
