@@ -33,6 +33,7 @@ pub mod agents;
 pub mod browser;
 pub mod claude;
 pub mod codex;
+pub mod container;
 pub mod editor;
 pub mod emacs;
 pub mod http;
