@@ -92,6 +92,13 @@ const ops = {
       await new Promise((r) => setTimeout(r, 25));
     }
   },
+  // Requests of `page` to URLs matching `pattern` (a glob) fail as if the
+  // server could not be reached, until `passRequests` lifts it.
+  async failRequests({ page: name, pattern }) {
+    await page(name).route(pattern, (route) => route.abort('connectionrefused'));
+    return null;
+  },
+  async passRequests({ page: name, pattern }) { await page(name).unroute(pattern); return null; },
   async url({ page: name }) { return page(name).url(); },
   async screenshot({ page: name, path: file, fullPage = false }) {
     await page(name).screenshot({ path: file, fullPage });
@@ -99,6 +106,17 @@ const ops = {
   },
   async close({ page: name }) { await page(name).close(); pages.delete(name); return null; },
   async consoleErrors() { return consoleErrors.splice(0); },
+  // A Chromium performance trace of `page` into `path` (what DevTools'
+  // Performance panel records, with JavaScript samples), for benchmarks.
+  async traceStart({ page: name, path: file }) {
+    await browser.startTracing(page(name), {
+      path: file,
+      categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute',
+        'blink.user_timing', 'disabled-by-default-v8.cpu_profiler', 'latencyInfo'],
+    });
+    return null;
+  },
+  async traceStop() { await browser.stopTracing(); return null; },
 };
 
 function call(fn, arg) {

@@ -46,6 +46,28 @@ struct Args {
     /// A smoke run with a tenth of the iterations (figures are rough).
     #[arg(long)]
     quick: bool,
+    /// Runs only these benchmarks (repeatable); RSS is read either way.
+    #[arg(long, value_enum, value_name = "BENCH")]
+    only: Vec<Stage>,
+    /// Records a Chromium performance trace of the per-hunk decisions on
+    /// the 2,000-hunk proposal into FILE (JSON, for DevTools' Performance
+    /// panel). Slows them down; figures taken
+    /// with it are not comparable.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+/// The benchmarks `--only` picks from.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Stage {
+    /// openDiff → drawn, 20 and 20,000 lines.
+    Diffs,
+    /// Page reloads with a pending review.
+    Loads,
+    /// Per-hunk decisions.
+    Hunks,
+    /// Selections in the file viewer.
+    Selections,
 }
 
 /// Iteration counts (after the warm-up ones).
@@ -124,55 +146,105 @@ fn main() -> anyhow::Result<()> {
             n,
         )
     };
-    let small = diff("small.txt", &fixture.small.1, 5, plan.small_diffs)?;
-    let big = diff("big.py", &fixture.big.1, 2, plan.big_diffs)?;
-    eprintln!(
-        "[ui-bench] page loads with a pending review ({} each)",
-        plan.page_loads
-    );
-    let loads_big = page_load(
-        &rt,
-        &mut browser,
-        &ui,
-        &mut ui_claude,
-        "big.py",
-        &fixture.big.1,
-        plan.page_loads,
-    )?;
-    let loads_small = page_load(
-        &rt,
-        &mut browser,
-        &ui,
-        &mut ui_claude,
-        "small.txt",
-        &fixture.small.1,
-        plan.page_loads,
-    )?;
-    eprintln!(
-        "[ui-bench] per-hunk decisions, 2000 and 20 hunks ({} of each kind)",
-        plan.hunk_decisions
-    );
-    let n = plan.hunk_decisions;
-    let (many_accept, many_reject) = hunk_decisions(
-        &rt,
-        &mut browser,
-        &ui,
-        &mut ui_claude,
-        ("many_hunks.rs", &fixture.many_hunks.1),
-        n + HUNK_WARM,
-        n,
-    )?;
-    let (few_accept, few_reject) = hunk_decisions(
-        &rt,
-        &mut browser,
-        &ui,
-        &mut ui_claude,
-        ("few_hunks.rs", &fixture.few_hunks.1),
-        FEW_PER_ROUND,
-        n,
-    )?;
-    eprintln!("[ui-bench] selections ({} each)", plan.selections);
-    let selections = selection_latency(&rt, &mut browser, &ui, &side, &fixture, plan.selections)?;
+    let runs = |stage: Stage| args.only.is_empty() || args.only.contains(&stage);
+    let (small, big) = if runs(Stage::Diffs) {
+        let small = diff("small.txt", &fixture.small.1, 5, plan.small_diffs)?;
+        (
+            Some(small),
+            Some(diff("big.py", &fixture.big.1, 2, plan.big_diffs)?),
+        )
+    } else {
+        (None, None)
+    };
+    let loads = if runs(Stage::Loads) {
+        eprintln!(
+            "[ui-bench] page loads with a pending review ({} each)",
+            plan.page_loads
+        );
+        let big = page_load(
+            &rt,
+            &mut browser,
+            &ui,
+            &mut ui_claude,
+            "big.py",
+            &fixture.big.1,
+            plan.page_loads,
+        )?;
+        let small = page_load(
+            &rt,
+            &mut browser,
+            &ui,
+            &mut ui_claude,
+            "small.txt",
+            &fixture.small.1,
+            plan.page_loads,
+        )?;
+        Some(Both {
+            ui: big,
+            base: small,
+        })
+    } else {
+        None
+    };
+    let hunks = if runs(Stage::Hunks) {
+        eprintln!(
+            "[ui-bench] per-hunk decisions, 2000 and 20 hunks ({} of each kind)",
+            plan.hunk_decisions
+        );
+        let n = plan.hunk_decisions;
+        if let Some(file) = &args.trace {
+            browser.must(
+                "traceStart",
+                serde_json::json!({"page": PAGE, "path": file}),
+            );
+        }
+        let (many_accept, many_reject) = hunk_decisions(
+            &rt,
+            &mut browser,
+            &ui,
+            &mut ui_claude,
+            ("many_hunks.rs", &fixture.many_hunks.1),
+            n + HUNK_WARM,
+            n,
+        )?;
+        if args.trace.is_some() {
+            browser.must("traceStop", Value::Null);
+        }
+        let (few_accept, few_reject) = hunk_decisions(
+            &rt,
+            &mut browser,
+            &ui,
+            &mut ui_claude,
+            ("few_hunks.rs", &fixture.few_hunks.1),
+            FEW_PER_ROUND,
+            n,
+        )?;
+        Some([
+            Both {
+                ui: many_accept,
+                base: few_accept,
+            },
+            Both {
+                ui: many_reject,
+                base: few_reject,
+            },
+        ])
+    } else {
+        None
+    };
+    let selections = if runs(Stage::Selections) {
+        eprintln!("[ui-bench] selections ({} each)", plan.selections);
+        Some(selection_latency(
+            &rt,
+            &mut browser,
+            &ui,
+            &side,
+            &fixture,
+            plan.selections,
+        )?)
+    } else {
+        None
+    };
     let after_kib = (ui.rss_kib()?, side.rss_kib()?);
     let errors = browser.console_errors();
     drop(browser);
@@ -180,7 +252,8 @@ fn main() -> anyhow::Result<()> {
 
     let mut rows = Vec::new();
     let mut series = Vec::new();
-    let mut add = |name: String, both: &Both, base_is: &str, target: Option<Target>| {
+    let mut add = |name: String, both: Option<&Both>, base_is: &str, target: Option<Target>| {
+        let Some(both) = both else { return };
         let (u, b) = (summarize(&both.ui), summarize(&both.base));
         series.push(Series {
             name: name.clone(),
@@ -204,43 +277,38 @@ fn main() -> anyhow::Result<()> {
     add(
         format!(
             "openDiff → drawn in the page, 20-line diff (N={}); baseline: showDiff at a sidecar editor",
-            small.ui.len()
+            small.as_ref().map_or(0, |b| b.ui.len())
         ),
-        &small,
+        small.as_ref(),
         "showDiff at a sidecar editor",
         Some(Target::AtMost { limit: 50.0 }),
     );
     add(
         format!(
             "openDiff → interactive in the page, {BIG_LINES}-line diff, 2000 changed lines in 200 hunks (N={}); baseline: showDiff at a sidecar editor",
-            big.ui.len()
+            big.as_ref().map_or(0, |b| b.ui.len())
         ),
-        &big,
+        big.as_ref(),
         "showDiff at a sidecar editor",
         Some(Target::AtMost { limit: 500.0 }),
     );
     add(
         format!(
             "page reload → pending review interactive, {BIG_LINES}-line diff (N={}); baseline: the same with a 20-line diff",
-            loads_big.len()
+            loads.as_ref().map_or(0, |b| b.ui.len())
         ),
-        &Both {
-            ui: loads_big,
-            base: loads_small,
-        },
+        loads.as_ref(),
         "page load with a 20-line diff",
         Some(Target::AtMost { limit: 500.0 }),
     );
-    for (key, what, many, few) in [
-        ("a", "accept", many_accept, few_accept),
-        ("r", "reject", many_reject, few_reject),
-    ] {
+    let [accept, reject] = hunks.map_or([None, None], |[a, r]| [Some(a), Some(r)]);
+    for (key, what, both) in [("a", "accept", accept), ("r", "reject", reject)] {
         add(
             format!(
                 "`{key}` ({what} the current hunk) → the next hunk current and drawn, 2000 one-line hunks in a 10,000-line proposal (N={}); baseline: the same in a 20-hunk proposal",
-                many.len()
+                both.as_ref().map_or(0, |b| b.ui.len())
             ),
-            &Both { ui: many, base: few },
+            both.as_ref(),
             "the same in a 20-hunk proposal",
             Some(Target::AtMost { limit: 50.0 }),
         );
@@ -248,9 +316,9 @@ fn main() -> anyhow::Result<()> {
     add(
         format!(
             "Shift+↓/↑ in the page's file viewer → selection_changed, debounce 0 (N={}); baseline: selectionChanged from a sidecar editor",
-            selections.ui.len()
+            selections.as_ref().map_or(0, |b| b.ui.len())
         ),
-        &selections,
+        selections.as_ref(),
         "selectionChanged from a sidecar editor",
         Some(Target::AtMost { limit: 5.0 }),
     );
@@ -381,9 +449,9 @@ const FEW_PER_ROUND: usize = 8;
 /// Claude proposes `contents` (one-line hunks) for `name`; in the page the
 /// reviewer presses `a` on the current hunk `per_round` times, then `r` as
 /// often, as a person goes through a review: from each key press (its input
-/// event's time) until a hunk is current again with its buttons enabled (the
-/// next one: accepting moves on to it, rejecting reverts the current one and
-/// the next takes its place), drawn. Proposes again (after Claude closes the last) until `n`
+/// event's time) until the card shows the review's next version with a hunk
+/// current and its buttons enabled (the next one: accepting moves on to it,
+/// rejecting reverts the current one and the next takes its place), drawn. Proposes again (after Claude closes the last) until `n`
 /// decisions of each kind are timed, the first `HUNK_WARM` of each left out.
 fn hunk_decisions(
     rt: &Runtime,

@@ -42,10 +42,11 @@
   }
 
   const REVIEW_DRAWN = "[data-review][data-status=pending] [data-side=proposed] .cm-content";
-  // The current hunk's marker, its Accept button enabled: the card is ready
-  // for the next decision. (While a decision is out, every hunk button is
-  // disabled, from the key's own handler on.)
-  const HUNK_READY = "[data-review][data-status=pending] .hunk-marker[data-current] [data-action=accept-hunk]:not([disabled])";
+  // The current hunk's marker, its Accept button enabled, in a card that
+  // shows a review version other than `version` (the one before the key):
+  // the decision is shown and the card ready for the next one.
+  const hunkReady = (version) =>
+    `[data-review][data-status=pending]:not([data-version="${version}"]) .hunk-marker[data-current] [data-action=accept-hunk]:not([disabled])`;
   let armed = null;
   let hunkArmed = null;
   let lastKeyDown = null;
@@ -76,7 +77,8 @@
     // Arms a probe for a hunk current and ready after the next key press
     // (`a`/`r`); `hunkShown` awaits it.
     armHunk() {
-      hunkArmed = drawnAfterNextKey(HUNK_READY);
+      const card = document.querySelector("[data-review][data-status=pending]");
+      hunkArmed = drawnAfterNextKey(hunkReady(card?.dataset.version ?? ""));
       return true;
     },
     hunkShown() {
