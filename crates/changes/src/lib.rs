@@ -68,6 +68,16 @@ impl Source {
     }
 }
 
+/// A file changed without a review ccbridge held ([`Changes::unreviewed_since`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreviewed {
+    pub path: String,
+    /// The agent that reported the change itself, if one did.
+    pub by: Option<String>,
+    /// Seen on disk: the agents connected to ccbridge when it was seen.
+    pub connected: Vec<String>,
+}
+
 /// Tells the review which agents are connected (their names for people).
 pub type RunningAgents = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
@@ -386,10 +396,10 @@ impl Changes {
     }
 
     /// The files whose content changed after `rev` without a review
-    /// ccbridge held, each with the agent that reported the change itself
-    /// (none: seen on disk only), and the revision to ask from next time:
-    /// the page's history says "Claude Code changed db.rs without a review".
-    pub fn unreviewed_since(&self, rev: u64) -> (u64, Vec<(String, Option<String>)>) {
+    /// ccbridge held, and the revision to ask from next time: the page's
+    /// history says "Claude Code changed db.rs without a review", or "db.rs
+    /// changed on disk while Gemini CLI was connected".
+    pub fn unreviewed_since(&self, rev: u64) -> (u64, Vec<Unreviewed>) {
         let s = self.lock();
         let files = s
             .files
@@ -401,11 +411,25 @@ impl Changes {
                     .any(|s| matches!(s, Source::Reviewed { .. }))
             })
             .map(|(p, e)| {
-                let agent = e.sources.iter().find_map(|s| match s {
+                let by = e.sources.iter().find_map(|s| match s {
                     Source::Agent { agent, .. } => Some(agent.clone()),
                     _ => None,
                 });
-                (p.clone(), agent)
+                let mut connected: Vec<String> = Vec::new();
+                for s in &e.sources {
+                    if let Source::Disk { agents } = s {
+                        for a in agents {
+                            if !connected.contains(a) {
+                                connected.push(a.clone());
+                            }
+                        }
+                    }
+                }
+                Unreviewed {
+                    path: p.clone(),
+                    by,
+                    connected,
+                }
             })
             .collect();
         (s.content_rev, files)

@@ -259,6 +259,16 @@ fn a_change_seen_on_disk_names_the_agents_connected_then() {
             agents: vec!["Gemini CLI".into(), "Qwen Code".into()]
         }]
     );
+    // The history's line says so too.
+    let (_, unreviewed) = r.changes.unreviewed_since(0);
+    assert_eq!(
+        unreviewed,
+        vec![crate::Unreviewed {
+            path: p.clone(),
+            by: None,
+            connected: vec!["Gemini CLI".into(), "Qwen Code".into()],
+        }]
+    );
     // An agent's own report replaces what the disk said.
     r.changes.reported(&p, "Claude Code", "Edit");
     assert_eq!(

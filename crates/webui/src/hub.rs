@@ -263,10 +263,11 @@ impl Hub {
         let (now, files) = c.unreviewed_since(seen);
         if !files.is_empty() {
             let mut inner = self.lock();
-            for (path, by) in files {
+            for f in files {
                 self.log(
                     &mut inner,
-                    json!({"kind": "unreviewed", "path": path, "by": by}),
+                    json!({"kind": "unreviewed", "path": f.path, "by": f.by,
+                        "connected": f.connected}),
                 );
             }
         }

@@ -445,7 +445,7 @@ fn closed_proposals_and_the_history_survive_a_reload_and_a_dismissal_is_remember
     // The agent writes a file without a review.
     rig.write("db.rs", "fn main() { println!(\"hi\"); }\n");
     let history = "[data-view=activity] [data-history]";
-    let unreviewed = "db.rs changed on disk while the agent ran, without a review";
+    let unreviewed = "db.rs changed on disk while Claude Code was connected, without a review";
     let says = |rig: &mut Rig, text: &str| {
         rig.browser.wait_until(
             PAGE,
@@ -566,7 +566,7 @@ fn activity_is_a_history_with_the_protocol_log_behind_a_toggle() {
     says(&mut rig, "ran echo history: exit 0");
     says(
         &mut rig,
-        "db.rs changed on disk while the agent ran, without a review",
+        "db.rs changed on disk while Claude Code was connected, without a review",
     );
     let shown = rig.browser.text(PAGE, history);
     assert!(
@@ -1001,6 +1001,73 @@ fn keyboard_only_review() {
     assert_eq!(
         rig.outcome(call),
         vec!["FILE_SAVED", "A\nb\nc\nd\ne\nf\nG\n"]
+    );
+    rig.assert_quiet_console();
+}
+
+/// A per-hunk decision is shown before its answer (`decideHunk`); when the
+/// server never gets it, the card takes it back and says so, and the next
+/// try decides that same hunk.
+#[test]
+fn a_hunk_decision_the_server_never_gets_is_taken_back() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("unreachable.txt", SEVEN);
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-unreachable");
+    let id = rig.review_id(&f);
+    let markers = Rig::card(&id, ".hunk-marker:not(.mirror)");
+    let count_is = r#"([sel, n]) => document.querySelectorAll(sel).length === n"#;
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"0\"][data-current]"));
+    // Every request about reviews: the fetch of the whole review too.
+    let decisions = "**/api/reviews/**";
+    rig.browser
+        .must("failRequests", json!({"page": PAGE, "pattern": decisions}));
+    rig.browser.press(PAGE, "r");
+    let state = r#"(sel) => ({ note: document.querySelector('[data-note]')?.textContent ?? null,
+        markers: document.querySelectorAll(sel).length, active: document.activeElement?.className ?? null })"#;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let now = rig.browser.eval(PAGE, state, json!(markers));
+        if now["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("could not be reached"))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page never said the decision was not made: {now}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // All three hunks again, the first one's proposed line back.
+    rig.browser.wait_until(PAGE, count_is, json!([markers, 3]));
+    // The browser logs the refused request; nothing else may be logged.
+    for e in rig.browser.console_errors() {
+        assert!(e.contains("ERR_CONNECTION_REFUSED"), "console error: {e}");
+    }
+    let lines = r#"(sel) => [...document.querySelectorAll(sel)].map((l) => l.textContent)"#;
+    let proposed = rig.browser.eval(
+        PAGE,
+        lines,
+        json!(Rig::card(&id, "[data-side=proposed] .cm-line")),
+    );
+    assert_eq!(proposed[0], json!("A"), "the proposed side: {proposed}");
+    // What the server has: three hunks still.
+    let server_hunks = r#"(id) => fetch(`/api/reviews/${id}`, {
+        headers: { Authorization: `Bearer ${localStorage.getItem('ccbridge.session')}` } })
+        .then((r) => r.json()).then((r) => r.hunks.length)"#;
+    rig.browser
+        .must("passRequests", json!({"page": PAGE, "pattern": decisions}));
+    assert_eq!(rig.browser.eval(PAGE, server_hunks, json!(id)), json!(3));
+    // Three decisions in a row, each key pressed without waiting for the
+    // one before to be answered: they reach the server in order.
+    rig.browser.press(PAGE, "r");
+    rig.browser.press(PAGE, "a");
+    rig.browser.press(PAGE, "a");
+    assert_eq!(
+        rig.outcome(call),
+        vec!["FILE_SAVED", "a\nb\nc\nD\ne\nf\nG\n"]
     );
     rig.assert_quiet_console();
 }

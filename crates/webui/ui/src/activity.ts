@@ -7,6 +7,7 @@
 
 import type { Activity, AgentOffer, Session } from "./api";
 import { baseName, clock, duration, h, replace } from "./dom";
+import { diskLabel } from "./changes";
 
 /** Entries kept in the page (the server keeps the last 200). */
 const KEPT = 1000;
@@ -177,7 +178,7 @@ export class ActivityView {
       case "unreviewed":
         return e.by
           ? [[`${e.by} changed `, file(e.path), " without a review"], "warn", "see Changes (6)"]
-          : [[file(e.path), " changed on disk while the agent ran, without a review"], "warn", "see Changes (6)"];
+          : [[file(e.path), ` ${diskLabel(e.connected ?? [])}, without a review`], "warn", "see Changes (6)"];
       default:
         return null;
     }

@@ -153,8 +153,9 @@ export type Activity =
     }
   | { at: number; kind: "approval"; tool: string; summary: string; allowed: boolean }
   /** A file changed without a review ccbridge held (from the session
-   * review); `by` the agent that reported it, if one did. */
-  | { at: number; kind: "unreviewed"; path: string; by: string | null }
+   * review); `by` the agent that reported it, if one did; seen on disk,
+   * `connected` the agents connected then. */
+  | { at: number; kind: "unreviewed"; path: string; by: string | null; connected?: string[] }
   | { at: number; kind: "run"; run: number; command: string; exitCode: number | null; timedOut: boolean; cancelled: boolean; elapsedMs: number };
 
 export type ApprovalMode = "write-only" | "always" | "never";

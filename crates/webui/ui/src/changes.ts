@@ -25,12 +25,17 @@ export function sourceLabel(sources: readonly ChangeSource[]): string {
       case "agent":
         return `${s.agent} (${s.tool}), not reviewed`;
       case "disk":
-        return s.agents && s.agents.length > 0
-          ? `changed on disk while ${s.agents.join(" and ")} ${s.agents.length > 1 ? "were" : "was"} connected`
-          : "changed on disk while ccbridge ran";
+        return diskLabel(s.agents ?? []);
     }
   });
-  return parts.join("; ") || "changed on disk while ccbridge ran";
+  return parts.join("; ") || diskLabel([]);
+}
+
+/** A change seen on disk only, with the agents connected when it was. */
+export function diskLabel(agents: readonly string[]): string {
+  return agents.length > 0
+    ? `changed on disk while ${agents.join(" and ")} ${agents.length > 1 ? "were" : "was"} connected`
+    : "changed on disk while ccbridge ran";
 }
 
 const STATUS_LABEL: Record<ChangedFile["status"], string> = {

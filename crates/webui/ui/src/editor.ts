@@ -30,6 +30,20 @@ export function cspNonce(): Extension {
   return EditorView.cspNonce.of(nonce);
 }
 
+/** Gives the document a (collapsed, invisible) selection if it has none.
+ * While the document has no selection, every CodeMirror editor reads it
+ * again on each of its updates, and in Chromium reading it after the DOM
+ * changed forces a layout: a per-hunk decision on a large review updates
+ * both sides several times, and those forced layouts were a third of its
+ * time. With a selection anywhere (here: the start of the body, as after a
+ * click on empty page), the editors keep what they read last. Called before
+ * the page changes editors in answer to a key, when the layout is still
+ * clean, so the check itself costs nothing. */
+export function anchorDocumentSelection(): void {
+  const sel = document.getSelection();
+  if (sel && !sel.focusNode) sel.collapse(document.body, 0);
+}
+
 export interface EditorOptions {
   /** The text's line separator ("\n" or "\r\n"; see hunks.ts). */
   lineSeparator: string;

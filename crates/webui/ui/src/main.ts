@@ -3,7 +3,7 @@
 
 import { api, ApiError, type DiagnosticsState, type ServerEvent, type ServerInfo, type Snapshot } from "./api";
 import { ActivityView, ConnectionStatus } from "./activity";
-import { ChangesView } from "./changes";
+import { ChangesView, diskLabel } from "./changes";
 import { DiagnosticsView } from "./diagnostics";
 import { baseName, h, replace } from "./dom";
 import { EventStream, type StreamState } from "./events";
@@ -339,8 +339,8 @@ function onEvent(e: ServerEvent): void {
       activity.add(e.entry);
       if (e.entry.kind === "unreviewed") {
         // The server logs a file changed without a review (the session review saw it).
-        const { path, by } = e.entry;
-        const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} changed on disk`;
+        const { path, by, connected } = e.entry;
+        const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} ${diskLabel(connected ?? [])}`;
         if (currentView !== "changes") note(`${what} without a review: see Changes (6).`, "warn");
       }
       break;

@@ -15,8 +15,8 @@
 import { Annotation, ChangeSet, Compartment, EditorSelection, EditorState, RangeSet, StateEffect, StateField, Text, Transaction, type Extension, type Range as CMRange } from "@codemirror/state";
 import { Decoration, EditorView, WidgetType, type DecorationSet, type ViewUpdate } from "@codemirror/view";
 import { MergeView, unifiedMergeView, updateOriginalDoc, type Change } from "@codemirror/merge";
-import { api, ApiError, type ClosedReview, type Diagnostic, type FileDiagnostics, type HunkDecided, type Review } from "./api";
-import { baseEditor, wrappedLines } from "./editor";
+import { api, ApiError, type ClosedReview, type Diagnostic, type FileDiagnostics, type HunkDecided, type HunkPlace, type Review } from "./api";
+import { anchorDocumentSelection, baseEditor, wrappedLines } from "./editor";
 import { ServerDiff, installExactChunks, lineSeparatorOf, lineStart, serverDiffConfig, textOf } from "./hunks";
 import { languageExtension } from "./languages";
 import { forgetScheme, trackScheme } from "./theme";
@@ -66,6 +66,9 @@ function coalesceMergeMeasures(): void {
   };
 }
 
+/** A per-hunk decision shows its buttons disabled once its answer has
+ * taken this long. */
+const BUSY_SHOWN_AFTER_MS = 150;
 /** Edits are posted this long after the last keystroke. */
 const EDIT_DEBOUNCE_MS = 200;
 const COLLAPSE = { margin: 3, minSize: 6 };
@@ -325,8 +328,20 @@ export class ReviewCard {
   private sending: Promise<boolean> | null = null;
   private timer = 0;
   private retry = 0;
-  /** A decision or file action is out. */
+  /** A decision or file action is out, and the card waits for its answer
+   * before taking another. */
   private busy = false;
+  /** Per-hunk decisions already shown and sent (in order, each after the
+   * one before it is answered), not yet answered: see `decideHunk`. */
+  private unanswered = 0;
+  private decisions: Promise<void> = Promise.resolve();
+  /** Counts the times the server's answers did not bear out what this card
+   * showed ahead of them; decisions queued before one are not sent. */
+  private resyncs = 0;
+  /** The review as the server last confirmed it, while decisions shown
+   * ahead of their answers are out: shown again if ccbridge cannot be
+   * reached, so the card never shows a decision the server does not have. */
+  private confirmed: Review | null = null;
   /** The newest review the stream sent while a request was out. */
   private later: Review | null = null;
   /** Why the agent closed this review before a decision, when it did: the
@@ -954,6 +969,9 @@ export class ReviewCard {
     const r = this.review;
     const closed = this.closedNote !== null;
     this.el.dataset["status"] = closed ? "closed" : r.status;
+    // The review's version as this card shows it (tests and benchmarks
+    // wait for a decision to be shown by it).
+    this.el.dataset["version"] = String(r.version);
     this.closedBox.hidden = !closed;
     if (closed) this.closedText.textContent = this.closedNote ?? "";
     flag(this.el, "data-new-file", r.isNewFile);
@@ -1243,6 +1261,8 @@ export class ReviewCard {
    * has it (true) or refused it or could not be reached (false). */
   async flush(keepalive = false): Promise<boolean> {
     window.clearTimeout(this.timer);
+    // The text goes on the version the decisions shown make.
+    if (this.unanswered) await this.answered();
     while (this.sending) await this.sending;
     if (!this.dirty || !this.editors) return !this.dirty;
     this.sending = this.send(keepalive);
@@ -1331,24 +1351,76 @@ export class ReviewCard {
     return true;
   }
 
+  /** Accepts or rejects hunk `index`. While other hunks stay undecided
+   * afterwards, the review stays pending whatever the answer (the server
+   * finishes it when none is left), so the decision is shown at once, as
+   * the server will make it (`applyHunk`), and sent behind the ones before
+   * it: the reviewer goes on to the next hunk without waiting for the
+   * round trip. Each request names the version it was made on, so the
+   * server refuses it if anything else changed the review meanwhile; then
+   * the card shows the server's review and says so, and the decisions
+   * queued after it are not sent. The last undecided hunk's decision
+   * finishes the review (the file is written or left): that one waits for
+   * the server's answer, as file actions do. */
   async decideHunk(index: number, decision: "accept" | "reject"): Promise<void> {
     if (this.review.originalUnreadable || !this.ready(`${decision} a hunk`)) return;
     const hunk = this.review.hunks[index];
     if (!hunk) return;
     if (decision === "accept" && hunk.accepted) return;
-    this.busy = true;
+    anchorDocumentSelection();
     if (this.current !== index) {
       const prev = this.current;
       this.current = index;
       this.redrawHunks([prev, index]);
-    } else {
+    }
+    const next = (r: Review) => (decision === "accept" ? this.nextUndecided(index, r) : this.nextUndecided(index - 1, r));
+    const seen = this.review.version;
+    const staysPending = this.review.hunks.some((h, i) => i !== index && !h.accepted);
+    const ahead: HunkDecided = { id: this.id, version: seen + 1, index, decision, hunk, status: "pending" };
+    const before = this.review;
+    if (staysPending && this.applyHunk(ahead, next)) {
+      this.scrollToCurrent();
+      if (!this.unanswered) this.confirmed = before;
+      this.unanswered++;
+      const resyncs = this.resyncs;
+      this.decisions = this.decisions.then(async () => {
+        try {
+          if (this.resyncs !== resyncs || this.closed) return;
+          const d = await api.reviewHunk(this.id, index, decision, seen);
+          if (d.version !== seen + 1 || d.status !== "pending" || !sameHunk(d.hunk, hunk)) await this.resync();
+        } catch (e) {
+          this.resyncs++;
+          if (e instanceof ApiError && e.review) {
+            this.refused(e);
+          } else {
+            note(`${baseName(this.review.path)}: the hunk was not ${decision === "accept" ? "accepted" : "rejected"}, ccbridge could not be reached (${e instanceof Error ? e.message : String(e)}).`, "error");
+            if (this.confirmed) this.showConfirmed(this.confirmed);
+            await this.resync();
+          }
+        } finally {
+          this.unanswered--;
+          if (!this.unanswered) {
+            this.confirmed = null;
+            this.catchUp();
+          }
+        }
+      });
+      return;
+    }
+    await this.answered();
+    if (this.review.version !== seen || !this.pending) return;
+    // Keys and clicks are refused from now on (`busy`), but the buttons
+    // show it only if the answer is slow: a fast one would flash them off
+    // and on, and drawing that costs a frame before the answer is shown.
+    this.busy = true;
+    const showBusy = window.setTimeout(() => {
+      if (!this.busy) return;
       this.syncMarkers();
       this.renderChrome();
-    }
+    }, BUSY_SHOWN_AFTER_MS);
     try {
-      const d = await api.reviewHunk(this.id, index, decision, this.review.version);
+      const d = await api.reviewHunk(this.id, index, decision, seen);
       this.busy = false;
-      const next = (r: Review) => (decision === "accept" ? this.nextUndecided(index, r) : this.nextUndecided(index - 1, r));
       if (!this.applyHunk(d, next)) {
         // Not what this page showed (another tab decided too): the whole review.
         const r = await api.review(this.id);
@@ -1360,8 +1432,33 @@ export class ReviewCard {
       this.busy = false;
       this.refused(e);
       this.redraw();
+    } finally {
+      window.clearTimeout(showBusy);
     }
     this.catchUp();
+  }
+
+  /** Resolves once every decision shown ahead of its answer is answered. */
+  private async answered(): Promise<void> {
+    while (this.unanswered) await this.decisions;
+  }
+
+  /** Shows the server's review, after an answer this card did not expect. */
+  private async resync(): Promise<void> {
+    this.resyncs++;
+    try {
+      this.showConfirmed(await api.review(this.id));
+    } catch {
+      // Unreachable (what was confirmed last stays shown), or closed
+      // meanwhile (its `closed` event says so).
+    }
+  }
+
+  /** Shows `r`, a review the server made, in place of decisions shown
+   * ahead of their answers. */
+  private showConfirmed(r: Review): void {
+    this.current = Math.max(0, Math.min(this.current, r.hunks.length - 1));
+    this.apply(r);
   }
 
   /** The first undecided hunk after `from` (wrapping), else `from`. */
@@ -1416,6 +1513,8 @@ export class ReviewCard {
     this.busy = true;
     this.renderChrome();
     try {
+      // On the version the decisions already shown make.
+      await this.answered();
       let r: Review;
       if (kind === "accept") {
         // Accept what the reviewer sees, their last edit included. The edit
@@ -1483,9 +1582,21 @@ export class ReviewCard {
     if (scroll) this.scrollToCurrent();
   }
 
+  /** Brings the current hunk into sight: a third down the editor, unless
+   * it is already drawn well inside it (as VS Code's next-change does: the
+   * view stays put while the hunks it shows are gone through, and does not
+   * jump a few lines per decision). */
   scrollToCurrent(): void {
-    const c = this.exact() ? this.serverDiff?.changes?.[this.current] : null;
-    if (c) this.scrollTo(c.fromB, "third");
+    // After this task's updates (and the merge view's alignment, which
+    // they queued before): the layout is then read once, and the frame
+    // reuses it.
+    queueMicrotask(() => {
+      const c = this.exact() ? this.serverDiff?.changes?.[this.current] : null;
+      const ed = this.editors;
+      if (!c || !ed) return;
+      if (inMiddleOfView(ed.b, ed.kind === "split" ? ed.merge.dom : ed.b.scrollDOM, c.fromB)) return;
+      this.scrollTo(c.fromB, "third");
+    });
   }
 
   /** Scrolls the proposed side so `pos` is a third down ("third") or at
@@ -1553,7 +1664,7 @@ export class ReviewCard {
   }
 
   hasUnsaved(): boolean {
-    return this.dirty || this.inFlight;
+    return this.dirty || this.inFlight || this.unanswered > 0;
   }
 }
 
@@ -1561,6 +1672,22 @@ export class ReviewCard {
  * suffix kept), so the cursor and scroll stay where they are. Works on the
  * "\n"-joined strings, whose indices are CodeMirror positions whatever the
  * line separator; the inserted part is a Text, so it is never re-split. */
+/** Whether the line at `pos` is between a tenth and four fifths down the
+ * part of `scroller` inside the window. From the editor's height map, not
+ * `coordsAtPos`, which would run the editor's pending measure first. */
+function inMiddleOfView(view: EditorView, scroller: HTMLElement, pos: number): boolean {
+  const line = view.lineBlockAt(Math.min(pos, view.state.doc.length));
+  const lineTop = view.documentTop + line.top;
+  const box = scroller.getBoundingClientRect();
+  const top = Math.max(box.top, 0);
+  const height = Math.min(box.bottom, window.innerHeight) - top;
+  return height > 0 && lineTop >= top + height / 10 && lineTop + line.height <= top + (height * 4) / 5;
+}
+
+function sameHunk(a: HunkPlace, b: HunkPlace): boolean {
+  return a.oldStart === b.oldStart && a.oldLines === b.oldLines && a.newStart === b.newStart && a.newLines === b.newLines;
+}
+
 function smallestChange(cur: Text, next: Text): { from: number; to: number; insert: Text } | null {
   if (cur.length === next.length && cur.eq(next)) return null;
   const a = cur.toString();
