@@ -33,7 +33,7 @@ use ccbridge_server::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 pub struct StdioFrontend {
@@ -48,6 +48,8 @@ pub struct StdioFrontend {
     /// mark an accepted one reviewed (its file, the proposal's version,
     /// the agent).
     shown: std::sync::Mutex<std::collections::HashMap<DiffId, ShownDiff>>,
+    /// ccbridge's language servers, told of each proposal shown and closed.
+    analysis: std::sync::OnceLock<Arc<crate::diagnostics::Analysis>>,
 }
 
 /// A diff the editor shows, as the session review knows it.
@@ -91,7 +93,13 @@ impl StdioFrontend {
             timeout,
             stalled: AtomicBool::new(false),
             shown: Default::default(),
+            analysis: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Has `analysis` check each proposal's text while it is shown.
+    pub fn analyse_proposals(&self, analysis: Arc<crate::diagnostics::Analysis>) {
+        let _ = self.analysis.set(analysis);
     }
 
     /// The diff `id`, if the editor shows it.
@@ -104,10 +112,14 @@ impl StdioFrontend {
     }
 
     fn take_shown(&self, id: DiffId) {
-        self.shown
+        let gone = self
+            .shown
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
+        if let (Some(gone), Some(a)) = (gone, self.analysis.get()) {
+            a.proposed(&gone.path, None);
+        }
     }
 
     /// Records what the editor declared in `initialize`.
@@ -260,6 +272,9 @@ impl Frontend for StdioFrontend {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(diff.id, shown);
+        if let Some(a) = self.analysis.get() {
+            a.proposed(&diff.new_file_path, Some(&diff.proposed_contents));
+        }
         let params = messages::ShowDiffParams::new(diff);
         self.call(method::SHOW_DIFF, &params, self.bounded())
             .await

@@ -14,11 +14,14 @@
 //! - [`messages`]: every method and its params/result types.
 //! - [`pending`]: our requests awaiting the editor's answers.
 //! - [`frontend`]: [`StdioFrontend`], the engine's `Frontend` over the wire.
+//! - [`diagnostics`]: ccbridge's language servers for editors without
+//!   their own, and which source wins.
 //! - [`session`]: [`run`], the read loop that ties it together.
 //!
 //! stdout carries frames only; logging goes through `tracing`, which the
 //! binary routes to stderr.
 
+pub mod diagnostics;
 pub mod error;
 pub mod framing;
 pub mod frontend;

@@ -99,6 +99,23 @@ pub struct InitializeParams {
     /// `changesChanged` whenever the list of changed files changes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub changes: bool,
+    /// Whose diagnostics Claude gets (`crate::diagnostics`); absent:
+    /// `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<DiagnosticsSource>,
+}
+
+/// `initialize.diagnostics`: who reports a file's diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DiagnosticsSource {
+    /// ccbridge's language servers, until the editor reports on a file.
+    #[default]
+    Auto,
+    /// The editor's reports only.
+    Editor,
+    /// ccbridge's language servers only.
+    Ccbridge,
 }
 
 impl InitializeParams {

@@ -90,6 +90,9 @@ pub struct Options {
     /// Watch the workspace for the session review (`changes`,
     /// `changeAction`, `changesChanged`).
     pub changes: bool,
+    /// Run the workspace's language servers for an editor that reports no
+    /// diagnostics of its own (`crate::diagnostics`); `None`: never.
+    pub language_servers: Option<ccbridge_lsp::Options>,
 }
 
 impl Default for Options {
@@ -101,6 +104,7 @@ impl Default for Options {
             companion: None,
             codex: false,
             changes: false,
+            language_servers: None,
         }
     }
 }
@@ -210,6 +214,11 @@ where
         offered.push((AgentKind::Codex, None));
     }
 
+    let analysis = options.language_servers.clone().map(|o| {
+        let a = crate::diagnostics::Analysis::start(o, folders.clone(), handle.clone());
+        frontend.analyse_proposals(a.clone());
+        a
+    });
     let changes = if options.changes {
         ccbridge_changes::Changes::start(&folders)
             .inspect_err(|e| tracing::warn!("the session review cannot watch the workspace: {e}"))
@@ -222,9 +231,19 @@ where
     let forward_changes = changes.as_ref().map(|c| {
         let mut revisions = c.subscribe();
         let (sink, wanted) = (sink.clone(), changes_wanted.clone());
+        // A file an agent wrote gets fresh diagnostics from its server.
+        let (review, analysis) = (c.clone(), analysis.clone());
+        let mut analysed = 0;
         tokio::spawn(async move {
             while revisions.changed().await.is_ok() {
                 let revision = *revisions.borrow_and_update();
+                if let Some(a) = &analysis {
+                    let (now, paths) = review.changed_since(analysed);
+                    analysed = now;
+                    for path in paths {
+                        a.involve(&path);
+                    }
+                }
                 if wanted.load(Ordering::Relaxed) {
                     let n = Notification::new(
                         method::CHANGES_CHANGED,
@@ -249,7 +268,8 @@ where
     )
     .with_tools(tools.as_ref().map(|t| (t.endpoint.clone(), t.ctx.clone())))
     .with_agents(offered)
-    .with_changes(changes, changes_wanted);
+    .with_changes(changes, changes_wanted)
+    .with_analysis(analysis.clone());
     let mut reader = FrameReader::new(input);
     let mut engine_result = None;
     let outcome = {
@@ -289,6 +309,9 @@ where
     }
     if let Some(c) = codex {
         c.stopped().await;
+    }
+    if let Some(a) = &analysis {
+        a.stop().await;
     }
     let engine_result = match engine_result {
         Some(r) => r,
@@ -367,6 +390,8 @@ pub(crate) struct Session {
     changes: Option<ccbridge_changes::Changes>,
     /// The editor asked for `changesChanged` (`initialize`'s `changes`).
     changes_wanted: Arc<std::sync::atomic::AtomicBool>,
+    /// ccbridge's language servers, when they run.
+    analysis: Option<Arc<crate::diagnostics::Analysis>>,
 }
 
 impl Session {
@@ -386,7 +411,18 @@ impl Session {
             agents: vec![(AgentKind::Claude, None)],
             changes: None,
             changes_wanted: Arc::default(),
+            analysis: None,
         }
+    }
+
+    /// Involves the files the editor shows in ccbridge's language servers,
+    /// and lets the editor's `initialize.diagnostics` say whose win.
+    pub(crate) fn with_analysis(
+        mut self,
+        analysis: Option<Arc<crate::diagnostics::Analysis>>,
+    ) -> Self {
+        self.analysis = analysis;
+        self
     }
 
     /// Serves the session review (`changes`, `changeAction`), telling the
@@ -694,6 +730,9 @@ impl Session {
         if let Some(caps) = params.capabilities.clone() {
             self.frontend.set_capabilities(caps);
         }
+        if let Some(a) = &self.analysis {
+            a.set_source(params.diagnostics.unwrap_or_default());
+        }
         if let Some(event) = params.workspace_event() {
             match self.engine.apply(event).await {
                 Ok(()) => {}
@@ -818,9 +857,20 @@ impl Session {
             }
         };
         let Checked {
-            event,
+            mut event,
             mut problems,
         } = checked;
+        if let Some(a) = &self.analysis {
+            match &event {
+                Some(EditorEvent::Selection(Some(s))) => a.involve(&s.file_path),
+                Some(EditorEvent::Diagnostics { path, .. }) if !a.editor_reported(path) => {
+                    // `diagnostics: "ccbridge"`: the servers' reports stand.
+                    event = None;
+                }
+                Some(EditorEvent::ClearDiagnostics) if !a.editor_cleared() => event = None,
+                _ => {}
+            }
+        }
         let partial = event.is_some();
         if let Some(event) = event {
             // Events whose outcome the editor may want to hear about are

@@ -5,7 +5,7 @@
 use ccbridge_protocol::lockfile::LockFile;
 use ccbridge_server::Config;
 use ccbridge_sidecar::framing::{encode_frame, Frame, FrameReader};
-use ccbridge_sidecar::{run, ExitReason, SidecarError};
+use ccbridge_sidecar::{run, run_with, ExitReason, SidecarError};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -30,6 +30,10 @@ struct Editor {
 }
 
 fn start() -> Editor {
+    start_with(ccbridge_sidecar::Options::default())
+}
+
+fn start_with(options: ccbridge_sidecar::Options) -> Editor {
     let lock_dir = tempfile::tempdir().expect("tempdir");
     let workspace = tempfile::tempdir().expect("tempdir");
     let mut config = Config::new(
@@ -41,9 +45,15 @@ fn start() -> Editor {
     let (editor_in, sidecar_in) = tokio::io::duplex(1 << 16);
     let (sidecar_out, editor_out) = tokio::io::duplex(1 << 16);
     let (stop, stopped) = oneshot::channel::<()>();
-    let sidecar = tokio::spawn(run(config, sidecar_in, sidecar_out, async move {
-        let _ = stopped.await;
-    }));
+    let sidecar = tokio::spawn(run_with(
+        config,
+        options,
+        sidecar_in,
+        sidecar_out,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     Editor {
         input: Some(editor_in),
         output: FrameReader::new(editor_out),
@@ -435,4 +445,130 @@ async fn an_unusable_lock_directory_fails_at_start() {
         .await
         .expect("read");
     assert!(rest.is_empty());
+}
+
+/// Claude's `getDiagnostics` with `args`, asked again (ids from `next_id`)
+/// until `done` holds for the answer's list; panics with the last one.
+async fn diagnostics_until(
+    ws: &mut Client,
+    next_id: &mut i64,
+    args: Value,
+    what: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        *next_id += 1;
+        ws_send(
+            ws,
+            json!({"jsonrpc": "2.0", "id": *next_id, "method": "tools/call",
+                "params": {"name": "getDiagnostics", "arguments": args}}),
+        )
+        .await;
+        let r = ws_response(ws, *next_id).await;
+        let text = r["result"]["content"][0]["text"].as_str().unwrap_or("[]");
+        let list: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
+        if done(&list) {
+            return list;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: getDiagnostics still answers {list:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The messages of the entry for `uri` in a `getDiagnostics` answer.
+fn messages_for(list: &[Value], uri: &str) -> Vec<String> {
+    list.iter()
+        .filter(|e| e["uri"] == uri)
+        .flat_map(|e| e["diagnostics"].as_array().cloned().unwrap_or_default())
+        .map(|d| d["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Issue 23: an editor that reports no diagnostics of its own (Vim without
+/// a linter, a thin script) gets ccbridge's language servers: a proposal's
+/// type error as `_claude_fs_right:`, the written file's after the accept.
+/// Once the editor reports on the file, its report is the file's, alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_without_diagnostics_gets_the_language_servers_until_it_reports_a_file() {
+    let mut ed = start_with(ccbridge_sidecar::Options {
+        changes: true,
+        language_servers: Some(ccbridge_lsp::Options {
+            search_dirs: vec![ccbridge_testkit::pyright_bin_dir()],
+            search_path: false,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let file = ed.workspace.path().join("app.py");
+    std::fs::write(&file, "x: int = 1\n").expect("write");
+    let path = file.to_string_lossy().into_owned();
+    let uri = format!("file://{path}");
+    let init = ed.initialize().await;
+    let port = u16::try_from(init["port"].as_u64().expect("port")).expect("u16");
+    let lock_path = PathBuf::from(init["lockFile"].as_str().expect("lockFile"));
+    let mut ws = connect(port, &lock_path).await;
+    let mut id = 100;
+
+    let bad = "x: int = \"not an int\"\n";
+    ws_send(&mut ws, open_diff(1, &path, bad)).await;
+    let req = ed.recv_non_notification().await;
+    assert_eq!(req["method"], "showDiff", "{req}");
+    let diff_id = req["params"]["id"].clone();
+    ed.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": null}))
+        .await;
+    let right = format!("_claude_fs_right:{path}");
+    let list = diagnostics_until(&mut ws, &mut id, json!({}), "the proposal's error", |l| {
+        !messages_for(l, &right).is_empty()
+    })
+    .await;
+    assert!(
+        messages_for(&list, &right)[0].contains("int"),
+        "pyright's type error on the proposed side: {list:?}"
+    );
+    assert!(
+        messages_for(&list, &uri).is_empty(),
+        "the file itself is clean: {list:?}"
+    );
+
+    // Accepted; Claude writes the file, the session review sees it and the
+    // server checks the new text.
+    ed.send(
+        json!({"jsonrpc": "2.0", "method": "diffResolved", "params": {
+        "id": diff_id, "decision": "accepted"}}),
+    )
+    .await;
+    let r = ws_response(&mut ws, 1).await;
+    assert_eq!(r["result"]["content"][0]["text"], "FILE_SAVED", "{r}");
+    std::fs::write(&file, bad).expect("Claude writes");
+    diagnostics_until(
+        &mut ws,
+        &mut id,
+        json!({"uri": uri}),
+        "the written file's error",
+        |l| messages_for(l, &uri).iter().any(|m| m.contains("int")),
+    )
+    .await;
+
+    // The editor reports on the file: from now on that is the file's.
+    ed.send(
+        json!({"jsonrpc": "2.0", "method": "diagnosticsChanged", "params": {
+        "path": path, "diagnostics": [{"message": "from the editor", "severity": "Warning",
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}}]}}),
+    )
+    .await;
+    diagnostics_until(
+        &mut ws,
+        &mut id,
+        json!({"uri": uri}),
+        "the editor's report alone",
+        |l| messages_for(l, &uri) == ["from the editor"],
+    )
+    .await;
+    ed.close_input();
+    let (result, _, _) = ed.finish().await;
+    assert_eq!(result.expect("clean end"), ExitReason::InputClosed);
 }

@@ -48,10 +48,12 @@ pub struct UiArgs {
     /// entries).
     #[arg(long)]
     pub allow_duplicate: bool,
-    /// Start no language servers: the page's Diagnostics view and Claude's
-    /// getDiagnostics stay empty (by default, pyright/basedpyright,
+    /// Start no language servers: Claude's getDiagnostics has only what an
+    /// editor reports (by default, pyright/basedpyright, ruff,
     /// typescript-language-server, clangd and rust-analyzer are started
-    /// when installed, once a file of theirs is viewed, proposed or changed).
+    /// when installed, once a file of theirs is viewed, proposed or
+    /// changed; with --stdio, for the files the editor reports nothing
+    /// for, as its `initialize.diagnostics` says).
     #[arg(long)]
     pub no_language_servers: bool,
     /// Look for language servers' programs in this directory before PATH;
@@ -62,6 +64,20 @@ pub struct UiArgs {
         conflicts_with = "no_language_servers"
     )]
     pub language_server_dirs: Vec<PathBuf>,
+}
+
+impl UiArgs {
+    /// The language servers' options, unless they are off.
+    fn language_servers(&self) -> Option<ccbridge_lsp::Options> {
+        (!self.no_language_servers).then(|| ccbridge_lsp::Options {
+            search_dirs: self
+                .language_server_dirs
+                .iter()
+                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+                .collect(),
+            ..Default::default()
+        })
+    }
 }
 
 /// What every mode of the IDE server takes.
@@ -214,6 +230,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         companion: args.server.companion(),
         codex: args.server.codex(),
         changes: !args.server.no_changes,
+        language_servers: args.ui.language_servers(),
     };
     let reason = ccbridge_sidecar::run_with(
         config,
@@ -260,14 +277,7 @@ pub async fn start_standalone(
         companion: server.companion(),
         changes: !server.no_changes,
         codex: server.codex(),
-        language_servers: (!ui.no_language_servers).then(|| ccbridge_lsp::Options {
-            search_dirs: ui
-                .language_server_dirs
-                .iter()
-                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
-                .collect(),
-            ..Default::default()
-        }),
+        language_servers: ui.language_servers(),
     };
     Ok(ccbridge_webui::Standalone::start(config, options).await?)
 }
