@@ -481,23 +481,25 @@ impl Actor {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            // A second checker of a language ("Python (Ruff)") is named
+            // itself: Python files still get the first one's diagnostics.
+            let missing = match spec.language.split_once(" (") {
+                Some((_, checker)) => format!("{} is not installed", checker.trim_end_matches(')')),
+                None => format!("no {} language server is installed", spec.language),
+            };
             let why = match &command {
                 Some(c) if c.contains('/') => format!(
-                    "no {} language server is installed ({} is not an executable file; \
-                     set in {})",
-                    spec.language,
+                    "{missing} ({} is not an executable file; set in {})",
                     key.1.join(c).display(),
                     file.display()
                 ),
                 Some(c) => format!(
-                    "no {} language server is installed (looked for {c}, set in {}, in {})",
-                    spec.language,
+                    "{missing} (looked for {c}, set in {}, in {})",
                     file.display(),
                     searched()
                 ),
                 None => format!(
-                    "no {} language server is installed (looked for {} in {})",
-                    spec.language,
+                    "{missing} (looked for {} in {})",
                     spec.commands.join(", "),
                     searched()
                 ),

@@ -407,6 +407,13 @@ async fn only_one_python_server(
     let (language, why) = told.expect("the missing server is reported before any diagnostics");
     assert_eq!(language, missing, "{why}");
     assert!(why.contains(&bin.display().to_string()), "{why}");
+    // A second checker is named itself: the files still get the other's.
+    let said = if missing == "Python (Ruff)" {
+        "Ruff is not installed"
+    } else {
+        "no Python language server is installed"
+    };
+    assert!(why.starts_with(said), "{why}");
     assert!(!p.diagnostics.is_empty());
     assert_eq!(lsp.pids().await.len(), 1);
     lsp.stop().await;

@@ -1740,4 +1740,13 @@ fn a_review_card_says_the_errors_its_proposal_introduces() {
         .browser
         .text(PAGE, "[data-unavailable-server=\"C/C++\"]");
     assert!(why.contains("clangd"), "{why}");
+    // Ruff, a second checker of Python, is not found either: said as such,
+    // since the Python files above do get pyright's diagnostics.
+    let ruff = rig
+        .browser
+        .text(PAGE, "[data-unavailable-server=\"Python (Ruff)\"]");
+    assert!(
+        ruff.starts_with("Python files get no Ruff diagnostics: Ruff is not installed"),
+        "{ruff}"
+    );
 }

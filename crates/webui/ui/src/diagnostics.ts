@@ -70,7 +70,7 @@ export class DiagnosticsView {
   /** One line per language without diagnostics, saying why. */
   private unavailableNotes(): HTMLElement[] {
     return this.unavailable.map((u) =>
-      h("p", { class: "diag-unavailable", "data-unavailable-server": u.language }, `${u.language} files get no diagnostics: ${u.why}.`),
+      h("p", { class: "diag-unavailable", "data-unavailable-server": u.language }, unavailableText(u)),
     );
   }
 
@@ -176,4 +176,11 @@ const RANK: Record<Severity, number> = { Error: 0, Warning: 1, Information: 2, H
 /** Errors first, then by position. */
 function byPosition(a: Diagnostic, b: Diagnostic): number {
   return (RANK[a.severity] ?? 4) - (RANK[b.severity] ?? 4) || a.range.start.line - b.range.start.line || a.range.start.character - b.range.start.character;
+}
+
+/** Why a language's files lack diagnostics. A second checker of a language
+ * ("Python (Ruff)") is named as such: the files still get the first one's. */
+export function unavailableText(u: UnavailableServer): string {
+  const second = /^(.*) \((.*)\)$/.exec(u.language);
+  return second ? `${second[1]} files get no ${second[2]} diagnostics: ${u.why}.` : `${u.language} files get no diagnostics: ${u.why}.`;
 }
