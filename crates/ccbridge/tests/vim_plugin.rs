@@ -540,6 +540,40 @@ async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
     assert_eq!(range(&s), [1, 10, 1, 10]);
 }
 
+/// Issue 23: a Vim with no linter reports no diagnostics; ccbridge's
+/// language servers (pyright, found on the PATH Vim gives the sidecar) give
+/// Claude the file's type error, with LSP's 0-based range. Once Vim reports
+/// on the file (a compiler's quickfix list), its report is the file's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vim_without_a_linter_gives_claude_the_language_servers_diagnostics() {
+    let path = format!(
+        "{}:{}",
+        ccbridge_testkit::pyright_bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut rig = rig_with_env(json!({}), &[("PATH", path)]);
+    std::fs::write(rig.ws.join("typed.py"), "ok = 1\nx: int = \"not an int\"\n").unwrap();
+    rig.edit("typed.py");
+    let mut c = rig.claude().await;
+    let typed = rig.path("typed.py");
+    let diags = diagnostics_of(&mut c, &typed, |d| !d.is_empty()).await;
+    assert!(
+        diags
+            .iter()
+            .any(|d| d["message"].as_str().unwrap_or("").contains("int")
+                && d["range"]["start"]["line"] == 1),
+        "pyright's type error on line 1 (0-based): {diags:?}"
+    );
+    rig.vim.ex(r"set errorformat=%f:%l:%c:\ %trror:\ %m");
+    rig.vim
+        .keys(":cexpr ['typed.py:1:1: error: from the compiler']<CR>");
+    let diags = diagnostics_of(&mut c, &typed, |d| {
+        d.len() == 1 && d[0]["message"] == "from the compiler"
+    })
+    .await;
+    assert_eq!(diags[0]["range"]["start"]["line"], 0, "{diags:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_buffers_dirty_state_and_quickfix_diagnostics_reach_claude() {
     let mut rig = rig(json!({}));
