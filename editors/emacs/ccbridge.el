@@ -183,6 +183,17 @@ when you switch to Claude's terminal right after."
   "Report Flymake and Flycheck diagnostics to Claude."
   :type 'boolean)
 
+(defcustom ccbridge-diagnostics-source 'auto
+  "Whose diagnostics the agent gets.
+`auto': ccbridge's own language servers (pyright, ruff, clangd, ...
+when installed) for a file until Emacs reports on it, so an Emacs
+without Flymake or Flycheck diagnostics still tells the agent about a
+type error its edit introduced; `editor': Emacs's only, ccbridge starts
+no language server; `ccbridge': the servers' only."
+  :type '(choice (const :tag "ccbridge's servers until Emacs reports on a file" auto)
+                 (const :tag "Emacs's only" editor)
+                 (const :tag "ccbridge's servers only" ccbridge)))
+
 (defcustom ccbridge-diff-view 'smerge
   "How Claude's proposed edits are reviewed.
 `smerge': one buffer holding the proposal, each change a
@@ -929,7 +940,8 @@ crates/ccbridge in its repository) or set `ccbridge-program'"
                              :approve (if ccbridge-approve t :json-false)
                              :reviewText t)
          ;; The session review's buffer follows `changesChanged'.
-         :changes t)))
+         :changes t
+         :diagnostics (symbol-name ccbridge-diagnostics-source))))
 
 (defun ccbridge--initialized (session conn result)
   "SESSION's sidecar on CONN answered `initialize' with RESULT."

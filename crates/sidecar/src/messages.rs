@@ -151,6 +151,11 @@ pub struct InitializeResult {
     /// terminal that starts it (version 3; absent before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentEnv>,
+    /// Whose diagnostics Claude gets now (version 3): what
+    /// `initialize.diagnostics` asked, or `editor` when ccbridge runs no
+    /// language servers (`--no-language-servers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<DiagnosticsSource>,
 }
 
 /// An agent the editor may start in a terminal: `{"id": "gemini", "name":
@@ -659,6 +664,7 @@ mod tests {
                     args: Vec::new(),
                 },
             ],
+            diagnostics: Some(DiagnosticsSource::Auto),
         };
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(
@@ -671,7 +677,8 @@ mod tests {
                       "env": {"CLAUDE_CODE_SSE_PORT": "53117", "ENABLE_IDE_INTEGRATION": "true"},
                       "args": ["--settings", "{}"]},
                      {"id": "gemini", "name": "Gemini CLI",
-                      "env": {"GEMINI_CLI_IDE_SERVER_PORT": "41000"}}]})
+                      "env": {"GEMINI_CLI_IDE_SERVER_PORT": "41000"}}],
+                   "diagnostics": "auto"})
         );
         assert_eq!(serde_json::from_value::<InitializeResult>(v).unwrap(), r);
     }

@@ -730,9 +730,14 @@ impl Session {
         if let Some(caps) = params.capabilities.clone() {
             self.frontend.set_capabilities(caps);
         }
-        if let Some(a) = &self.analysis {
-            a.set_source(params.diagnostics.unwrap_or_default());
-        }
+        let diagnostics = match &self.analysis {
+            Some(a) => {
+                let source = params.diagnostics.unwrap_or_default();
+                a.set_source(source);
+                source
+            }
+            None => messages::DiagnosticsSource::Editor,
+        };
         if let Some(event) = params.workspace_event() {
             match self.engine.apply(event).await {
                 Ok(()) => {}
@@ -774,6 +779,7 @@ impl Session {
             } else {
                 Vec::new()
             },
+            diagnostics: (version >= 3).then_some(diagnostics),
         };
         self.reply(Response::ok_from(req.id, &result));
         Step::Continue

@@ -78,6 +78,7 @@ import {
   type ChangesView,
   type ClaudeClient,
   type ClientDisconnectedParams,
+  type DiagnosticsSource,
   type CloseDiffParams,
   type CloseTabParams,
   type ReviewTextParams,
@@ -142,6 +143,7 @@ export class Bridge extends EventEmitter {
   private readonly handlers: RequestHandlers = {};
   private readonly explicitCapabilities: Capabilities | undefined;
   private approvalMode: ApprovalMode | undefined;
+  private readonly diagnostics: DiagnosticsSource | undefined;
   private init: InitializeResult | undefined;
   private current: BridgeState = "starting";
   private readonly connected = new Map<number, ClaudeClient>();
@@ -174,6 +176,7 @@ export class Bridge extends EventEmitter {
     this.remote = (options.command?.length ?? 0) > 0;
     this.explicitCapabilities = options.capabilities ? { ...options.capabilities } : undefined;
     this.approvalMode = options.approvalMode;
+    this.diagnostics = options.diagnostics;
     Object.assign(this.handlers, options.handlers);
     this.unregisterHostExit = registerHostExit(this);
     sidecar.onStderrLine((line) => this.emit("stderr", line));
@@ -240,6 +243,16 @@ export class Bridge extends EventEmitter {
   /** The workspace tools' MCP endpoint, when ccbridge serves them. */
   get tools(): ToolsEndpoint | undefined {
     return this.initResult().tools;
+  }
+
+  /**
+   * Whose diagnostics Claude gets: `auto` (ccbridge's language servers for
+   * a file until this editor reports on it), `editor` or `ccbridge`, as
+   * asked with `diagnostics` and possible (`editor` when ccbridge runs
+   * without language servers).
+   */
+  get diagnosticsSource(): DiagnosticsSource {
+    return this.initResult().diagnostics ?? "editor";
   }
 
   /** ccbridge's name and version. */
@@ -534,6 +547,7 @@ export class Bridge extends EventEmitter {
     const capabilities = this.capabilities;
     const params: InitializeParams = { protocolVersion: PROTOCOL_VERSION, capabilities, changes: true };
     if (this.approvalMode !== undefined) params.approvalMode = this.approvalMode;
+    if (this.diagnostics !== undefined) params.diagnostics = this.diagnostics;
     let result: InitializeResult;
     try {
       result = await this.request<InitializeResult>(Method.initialize, params, timeoutMs);

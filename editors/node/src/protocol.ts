@@ -108,7 +108,17 @@ export interface InitializeParams {
   approvalMode?: ApprovalMode;
   /** Asks for `changesChanged` notifications (the session review). */
   changes?: boolean;
+  /** Whose diagnostics Claude gets; ccbridge's default is `auto`. */
+  diagnostics?: DiagnosticsSource;
 }
+
+/**
+ * Whose diagnostics Claude's `getDiagnostics` answers with: `auto`
+ * (ccbridge's language servers for a file until the editor reports on it),
+ * `editor` (the editor's only; no language server is started) or
+ * `ccbridge` (the servers' only).
+ */
+export type DiagnosticsSource = "auto" | "editor" | "ccbridge";
 
 /** The workspace tools' MCP server, when ccbridge serves it. */
 export interface ToolsEndpoint {
@@ -137,6 +147,8 @@ export interface InitializeResult {
   tools?: ToolsEndpoint;
   /** Every agent offered (`--agents`), with its terminal environment (protocol 3). */
   agents?: AgentEnv[];
+  /** Whose diagnostics Claude gets now (what was asked, or `editor` when ccbridge runs no language servers). */
+  diagnostics?: DiagnosticsSource;
 }
 
 /** A Claude Code session connected to the sidecar. */

@@ -27,6 +27,7 @@ import type {
   ShowDiffParams,
   ApprovalMode,
   ChangesChangedParams,
+  DiagnosticsSource,
 } from "./protocol.js";
 
 export type Awaitable<T> = T | Promise<T>;
@@ -89,6 +90,12 @@ export interface StartOptions {
   capabilities?: Capabilities;
   /** When the workspace tools ask the user; ccbridge's default is `write-only`. */
   approvalMode?: ApprovalMode;
+  /**
+   * Whose diagnostics Claude gets: ccbridge's default `auto` runs its
+   * language servers for the files this editor reports nothing for
+   * ({@link DiagnosticsSource}).
+   */
+  diagnostics?: DiagnosticsSource;
   /** Handlers in place before ccbridge can send anything. */
   handlers?: RequestHandlers;
   /**

@@ -16,6 +16,16 @@ import { alive, lockFileGone, sandbox, startBridge, waitEvent } from "./helpers.
 
 const fakeSidecar = fileURLToPath(new URL("./fixtures/fake-sidecar.mjs", import.meta.url));
 
+test("diagnosticsSource says whose diagnostics Claude gets, as asked", async (t) => {
+  const sb = sandbox(t);
+  const auto = await startBridge(t, sb, {});
+  assert.equal(auto.diagnosticsSource, "auto");
+  await auto.stop();
+  const own = await startBridge(t, sandbox(t), { diagnostics: "editor" });
+  assert.equal(own.diagnosticsSource, "editor");
+  assert.equal(own.initializeResult.diagnostics, "editor");
+});
+
 test("start() resolves with the initialize result; the lock file says who we are", async (t) => {
   const sb = sandbox(t);
   const bridge = await startBridge(t, sb, { ideName: "Kale (test)" });

@@ -41,7 +41,7 @@ const DEFAULTS = {
   workspace_folders: [],
   log_file: '',
   selection: {enabled: true, debounce_ms: 50, visual_hold_ms: 300},
-  diagnostics: {enabled: true, debounce_ms: 50},
+  diagnostics: {enabled: true, debounce_ms: 50, source: 'auto'},
   diff: {open_in: 'tab', layout: 'vertical', on_close: 'reject', focus: true},
   tools: {approve: true, output: 'split', height: 0.3},
   reload: true,
@@ -57,6 +57,7 @@ const DEFAULTS = {
 }
 
 const ONE_OF = {
+  'diagnostics.source': ['auto', 'editor', 'ccbridge'],
   'diff.open_in': ['tab', 'window'],
   'diff.layout': ['vertical', 'horizontal'],
   'diff.on_close': ['reject', 'dismiss'],
@@ -685,6 +686,9 @@ export def Start()
     },
     # The session review's quickfix list follows `changesChanged`.
     changes: true,
+    # Whose diagnostics Claude gets (ccbridge's language servers for the
+    # files Vim reports nothing for, by default).
+    diagnostics: o.diagnostics.source,
   }
   if !IsRemote()
     # Vim's pid means nothing on another machine (Claude would delete a

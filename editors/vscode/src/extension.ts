@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { start, type AgentEnv, type ApprovalMode, type Bridge, type PathMapping } from "@ccbridge/client";
+import { start, type AgentEnv, type ApprovalMode, type Bridge, type DiagnosticsSource, type PathMapping } from "@ccbridge/client";
 import { Changes } from "./changes";
 import { Reports } from "./reports";
 import { Reviews } from "./review";
@@ -92,6 +92,7 @@ class State implements vscode.Disposable {
     args.push(...cfg.get<string[]>("args", []).filter((a) => typeof a === "string"));
     const bin = cfg.get<string>("path", "");
     const approvalMode = cfg.get<ApprovalMode>("approvalMode", "write-only");
+    const diagnostics = cfg.get<DiagnosticsSource>("diagnosticsSource", "auto");
     const command = cfg.get<unknown[]>("command", []).filter((w): w is string => typeof w === "string");
     const pathMap = cfg.get<PathMapping[]>("pathMap", []);
     this.log(`starting ${[...command, bin || "ccbridge"].join(" ")} serve --stdio for ${folders.join(", ")}`);
@@ -104,6 +105,7 @@ class State implements vscode.Disposable {
         pathMap,
         args,
         approvalMode,
+        diagnostics,
         env: { CCBRIDGE_LOG: cfg.get<string>("logLevel", "info") },
         // The lock file names a process that is an ancestor of the shells of
         // VS Code's terminals (Claude checks that inside IDE terminals): the

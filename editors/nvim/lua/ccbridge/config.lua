@@ -42,6 +42,11 @@ M.defaults = {
     --- Report `vim.diagnostic` to Claude as it changes.
     enabled = true,
     debounce_ms = 50,
+    --- Whose diagnostics Claude gets (`initialize.diagnostics`): "auto"
+    --- (ccbridge's language servers for a file until Neovim reports on it),
+    --- "editor" (Neovim's only; ccbridge starts no language server) or
+    --- "ccbridge" (its language servers' only).
+    source = "auto",
   },
   diff = {
     --- "tab": a new tab page; "window": splits in the current tab.
@@ -91,6 +96,7 @@ M.options = vim.deepcopy(M.defaults)
 M.path_map = {}
 
 local one_of = {
+  ["diagnostics.source"] = { "auto", "editor", "ccbridge" },
   ["diff.open_in"] = { "tab", "window" },
   ["diff.layout"] = { "vertical", "horizontal", "inline" },
   ["diff.on_close"] = { "reject", "dismiss" },

@@ -290,6 +290,7 @@ function M.start()
     },
     -- The session review's list follows `changesChanged`.
     changes = true,
+    diagnostics = o.diagnostics.source,
   }, function(e, result)
     if S.conn ~= conn then
       return
