@@ -161,6 +161,17 @@ impl Config {
     }
 }
 
+/// What tells one version of a folder's configuration file from the next
+/// without reading it: its modification time and size, `None` when there
+/// is no file.
+pub type Stamp = Option<(std::time::SystemTime, u64)>;
+
+/// The [`Stamp`] of `root`'s configuration file now.
+pub fn stamp(root: &Path) -> Stamp {
+    let m = std::fs::metadata(root.join(FILE)).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
 /// The 1-based line of byte `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
     let at = at.min(text.len());

@@ -27,7 +27,8 @@
 //! ([`config`]): turn one off, choose its command and arguments, give it
 //! `initializationOptions` and the settings answered to its
 //! `workspace/configuration` requests. A file that cannot be used is
-//! reported ([`Update::BadConfig`], and logged) and the defaults apply.
+//! reported ([`Update::BadConfig`], and logged) and the defaults apply. A
+//! changed file is read again: the folder's servers start over with it.
 //!
 //! Servers run in their own process group and are killed with it when
 //! ccbridge stops ([`LanguageServers::stop`]) or drops them (kill on drop);
@@ -275,8 +276,8 @@ struct Actor {
     events: mpsc::Sender<Event>,
     published: mpsc::Sender<Update>,
     /// Each workspace folder's configuration, read when its first server
-    /// starts.
-    configs: HashMap<PathBuf, config::Config>,
+    /// starts, with the file's stamp then (read again once it changes).
+    configs: HashMap<PathBuf, (config::Config, config::Stamp)>,
 }
 
 impl Actor {
@@ -285,6 +286,7 @@ impl Actor {
     fn config_of(&mut self, key: &Key) -> config::ServerConfig {
         let root = &key.1;
         if !self.configs.contains_key(root) {
+            let stamp = config::stamp(root);
             let loaded = match config::Config::load(root) {
                 Ok(c) => c.unwrap_or_default(),
                 Err(e) => {
@@ -294,9 +296,60 @@ impl Actor {
                     config::Config::default()
                 }
             };
-            self.configs.insert(root.clone(), loaded);
+            self.configs.insert(root.clone(), (loaded, stamp));
         }
-        self.configs[root].server(servers::SERVERS[key.0].name)
+        self.configs[root].0.server(servers::SERVERS[key.0].name)
+    }
+
+    /// When `root`'s configuration file changed since it was read, its
+    /// servers stop, their diagnostics are cleared, and they start again
+    /// with the new setup (their files opened again once ready): editing
+    /// `.ccbridge/lsp.toml` needs no restart of ccbridge. Checked when a
+    /// file of the folder is involved (one `stat`).
+    async fn reload_if_changed(&mut self, root: &Path) {
+        match self.configs.get(root) {
+            Some((_, read)) if *read != config::stamp(root) => {}
+            _ => return,
+        }
+        tracing::info!(
+            "{} changed: the language servers there start again with it",
+            root.join(config::FILE).display()
+        );
+        self.configs.remove(root);
+        let keys: Vec<Key> = self
+            .servers
+            .keys()
+            .filter(|k| k.1 == root)
+            .cloned()
+            .collect();
+        for key in keys {
+            let config = self.config_of(&key);
+            let Some(s) = self.servers.get_mut(&key) else {
+                continue;
+            };
+            if let Some(mut p) = s.process.take() {
+                p.kill();
+            }
+            s.ready = false;
+            s.restarts = 0;
+            s.unavailable = false;
+            s.config = config;
+            let stale: Vec<PathBuf> = self
+                .docs
+                .iter_mut()
+                .filter(|(_, d)| d.key == key)
+                .map(|((p, _), d)| {
+                    d.version = None;
+                    d.owed = false;
+                    p.clone()
+                })
+                .collect();
+            for p in stale {
+                self.published_by(&p, key.0, Vec::new()).await;
+            }
+            // A new generation: the old process's exit is not this one's.
+            self.launch(&key);
+        }
     }
 
     async fn run(
@@ -364,6 +417,7 @@ impl Actor {
         if specs.is_empty() {
             return;
         }
+        self.reload_if_changed(&root).await;
         let text = match self.proposals.get(&path) {
             Some((_, text)) => Some(text.clone()),
             None => read(&path).await,

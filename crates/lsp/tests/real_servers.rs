@@ -504,6 +504,44 @@ async fn a_workspace_config_turns_ruff_off_and_sets_pyright_up() {
     lsp.stop().await;
 }
 
+/// Editing `.ccbridge/lsp.toml` takes effect without restarting ccbridge:
+/// the folder's servers start over with the new setup once a file of the
+/// folder is involved again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_workspace_config_is_read_again_without_a_restart() {
+    let (dir, file, lsp, mut rx) = python_workspace(Some(
+        "[servers.ruff]\nenabled = false\n\n\
+         [servers.pyright.settings.python.analysis.diagnosticSeverityOverrides]\n\
+         reportAssignmentType = \"warning\"\n",
+    ))
+    .await;
+    let severity = |p: &Published| {
+        from(p, "Pyright")
+            .into_iter()
+            .find(|d| d.code.as_deref() == Some("reportAssignmentType"))
+            .map(|d| d.severity)
+    };
+    until(&mut rx, &file, "pyright's warning, ruff off", |p| {
+        severity(p) == Some(ccbridge_protocol::editor::Severity::Warning)
+            && ruff_codes(p).is_empty()
+    })
+    .await;
+    assert_eq!(lsp.pids().await.len(), 1, "ruff is off");
+    // The defaults again: ruff on, the type error an error.
+    let config = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join(".ccbridge/lsp.toml");
+    std::fs::write(&config, "# nothing set\n").unwrap();
+    lsp.involve(&file);
+    until(&mut rx, &file, "both servers with the new setup", |p| {
+        severity(p) == Some(ccbridge_protocol::editor::Severity::Error)
+            && ruff_codes(p).contains(&"F401")
+    })
+    .await;
+    assert_eq!(lsp.pids().await.len(), 2);
+    lsp.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_workspace_config_is_reported_with_its_line_and_the_defaults_apply() {
     let (dir, file, lsp, mut rx) = python_workspace(Some(
