@@ -504,6 +504,41 @@ async fn a_workspace_config_turns_ruff_off_and_sets_pyright_up() {
     lsp.stop().await;
 }
 
+/// `initialization_options` reach the server as `initializationOptions`:
+/// ruff's own settings there ignore F401 (an unused import), so only the
+/// other finding (F841, an unused variable) stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialization_options_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(ws.join(".ccbridge")).unwrap();
+    std::fs::write(
+        ws.join(".ccbridge/lsp.toml"),
+        "[servers.pyright]\nenabled = false\n\n\
+         [servers.ruff.initialization_options.settings.lint]\nignore = [\"F401\"]\n",
+    )
+    .unwrap();
+    let file = ws.join("lint.py");
+    std::fs::write(&file, "import os\n\n\ndef f():\n    y = 1\n").unwrap();
+    let options = Options {
+        search_dirs: vec![ccbridge_testkit::ruff_bin_dir()],
+        search_path: false,
+        ..Options::default()
+    };
+    let (lsp, mut rx) = LanguageServers::start(options, vec![ws.clone()]);
+    lsp.involve(&file);
+    let p = until(&mut rx, &file, "ruff's F841", |p| {
+        ruff_codes(p).contains(&"F841")
+    })
+    .await;
+    assert!(
+        !ruff_codes(&p).contains(&"F401"),
+        "F401 is ignored: {:?}",
+        p.diagnostics
+    );
+    lsp.stop().await;
+}
+
 /// Editing `.ccbridge/lsp.toml` takes effect without restarting ccbridge:
 /// the folder's servers start over with the new setup once a file of the
 /// folder is involved again.
