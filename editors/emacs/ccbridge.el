@@ -2612,6 +2612,19 @@ already runs in its terminal, show that terminal instead."
 update the ccbridge binary" agent (mapconcat #'car offered ", ")))
     (unless command
       (user-error "ccbridge: no command for %s in `ccbridge-agent-commands'" agent))
+    ;; An agent finds an editor by what its own machine holds (Claude: the
+    ;; lock files): one started here would never see a sidecar that runs
+    ;; on the other side of the prefix.
+    (when (and (ccbridge--remote-p) (equal command (list agent)))
+      (user-error "ccbridge: the sidecar runs through `%s', so a %s started \
+here would not find it (its lock file is on that side).  Start it there (%s), \
+or set its entry in `ccbridge-agent-commands' to a command that does, e.g. \
+(\"ssh\" \"-t\" \"<host>\" \"cd <folder> && %s\")"
+                  (string-join ccbridge-command-prefix " ") agent
+                  (if (equal agent "claude")
+                      (format "CLAUDE_CODE_SSE_PORT=%s claude" (plist-get init :port))
+                    "with the environment `ccbridge-status' shows")
+                  agent))
     (unless (executable-find (car command))
       (user-error "ccbridge: `%s' not found on `exec-path': install it or set \
 `ccbridge-agent-commands'" (car command)))

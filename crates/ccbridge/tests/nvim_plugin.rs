@@ -730,6 +730,44 @@ async fn ccbridge_claude_runs_in_a_terminal_with_the_sidecars_environment() {
     assert_eq!(terminals, 1);
 }
 
+/// Issue 25: with the sidecar behind a prefix (`env` here, standing for
+/// `ssh -T host`), a Claude started by `:CCBridgeClaude`'s default command
+/// would run on this side, where the sidecar's lock file is not: it says
+/// where to start Claude instead and starts nothing. A command of the
+/// user's own still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there() {
+    let mut rig = rig(r#"{ cmd = { "env" } }"#);
+    rig.nvim.input(":CCBridgeClaude<CR>");
+    let note = rig.nvim.wait(
+        "the warning",
+        "_G.test.noted('so a Claude started here would not find it')",
+        STEP,
+    );
+    let msg = note["msg"].as_str().unwrap();
+    assert!(msg.contains("through `env`"), "{msg}");
+    let port = rig.init()["port"].as_u64().unwrap();
+    assert!(
+        msg.contains(&format!("CLAUDE_CODE_SSE_PORT={port} claude")),
+        "{msg}"
+    );
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge.terminal').buffer()"),
+        Value::Null,
+        "no terminal was started"
+    );
+    rig.nvim.lua(
+        r#"require("ccbridge.config").options.terminal.cmd = { "sh", "-c", "sleep 30" }"#,
+        vec![],
+    );
+    rig.nvim.input(":CCBridgeClaude<CR>");
+    rig.nvim.wait(
+        "the user's own command in a terminal",
+        "require('ccbridge.terminal').buffer()",
+        STEP,
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccbridge_claude_starts_claude_again_once_it_has_exited() {
     let mut rig = rig(

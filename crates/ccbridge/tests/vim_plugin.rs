@@ -540,6 +540,24 @@ async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
     assert_eq!(range(&s), [1, 10, 1, 10]);
 }
 
+/// Issue 25: with the sidecar behind a prefix (`env` here, standing for
+/// `ssh -T host`), `:CCBridgeClaude`'s default command would start a Claude
+/// on this side, where the sidecar's lock file is not: it says where to
+/// start Claude instead and starts no terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there() {
+    let mut rig = rig(json!({"cmd": ["env"]}));
+    let port = rig.init()["port"].as_u64().unwrap();
+    rig.vim.keys(":CCBridgeClaude<CR>");
+    let msg = rig.wait_noted("the warning", "would not find it");
+    assert!(msg.contains("through `env`"), "{msg}");
+    assert!(
+        msg.contains(&format!("CLAUDE_CODE_SSE_PORT={port} claude")),
+        "{msg}"
+    );
+    assert_eq!(rig.vim.eval("len(term_list())"), 0, "no terminal");
+}
+
 /// Issue 23: a Vim with no linter reports no diagnostics; ccbridge's
 /// language servers (pyright, found on the PATH Vim gives the sidecar) give
 /// Claude the file's type error, with LSP's 0-based range. Once Vim reports

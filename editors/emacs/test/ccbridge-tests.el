@@ -625,5 +625,17 @@ nothing was written.  The review shows it as it is now"
                      '("ssh" "-T" "h" "/opt/ccbridge" "serve" "--stdio" "--ide-name" "E"
                        "--workspace" "/r"))))))
 
+(ert-deftest ccbridge-test-an-agent-under-a-remote-prefix-is-started-there ()
+  "Behind a command prefix the default agent command would run here.
+There the sidecar's lock file is not: a `user-error' says where to
+start the agent, naming the prefix and Claude's port."
+  (let ((ccbridge-command-prefix '("ssh" "-T" "devbox"))
+        (ccbridge-agent-commands '(("claude" "claude")))
+        (init '(:port 4242 :agents [(:id "claude" :name "Claude Code")])))
+    (let ((err (should-error (ccbridge--start-agent nil init "claude")
+                             :type 'user-error)))
+      (should (string-match-p "through .ssh -T devbox." (cadr err)))
+      (should (string-match-p "CLAUDE_CODE_SSE_PORT=4242 claude" (cadr err))))))
+
 (provide 'ccbridge-tests)
 ;;; ccbridge-tests.el ends here

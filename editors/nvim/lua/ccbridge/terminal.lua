@@ -70,6 +70,19 @@ function M.open(args, new)
       return
     end
     local t = config.options.terminal
+    if require("ccbridge").is_remote() and vim.deep_equal(t.cmd, config.defaults.terminal.cmd) then
+      -- Claude finds an editor by the lock files of its own machine: one
+      -- started here would never see the sidecar's, on the other side.
+      vim.notify(
+        (
+          "ccbridge: the sidecar runs through `%s`, so a Claude started here would not find it "
+          .. "(its lock file is on that side). Start claude there (`CLAUDE_CODE_SSE_PORT=%d claude`), "
+          .. 'or set terminal.cmd to a command that does, e.g. { "ssh", "-t", "<host>", "cd <folder> && claude" }'
+        ):format(table.concat(config.options.cmd, " "), init.port or 0),
+        vim.log.levels.WARN
+      )
+      return
+    end
     local env = vim.tbl_extend("force", {}, init.env or {}, {
       no_proxy = no_proxy(vim.env.no_proxy),
       NO_PROXY = no_proxy(vim.env.NO_PROXY),

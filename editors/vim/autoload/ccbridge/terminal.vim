@@ -110,6 +110,15 @@ def Launch(agent: string, args: list<string>, init: dict<any>, err: string)
     const cmds = t.cmds
     cmd = type(get(cmds, agent, 0)) == v:t_list ? copy(cmds[agent]) : [agent]
   endif
+  if bridge.IsRemote() && cmd == [agent]
+    # An agent finds an editor by what its own machine holds (Claude: the
+    # lock files): one started here would never see the sidecar's, on the
+    # other side of the prefix.
+    const how = agent ==# 'claude' ? printf('`CLAUDE_CODE_SSE_PORT=%d claude`', get(init, 'port', 0)) : printf('`%s`, with the environment :CCBridgeStatus shows', agent)
+    bridge.Message(printf('the sidecar runs through `%s`, so a %s started here would not find it (its lock file is on that side). Start it there (%s), or set terminal.%s to a command that does, e.g. [''ssh'', ''-t'', ''<host>'', ''cd <folder> && %s'']',
+      join(bridge.Options().cmd), name, how, agent ==# 'claude' ? 'cmd' : 'cmds.' .. agent, agent), 'warn')
+    return
+  endif
   env.no_proxy = NoProxy(getenv('no_proxy') == v:null ? '' : getenv('no_proxy'))
   env.NO_PROXY = NoProxy(getenv('NO_PROXY') == v:null ? '' : getenv('NO_PROXY'))
   extend(env, t.env)
