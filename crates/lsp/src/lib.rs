@@ -301,6 +301,28 @@ impl Actor {
         self.configs[root].0.server(servers::SERVERS[key.0].name)
     }
 
+    /// `key`'s server process is gone: its diagnostics are cleared rather
+    /// than left stale, and it owes nothing until its files are opened
+    /// again in the next process (or, `forget`, never: given up on).
+    async fn process_gone(&mut self, key: &Key, forget: bool) {
+        let stale: Vec<PathBuf> = self
+            .docs
+            .iter_mut()
+            .filter(|(_, d)| d.key == *key)
+            .map(|((p, _), d)| {
+                d.version = None;
+                d.owed = false;
+                p.clone()
+            })
+            .collect();
+        if forget {
+            self.docs.retain(|_, d| d.key != *key);
+        }
+        for p in stale {
+            self.published_by(&p, key.0, Vec::new()).await;
+        }
+    }
+
     /// When `root`'s configuration file changed since it was read, its
     /// servers stop, their diagnostics are cleared, and they start again
     /// with the new setup (their files opened again once ready): editing
@@ -334,19 +356,7 @@ impl Actor {
             s.restarts = 0;
             s.unavailable = false;
             s.config = config;
-            let stale: Vec<PathBuf> = self
-                .docs
-                .iter_mut()
-                .filter(|(_, d)| d.key == key)
-                .map(|((p, _), d)| {
-                    d.version = None;
-                    d.owed = false;
-                    p.clone()
-                })
-                .collect();
-            for p in stale {
-                self.published_by(&p, key.0, Vec::new()).await;
-            }
+            self.process_gone(&key, false).await;
             // A new generation: the old process's exit is not this one's.
             self.launch(&key);
         }
@@ -758,24 +768,7 @@ impl Actor {
                     s.unavailable = true;
                     self.unavailable(spec.language, why);
                 }
-                // Its diagnostics are cleared rather than left stale; it
-                // owes nothing until its files are opened again.
-                let stale: Vec<PathBuf> = self
-                    .docs
-                    .iter_mut()
-                    .filter(|(_, d)| d.key == key)
-                    .map(|((p, _), d)| {
-                        d.version = None;
-                        d.owed = false;
-                        p.clone()
-                    })
-                    .collect();
-                if !retry {
-                    self.docs.retain(|_, d| d.key != key);
-                }
-                for p in stale {
-                    self.published_by(&p, key.0, Vec::new()).await;
-                }
+                self.process_gone(&key, !retry).await;
             }
             Event::Restart { key } => {
                 if self
