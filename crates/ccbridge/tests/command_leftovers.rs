@@ -3,6 +3,11 @@
 //! process group, background grandchildren included — and what escaped the
 //! group is killed at the next start; nothing else is. Real processes: the
 //! real `ccbridge serve --stdio`, a real `kill -9`, `/proc` read back.
+//!
+//! Other tests of this binary start processes meanwhile, and pids are
+//! reused (`pid_max` may be 32768): what the tests look for in `/proc` is
+//! theirs alone, a group's members by the marker of their run, a process
+//! by its pid and start time.
 #![cfg(target_os = "linux")]
 
 use ccbridge_testkit::claude::Sandbox;
@@ -25,23 +30,57 @@ fn stat(pid: i32) -> Option<Vec<String>> {
     Some(after.split_whitespace().map(str::to_owned).collect())
 }
 
-/// Runs, and is not a zombie waiting for its parent.
-fn alive(pid: i32) -> bool {
-    stat(pid).is_some_and(|f| f[0] != "Z")
-}
-
 fn pgid_of(pid: i32) -> Option<i32> {
     stat(pid)?.get(2)?.parse().ok()
 }
 
-/// The live members of process group `pgid`.
-fn members(pgid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&p| stat(p).is_some_and(|f| f[0] != "Z" && f[2] == pgid.to_string()))
-        .collect()
+/// A process, told apart from a later one with its pid by its start time
+/// (field 22 of `/proc/<pid>/stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Proc {
+    pid: i32,
+    start: u64,
+}
+
+impl Proc {
+    /// The process `pid` as it runs now.
+    fn of(pid: i32) -> Option<Proc> {
+        let start = stat(pid)?.get(19)?.parse().ok()?;
+        Some(Proc { pid, start })
+    }
+
+    /// Runs (not a later process with its pid), and is not a zombie
+    /// waiting for its parent.
+    fn alive(&self) -> bool {
+        stat(self.pid).is_some_and(|f| f[0] != "Z" && f[19] == self.start.to_string())
+    }
+}
+
+/// A command's process group: the group `pgid` whose processes carry the
+/// marker of a run of `owner` (every process of a run does, inherited).
+#[derive(Clone)]
+struct Group {
+    pgid: i32,
+    owner: Owner,
+}
+
+impl Group {
+    /// Its live members.
+    fn members(&self) -> Vec<i32> {
+        let marker = format!("{MARKER}={}/", self.owner);
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&p| {
+                stat(p).is_some_and(|f| f[0] != "Z" && f[2] == self.pgid.to_string())
+                    && std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| {
+                        env.split(|b| *b == 0)
+                            .any(|kv| kv.starts_with(marker.as_bytes()))
+                    })
+            })
+            .collect()
+    }
 }
 
 fn kill(pid: i32) {
@@ -50,30 +89,37 @@ fn kill(pid: i32) {
     }
 }
 
-/// Kills, when the test ends however it ends, the sleeps it started (by
-/// pid, only while they still run `sleep`) and what is left of a group.
+/// Kills, when the test ends however it ends, the sleeps it started (only
+/// while they still run, and run `sleep`) and what is left of a group.
 #[derive(Default)]
 struct Cleanup {
-    pids: Vec<i32>,
-    groups: Vec<i32>,
+    procs: Vec<Proc>,
+    groups: Vec<Group>,
 }
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        for &g in &self.groups {
-            if !members(g).is_empty() {
-                if let Some(p) = Pid::from_raw(g) {
+        for g in &self.groups {
+            // While it has members, its id is not reused.
+            if !g.members().is_empty() {
+                if let Some(p) = Pid::from_raw(g.pgid) {
                     let _ = rustix::process::kill_process_group(p, Signal::KILL);
                 }
             }
         }
-        for &p in &self.pids {
-            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-            if alive(p) && cmdline.starts_with(b"sleep") {
-                kill(p);
+        for p in &self.procs {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", p.pid)).unwrap_or_default();
+            if p.alive() && cmdline.starts_with(b"sleep") {
+                kill(p.pid);
             }
         }
     }
+}
+
+/// The process whose pid a command wrote to `path`, once it has.
+fn proc_in(path: &Path) -> Proc {
+    let pid = pid_in(path);
+    Proc::of(pid).unwrap_or_else(|| panic!("{pid} (from {}) does not run", path.display()))
 }
 
 /// The pid a command wrote to `path`, once it has.
@@ -141,30 +187,35 @@ fn kill_9_of_ccbridge_left_the_running_commands_process_group_alive() {
          sh -c 'echo $$ > fg.pid; exec sleep 1000'",
     );
     let mut cleanup = Cleanup::default();
-    let sh = pid_in(&ws.join("sh.pid"));
-    let bg = pid_in(&ws.join("bg.pid"));
-    let fg = pid_in(&ws.join("fg.pid"));
-    cleanup.pids = vec![bg, fg];
-    let group = pgid_of(sh).expect("the command's shell runs");
-    cleanup.groups.push(group);
-    assert_ne!(Some(group), pgid_of(ed.pid() as i32), "a group of its own");
-    for p in [bg, fg] {
-        assert_eq!(pgid_of(p), Some(group), "{p} is in the command's group");
-    }
-    let environ = std::fs::read(format!("/proc/{bg}/environ")).unwrap();
+    let sh = proc_in(&ws.join("sh.pid"));
+    let bg = proc_in(&ws.join("bg.pid"));
+    let fg = proc_in(&ws.join("fg.pid"));
+    cleanup.procs = vec![bg, fg];
     let owner = Owner::of(ed.pid() as i32).unwrap();
+    let group = Group {
+        pgid: pgid_of(sh.pid).expect("the command's shell runs"),
+        owner: owner.clone(),
+    };
+    cleanup.groups.push(group.clone());
+    let pgid = group.pgid;
+    assert_ne!(Some(pgid), pgid_of(ed.pid() as i32), "a group of its own");
+    for p in [bg, fg] {
+        assert_eq!(pgid_of(p.pid), Some(pgid), "{p:?} is in the command's group");
+    }
+    let environ = std::fs::read(format!("/proc/{}/environ", bg.pid)).unwrap();
     kill(ed.pid() as i32);
     let gone = poll_until(STEP, POLL, || {
-        let left: Vec<i32> = members(group)
+        let left: Vec<i32> = group
+            .members()
             .into_iter()
-            .chain([sh, bg, fg].into_iter().filter(|&p| alive(p)))
+            .chain([sh, bg, fg].into_iter().filter(Proc::alive).map(|p| p.pid))
             .collect();
         left.is_empty().then_some(())
     });
     assert!(
         gone.is_some(),
-        "still running after kill -9 of ccbridge: group {group} = {:?}, sh {sh} fg {fg} bg {bg}",
-        members(group)
+        "still running after kill -9 of ccbridge: group {pgid} = {:?}, sh {sh:?} fg {fg:?} bg {bg:?}",
+        group.members()
     );
     // The group's processes carried the run's marker, naming this ccbridge.
     let want = format!("{MARKER}={owner}/");
@@ -191,21 +242,24 @@ fn the_next_start_kills_what_a_killed_ccbridge_left_and_nothing_else() {
         &ed,
         "echo $$ > sh.pid; setsid sleep 1000 & echo $! > escaped.pid; wait",
     );
-    let sh = pid_in(&ws.join("sh.pid"));
-    let escaped = pid_in(&ws.join("escaped.pid"));
-    cleanup.pids.push(escaped);
-    let group = pgid_of(sh).unwrap();
-    cleanup.groups.push(group);
+    let sh = proc_in(&ws.join("sh.pid"));
+    let escaped = proc_in(&ws.join("escaped.pid"));
+    cleanup.procs.push(escaped);
+    let group = Group {
+        pgid: pgid_of(sh.pid).unwrap(),
+        owner: Owner::of(ed.pid() as i32).unwrap(),
+    };
+    cleanup.groups.push(group.clone());
     poll_until(STEP, POLL, || {
-        (pgid_of(escaped) == Some(escaped)).then_some(())
+        (pgid_of(escaped.pid) == Some(escaped.pid)).then_some(())
     })
     .expect("setsid gave the sleep a group of its own");
     kill(ed.pid() as i32);
     drop(ed);
-    poll_until(STEP, POLL, || members(group).is_empty().then_some(()))
+    poll_until(STEP, POLL, || group.members().is_empty().then_some(()))
         .expect("the group dies with ccbridge");
     assert!(
-        alive(escaped),
+        escaped.alive(),
         "the watcher cannot reach an escaped process"
     );
 
@@ -227,7 +281,7 @@ fn the_next_start_kills_what_a_killed_ccbridge_left_and_nothing_else() {
             cmd.env(MARKER, m);
         }
         let child = cmd.spawn().unwrap();
-        cleanup.pids.push(child.id() as i32);
+        cleanup.procs.extend(Proc::of(child.id() as i32));
         child
     };
     let mut leftover = sleep(Some(dead.marker(1)));
@@ -246,7 +300,7 @@ fn the_next_start_kills_what_a_killed_ccbridge_left_and_nothing_else() {
     assert!(ed.log().contains("killed=2"), "{}", ed.log());
     poll_until(STEP, POLL, || leftover.try_wait().unwrap())
         .expect("the dead owner's leftover was killed");
-    poll_until(STEP, POLL, || (!alive(escaped)).then_some(()))
+    poll_until(STEP, POLL, || (!escaped.alive()).then_some(()))
         .expect("the escaped process was killed");
     for (what, child) in [
         ("a run that had ended", &mut ended),

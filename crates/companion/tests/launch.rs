@@ -3,8 +3,11 @@
 //! changes its workspace or name (before the change is acknowledged), and
 //! is gone once the servers stop.
 //!
-//! One test in its own binary: it points `TMPDIR` and `QWEN_HOME` (where the
-//! agents look) at a temporary folder for the whole process.
+//! The agents' folders are named by this process's `TMPDIR` and
+//! `QWEN_HOME`, which the test's process shares with every other test of
+//! the binary (a `TMPDIR` changed meanwhile would move their temporary
+//! folders too): the test runs again in a process of its own with both
+//! pointing at a temporary folder (`ccbridge_testkit::alone`).
 
 use ccbridge_companion::launch::{self, Options};
 use ccbridge_companion::CompanionAgent;
@@ -21,8 +24,19 @@ fn read(path: &Path) -> Value {
 async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
-    std::env::set_var("TMPDIR", &root);
-    std::env::set_var("QWEN_HOME", root.join("qwen"));
+    let qwen_home = root.join("qwen");
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "discovery_files_follow_the_lock_file_and_go_with_the_servers",
+        &[
+            ("TMPDIR", root.as_os_str()),
+            ("QWEN_HOME", qwen_home.as_os_str()),
+        ],
+    ) {
+        return;
+    }
+    // In the process of its own: the parent's folder.
+    let root = std::env::temp_dir();
     let (a, b) = (root.join("a"), root.join("b"));
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();

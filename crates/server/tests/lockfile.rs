@@ -12,11 +12,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use support::*;
 
-/// The tests here run one at a time: one sets the process-wide umask, and
-/// one installs a thread-local tracing subscriber, whose interest cache
-/// races with log sites first hit on other threads.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().mode() & 0o777
 }
@@ -34,7 +29,15 @@ fn dead_pid() -> u32 {
 
 #[tokio::test]
 async fn the_lock_file_is_private_whatever_the_umask() {
-    let _serial = SERIAL.lock().await;
+    // The umask is the process's: alone in a process of its own, no other
+    // test creates files meanwhile.
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "the_lock_file_is_private_whatever_the_umask",
+        &[],
+    ) {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("cfg").join("ide");
     let mut config = test_config(Some(dir.clone()));
@@ -70,7 +73,6 @@ async fn the_lock_file_is_private_whatever_the_umask() {
 
 #[tokio::test]
 async fn a_workspace_event_rewrites_the_lock_in_place() {
-    let _serial = SERIAL.lock().await;
     let mut s = TestServer::start().await;
     let path = s.handle.lock_path().unwrap();
     let before = read_json(&path);
@@ -104,7 +106,6 @@ async fn a_workspace_event_rewrites_the_lock_in_place() {
 
 #[tokio::test]
 async fn stale_locks_are_swept_by_cleans_rule_and_live_ones_kept() {
-    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ide");
     std::fs::create_dir(&dir).unwrap();
@@ -144,7 +145,6 @@ async fn stale_locks_are_swept_by_cleans_rule_and_live_ones_kept() {
 /// editor in another pid namespace sharing `~/.claude`).
 #[tokio::test]
 async fn regression_sweep_keeps_a_live_servers_lock_whose_pid_is_dead() {
-    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ide");
     // A first server that says its editor is a process that is gone.
@@ -188,7 +188,6 @@ async fn regression_sweep_keeps_a_live_servers_lock_whose_pid_is_dead() {
 /// file took start-up 53 s and 8 GiB of memory; a FIFO could block it.
 #[tokio::test]
 async fn regression_hostile_lock_files_never_delay_start_up() {
-    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ide");
     std::fs::create_dir(&dir).unwrap();
@@ -247,7 +246,6 @@ fn listeners(port: u16) -> Vec<(String, bool)> {
 
 #[tokio::test]
 async fn the_listener_is_127_0_0_1_only() {
-    let _serial = SERIAL.lock().await;
     let s = TestServer::start().await;
     let l = listeners(s.port);
     assert_eq!(
@@ -285,10 +283,19 @@ impl std::io::Write for Captured {
 }
 
 /// Everything runs on this test's thread (current-thread runtime), where
-/// the capturing subscriber is the default.
+/// the capturing subscriber is the default. Alone in a process of its own:
+/// tracing caches per process whether a log site is enabled, and a site
+/// first hit on another test's thread while the subscriber is being
+/// installed can stay cached as disabled.
 #[tokio::test(flavor = "current_thread")]
 async fn the_token_never_appears_in_trace_logs_or_debug_output() {
-    let _serial = SERIAL.lock().await;
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "the_token_never_appears_in_trace_logs_or_debug_output",
+        &[],
+    ) {
+        return;
+    }
     let logs = Captured::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt()

@@ -3,8 +3,10 @@
 //! and what it started in the background is released, left running with
 //! no watcher. (That a killed ccbridge takes the group with it, and that
 //! the next start sweeps leftovers, is attacked with the real binary in
-//! `crates/ccbridge/tests/command_leftovers.rs`.) Its own test binary: it
-//! sets `XDG_STATE_HOME` for this process.
+//! `crates/ccbridge/tests/command_leftovers.rs`.) The run files go
+//! under this process's `XDG_STATE_HOME`, which the test's process shares
+//! with every other test of the binary: the test runs again in a process
+//! of its own with it set (`ccbridge_testkit::alone`).
 #![cfg(target_os = "linux")]
 
 use ccbridge_tools::command_group::{Owner, Runs, MARKER};
@@ -24,10 +26,18 @@ fn alive(pid: i32) -> bool {
 #[test]
 fn a_runs_processes_carry_its_marker_and_its_file_lasts_as_long_as_the_run() {
     let state_home = tempfile::tempdir().unwrap();
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "a_runs_processes_carry_its_marker_and_its_file_lasts_as_long_as_the_run",
+        &[("XDG_STATE_HOME", state_home.path().as_os_str())],
+    ) {
+        return;
+    }
+    // In the process of its own: its state folder is the parent's.
+    let state_home = std::env::var_os("XDG_STATE_HOME").unwrap();
     let ws = tempfile::tempdir().unwrap();
-    // SAFETY: the only test of this binary, before any other thread runs.
-    unsafe { std::env::set_var("XDG_STATE_HOME", state_home.path()) };
     let runs = Runs::from_env().unwrap();
+    assert!(runs.root().starts_with(&state_home));
     let me = Owner::current().unwrap();
     let mine = runs.root().join(me.to_string());
 

@@ -1,17 +1,27 @@
 //! A command's environment loses ccbridge's variables and every variable
-//! holding a secret. Its own test binary: it changes this process's
-//! environment, which no other thread may read meanwhile.
+//! holding a secret. The variables are this process's environment, which
+//! the test's process shares with every other test of the binary: the
+//! test runs again in a process of its own with them set
+//! (`ccbridge_testkit::alone`).
 
 use ccbridge_tools::execute_command::scrubbed_env;
+use std::ffi::OsStr;
 
 #[test]
 fn ccbridge_variables_and_secrets_leave_the_environment() {
-    // SAFETY: the only test of this binary, single-threaded at this point.
-    unsafe {
-        std::env::set_var("CCBRIDGE_TEST_SCRUB", "1");
-        std::env::set_var("CLAUDE_CODE_SSE_PORT", "12345");
-        std::env::set_var("SCRUB_TEST_HOLDER", "Bearer s3cret-token");
-        std::env::set_var("SCRUB_TEST_PLAIN", "kept");
+    let set = [
+        ("CCBRIDGE_TEST_SCRUB", "1"),
+        ("CLAUDE_CODE_SSE_PORT", "12345"),
+        ("SCRUB_TEST_HOLDER", "Bearer s3cret-token"),
+        ("SCRUB_TEST_PLAIN", "kept"),
+    ]
+    .map(|(k, v)| (k, OsStr::new(v)));
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "ccbridge_variables_and_secrets_leave_the_environment",
+        &set,
+    ) {
+        return;
     }
     let env = scrubbed_env(&["s3cret-token".into()]);
     let has = |k: &str| env.iter().any(|(n, _)| n == k);
