@@ -2,7 +2,7 @@
 //!
 //! ccbridge exists to be driven by a program we do not control: the Claude Code
 //! CLI. Unit tests against our own reading of its protocol can only confirm
-//! that reading, so the tests in `crates/ccbridge/tests/real_client.rs` run the
+//! that reading, so the tests in `crates/ccbridge/tests/it/real_client.rs` run the
 //! pinned CLI itself, interactively, fully offline:
 //!
 //! ```text
