@@ -2,7 +2,7 @@
 //!
 //! ccbridge exists to be driven by a program we do not control: the Claude Code
 //! CLI. Unit tests against our own reading of its protocol can only confirm
-//! that reading, so the tests in `crates/ccbridge/tests/real_client.rs` run the
+//! that reading, so the tests in `crates/ccbridge/tests/it/real_client.rs` run the
 //! pinned CLI itself, interactively, fully offline:
 //!
 //! ```text
@@ -23,13 +23,16 @@
 //!   and Qwen Code (their sandboxes, and their model APIs on the shared
 //!   [`mock_model`] script), for the IDE companion server;
 //! - [`sandbox`], [`stub_http`]: what the CLIs' sandboxes and the model
-//!   mocks share.
+//!   mocks share;
+//! - [`alone`]: a test that needs its process to itself (its environment,
+//!   umask or memory) run again in a process of its own.
 //!
 //! Everything waits on conditions with bounded timeouts ([`poll_until`],
 //! [`wait_on`]); nothing
 //! sleeps for a fixed time hoping something happened.
 
 pub mod agents;
+pub mod alone;
 pub mod browser;
 pub mod claude;
 pub mod codex;

@@ -7,7 +7,7 @@
 ;; sidecar's hunks and the review's conflict text, the agent terminal's
 ;; environment, the mode line.  The behaviour with a real Emacs, the real sidecar and
 ;; a WebSocket client playing Claude is tested from Rust
-;; (crates/ccbridge/tests/emacs_package.rs), which also runs this file:
+;; (crates/ccbridge/tests/it/emacs_package.rs), which also runs this file:
 ;;
 ;;   emacs -Q --batch -L editors/emacs -l editors/emacs/test/ccbridge-tests.el \
 ;;     -f ert-run-tests-batch-and-exit

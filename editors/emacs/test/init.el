@@ -3,7 +3,7 @@
 ;;; Commentary:
 
 ;; Loaded with `emacs -nw -Q -l editors/emacs/test/init.el' by the Rust
-;; tests (crates/ccbridge/tests/emacs_package.rs, real_client_emacs.rs):
+;; tests (crates/ccbridge/tests/it/emacs_package.rs, real_client_emacs.rs):
 ;; the package on the `load-path' as a manual install puts it, quiet
 ;; file handling, and stand-ins the tests drive: a tiny Flymake backend
 ;; and, when Flycheck is on the `load-path', a Flycheck checker, both

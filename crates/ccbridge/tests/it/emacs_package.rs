@@ -1,0 +1,1709 @@
+//! The Emacs package (`editors/emacs/ccbridge.el`) in a real terminal
+//! Emacs (`emacs -nw -Q` in tmux), driven with real keys, against the real
+//! sidecar it spawns, with this test playing Claude over a real WebSocket
+//! (a `claude-code` session of `IdeClient`). What Claude sees is checked at
+//! Claude's end: `selection_changed`, `at_mentioned`, tool results.
+//!
+//! Also here, so `cargo test` runs them: the package's ERT suite, its
+//! byte-compilation (no warning allowed) and package-lint.
+//!
+//! Needs Emacs 28+ (`emacs-nox`), and Debian's `elpa-flycheck` and
+//! `elpa-package-lint` for the Flycheck and package-lint tests;
+//! `scripts/test` installs them. Without them the tests fail with that
+//! instruction; none is skipped.
+
+use crate::claude_side::{
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff,
+    verdict, GeminiSide, Step, KEPT_LINE,
+};
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
+use ccbridge_testkit::poll_until;
+use ccbridge_testkit::HELLO_PY as HELLO;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(15);
+
+const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
+
+fn package_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs")
+}
+
+/// `s` as a Lisp string literal.
+fn lisp_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Emacs with the package in a fresh git workspace holding hello.py.
+/// Field order is drop order: Emacs (and its sidecar) first.
+struct Rig {
+    emacs: Emacs,
+    ws: PathBuf,
+    lock_dir: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+struct Setup<'a> {
+    /// Lisp evaluated before `ccbridge-mode` is turned on.
+    before: &'a str,
+    /// Directories put first on Emacs's `PATH`.
+    path: Vec<PathBuf>,
+    load_path: Vec<PathBuf>,
+    /// Turn the mode on and wait for the sidecar.
+    start: bool,
+    /// Emacs names the workspace through a symlink, `link` → `ws`.
+    link: bool,
+}
+
+impl Default for Setup<'_> {
+    fn default() -> Self {
+        Setup {
+            before: "",
+            path: vec![],
+            load_path: vec![],
+            start: true,
+            link: false,
+        }
+    }
+}
+
+fn rig(before: &str) -> Rig {
+    rig_with(Setup {
+        before,
+        ..Setup::default()
+    })
+}
+
+fn rig_with(setup: Setup) -> Rig {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-emacs-").unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut ws = root.join("ws");
+    let home = root.join("home");
+    let lock_dir = root.join("ide");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws)
+        .status()
+        .expect("git (project.el finds the project by its .git)");
+    assert!(git.success());
+    std::fs::write(ws.join("hello.py"), HELLO).unwrap();
+    if setup.link {
+        std::os::unix::fs::symlink(&ws, root.join("link")).unwrap();
+        ws = root.join("link");
+    }
+    let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &ws);
+    opts.env.push(("HOME".into(), home.display().to_string()));
+    if !setup.path.is_empty() {
+        let mut path: Vec<PathBuf> = setup.path.clone();
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        opts.env.push((
+            "PATH".into(),
+            std::env::join_paths(path)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned(),
+        ));
+    }
+    opts.load_path = setup.load_path.clone();
+    let emacs = Emacs::start(&opts).expect("start Emacs");
+    emacs.eval(&format!(
+        "(setq ccbridge-program {} ccbridge-program-args (list \"--lock-dir\" {} \
+         \"--selection-debounce-ms\" \"0\") ccbridge-selection-debounce 0) {}",
+        lisp_str(env!("CARGO_BIN_EXE_ccbridge")),
+        lisp_str(&lock_dir.display().to_string()),
+        setup.before
+    ));
+    let rig = Rig {
+        emacs,
+        ws,
+        lock_dir,
+        dir,
+    };
+    if setup.start {
+        rig.visit("hello.py");
+        rig.emacs.eval("(ccbridge-mode 1)");
+        rig.wait_running();
+    }
+    rig
+}
+
+impl Rig {
+    fn path(&self, rel: &str) -> String {
+        self.ws.join(rel).display().to_string()
+    }
+
+    fn visit(&self, rel: &str) {
+        self.emacs
+            .eval(&format!("(find-file {})", lisp_str(&self.path(rel))));
+    }
+
+    /// The workspace's session, once its sidecar answered `initialize`.
+    fn wait_running(&self) -> Value {
+        self.emacs.wait(
+            "the sidecar to answer initialize",
+            &format!(
+                "(let ((s (car (ccbridge-info)))) (and s (equal (plist-get s :root) {}) \
+                 (equal (plist-get s :status) \"running\") s))",
+                lisp_str(&self.ws.display().to_string())
+            ),
+            STEP,
+        )
+    }
+
+    fn info(&self) -> Value {
+        self.emacs.json("(car (ccbridge-info))")
+    }
+
+    fn lock(&self) -> Value {
+        let path = self.info()["lockFile"].as_str().unwrap().to_owned();
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// This test as a Claude session: connected, tools listed, pid
+    /// reported, and Emacs told.
+    async fn claude(&self) -> IdeClient {
+        let port = self.info()["port"].as_u64().unwrap() as u16;
+        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
+        let c = connect(port, &token).await;
+        self.emacs.wait(
+            "Emacs to see Claude connected",
+            "(> (plist-get (car (ccbridge-info)) :clients) 0)",
+            STEP,
+        );
+        c
+    }
+
+    fn messages(&self) -> String {
+        self.emacs.string("(ccbridge-test-messages)")
+    }
+
+    fn wait_message(&self, needle: &str) {
+        self.emacs.wait(
+            &format!("the message {needle:?}"),
+            &format!(
+                "(string-search {} (ccbridge-test-messages))",
+                lisp_str(needle)
+            ),
+            STEP,
+        );
+    }
+
+    fn buffer_text(&self, rel: &str) -> Value {
+        self.emacs.json(&format!(
+            "(ccbridge-test-file-text {})",
+            lisp_str(&self.path(rel))
+        ))
+    }
+
+    /// C-g, alone (Emacs discards keys typed ahead of a quit), and waits
+    /// until the region is inactive.
+    /// A C-g that arrives while Emacs is busy (a timer, an emacsclient
+    /// call) quits that instead of running `keyboard-quit`: pressed again,
+    /// as a user would, until the region is gone.
+    fn quit_keys(&self) {
+        let inactive = "(not (with-current-buffer (window-buffer) (region-active-p)))";
+        let done = poll_until(STEP, Duration::from_millis(1), || {
+            self.emacs.keys("C-g");
+            poll_until(Duration::from_secs(1), Duration::from_millis(20), || {
+                (self.emacs.json(inactive) == true).then_some(())
+            })
+        });
+        assert!(
+            done.is_some(),
+            "C-g never deactivated the region\n{}",
+            self.emacs.screen()
+        );
+    }
+
+    /// M-x COMMAND RET, typed.
+    fn m_x(&self, command: &str) {
+        self.emacs.keys("M-x");
+        self.emacs.type_text(command);
+        self.emacs.keys("RET");
+    }
+}
+
+/// The `selection_changed` Claude receives next with `text` and `range`.
+async fn selection(c: &mut IdeClient, text: &str, want: [u64; 4]) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    let mut seen = vec![];
+    while tokio::time::Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_notification(left).await.unwrap() {
+            Some(n) if n.method == "selection_changed" => {
+                let p = n.params.map(|p| p.to_value()).unwrap_or(Value::Null);
+                if p["text"] == text && range(&p) == want {
+                    return p;
+                }
+                seen.push(p);
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    panic!("no selection_changed with text {text:?} at {want:?}; seen: {seen:#?}");
+}
+
+// ───────────────────────── the package itself ─────────────────────────
+
+/// `emacs -Q --batch` with `args`, in a copy of the package (so no .elc
+/// lands in the source tree); returns (success, stdout + stderr).
+fn batch(args: &[&str], load_path: &[PathBuf]) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["ccbridge.el", "test/ccbridge-tests.el"] {
+        let to = dir.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(package_dir().join(f), &to).unwrap();
+    }
+    let mut cmd = Command::new(emacs::emacs_bin());
+    cmd.args(["-Q", "--batch"]).current_dir(dir.path());
+    for d in load_path {
+        cmd.arg("-L").arg(d);
+    }
+    let out = cmd.args(args).output().expect("run emacs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_package_byte_compiles_without_a_warning() {
+    let (ok, out) = batch(
+        &[
+            "--eval",
+            "(setq byte-compile-error-on-warn t)",
+            "-f",
+            "batch-byte-compile",
+            "ccbridge.el",
+        ],
+        &[],
+    );
+    assert!(ok, "byte-compilation failed:\n{out}");
+    assert!(!out.contains("Warning"), "{out}");
+}
+
+#[test]
+fn the_ert_suite_passes() {
+    let (ok, out) = batch(
+        &[
+            "-L",
+            ".",
+            "-l",
+            "test/ccbridge-tests.el",
+            "-f",
+            "ert-run-tests-batch-and-exit",
+        ],
+        &[],
+    );
+    assert!(ok, "{out}");
+    let summary = out
+        .lines()
+        .find(|l| l.starts_with("Ran "))
+        .unwrap_or_else(|| panic!("no ERT summary in\n{out}"));
+    assert!(summary.contains(", 0 unexpected"), "{summary}\n{out}");
+    let ran: u32 = summary
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(ran >= 20, "only {ran} ERT tests ran:\n{out}");
+}
+
+/// package-lint 0.16 (Debian's) predates Emacs 28: it calls a dependency
+/// on Emacs 28 "uninstallable in all released Emacs versions". That one
+/// warning is expected; anything else fails.
+#[test]
+fn package_lint_finds_nothing_but_its_pre_emacs_28_warning() {
+    emacs::system_elpa_package("package-lint").unwrap_or_else(|e| panic!("{e}"));
+    let (_, out) = batch(
+        &[
+            "--eval",
+            "(require 'package-lint)",
+            "-f",
+            "package-lint-batch-and-exit",
+            "ccbridge.el",
+        ],
+        &emacs::system_elpa_load_path(),
+    );
+    let problems: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("ccbridge.el:"))
+        .filter(|l| {
+            !l.ends_with("This makes the package uninstallable in all released Emacs versions.")
+        })
+        .collect();
+    assert!(problems.is_empty(), "package-lint:\n{out}");
+    assert!(!out.contains("Cannot open load file"), "{out}");
+}
+
+// ───────────────────────── what Claude sees ─────────────────────────
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn region_and_point_reach_claude_with_utf16_positions() {
+    let rig = rig("");
+    std::fs::write(
+        rig.ws.join("multi.txt"),
+        "héllo wörld 😀 end\nsecond line\nthird ünïcode line\nlast\n",
+    )
+    .unwrap();
+    rig.visit("multi.txt");
+    let mut c = rig.claude().await;
+    let path = rig.path("multi.txt");
+
+    // A word after two non-ASCII characters (one UTF-16 unit each).
+    rig.emacs.keys("M-< C-f C-f C-f C-f C-f C-f C-SPC M-f");
+    let s = selection(&mut c, "wörld", [0, 6, 0, 11]).await;
+    assert_eq!(s["filePath"], path);
+    // Backwards over an emoji: two UTF-16 units, one Emacs character.
+    rig.emacs.keys("C-e C-SPC C-b C-b C-b C-b C-b");
+    selection(&mut c, "😀 end", [0, 12, 0, 18]).await;
+    // Whole lines: the end is the start of the line after.
+    rig.quit_keys();
+    rig.emacs.keys("C-n C-a C-SPC C-n C-n");
+    selection(&mut c, "second line\nthird ünïcode line\n", [1, 0, 3, 0]).await;
+    // No region: point alone, after the emoji.
+    rig.quit_keys();
+    rig.emacs.keys("M-< C-e");
+    selection(&mut c, "", [0, 18, 0, 18]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_copied_and_left_at_once_stays_claudes_selection() {
+    let rig = rig("(setq ccbridge-selection-hold 60)");
+    let mut c = rig.claude().await;
+    // M-w copies and deactivates the region in the same command.
+    rig.emacs.keys("M-< C-n C-SPC C-e M-w");
+    selection(&mut c, "    message = \"hello \" + name", [1, 0, 1, 29]).await;
+    // Moving on within the hold sends no bare cursor.
+    rig.emacs.keys("C-n");
+    let next = c
+        .next_notification(Duration::from_millis(500))
+        .await
+        .unwrap();
+    assert!(
+        next.filter(|n| n.method == "selection_changed").is_none(),
+        "the selection was replaced within the hold"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_buffers_modified_state_and_flymake_diagnostics_reach_claude() {
+    let rig = rig("");
+    std::fs::write(rig.ws.join("other.txt"), "😀 x\n").unwrap();
+    rig.visit("other.txt");
+    rig.visit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+    let other = rig.path("other.txt");
+
+    let editors = poll_tool(&mut c, "getOpenEditors", json!({}), |v| {
+        v["tabs"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    let tabs = editors["tabs"].as_array().unwrap();
+    let active: Vec<&Value> = tabs.iter().filter(|t| t["isActive"] == true).collect();
+    assert_eq!(active.len(), 1, "{editors}");
+    assert!(active[0]["uri"].as_str().unwrap().ends_with("hello.py"));
+
+    // Typing makes the buffer modified; Claude's checkDocumentDirty says so.
+    rig.emacs.keys("M-<");
+    rig.emacs.type_text("import os");
+    rig.emacs.keys("RET");
+    let dirty = poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == true,
+    )
+    .await;
+    assert_eq!(dirty["success"], true);
+    // Saving: clean again.
+    rig.emacs.keys("C-x C-s");
+    poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == false,
+    )
+    .await;
+
+    // Flymake → getDiagnostics, columns in UTF-16 (the emoji counts two).
+    rig.emacs.eval(&format!(
+        "(with-current-buffer (find-buffer-visiting {}) \
+           (ccbridge-test-set-diagnostics (list (list 3 4 :error \"bad x\"))))",
+        lisp_str(&other)
+    ));
+    let uri = format!("file://{other}");
+    let diags = poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|f| f["diagnostics"].as_array().is_some_and(|d| !d.is_empty()))
+        })
+    })
+    .await;
+    let d = &diags[0]["diagnostics"][0];
+    assert_eq!(d["message"], "bad x");
+    assert_eq!(d["severity"], "Error", "{d}");
+    assert_eq!(d["range"]["start"]["character"], 3, "{d}");
+    assert_eq!(d["range"]["end"]["character"], 4, "{d}");
+    assert_eq!(d["source"], "ccbridge-test", "{d}");
+    // Cleared in Emacs, cleared for Claude.
+    rig.emacs.eval(&format!(
+        "(with-current-buffer (find-buffer-visiting {}) (ccbridge-test-set-diagnostics nil))",
+        lisp_str(&other)
+    ));
+    poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .all(|f| f["diagnostics"].as_array().is_some_and(|d| d.is_empty()))
+        })
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flycheck_errors_reach_claude() {
+    emacs::system_elpa_package("flycheck").unwrap_or_else(|e| panic!("{e}"));
+    let rig = rig_with(Setup {
+        load_path: emacs::system_elpa_load_path(),
+        ..Setup::default()
+    });
+    assert_eq!(rig.emacs.json("(featurep 'flycheck)"), true);
+    std::fs::write(rig.ws.join("notes.txt"), "😀 x\nline two\n").unwrap();
+    rig.visit("notes.txt");
+    let mut c = rig.claude().await;
+    let notes = rig.path("notes.txt");
+    rig.emacs.eval(
+        "(ccbridge-test-set-flycheck-errors (list (list 1 3 1 4 'warning \"flycheck says\")))",
+    );
+    let uri = format!("file://{notes}");
+    let diags = poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|f| f["diagnostics"].as_array().is_some_and(|d| !d.is_empty()))
+        })
+    })
+    .await;
+    let d = &diags[0]["diagnostics"][0];
+    assert_eq!(d["message"], "flycheck says");
+    assert_eq!(d["severity"], "Warning", "{d}");
+    assert_eq!(d["range"]["start"]["line"], 0, "{d}");
+    // Column 3 (1-based characters) after the emoji: UTF-16 3.
+    assert_eq!(d["range"]["start"]["character"], 3, "{d}");
+    assert_eq!(d["range"]["end"]["character"], 4, "{d}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_mentions_the_region_the_file_and_dired_marked_files() {
+    let rig = rig("");
+    std::fs::create_dir_all(rig.ws.join("src")).unwrap();
+    std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+
+    // The region from line 2 to the start of line 4: lines 2-3.
+    rig.emacs.keys("M-< C-n C-SPC C-n C-n");
+    rig.m_x("ccbridge-send");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert_eq!(
+        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
+        (Some(1), Some(2))
+    );
+    rig.wait_message("@hello.py:2-3");
+
+    // No region: the file.
+    rig.quit_keys();
+    rig.m_x("ccbridge-send");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
+
+    // Dired: the marked files, in the listing's order.
+    rig.emacs.eval(&format!(
+        "(progn (dired {}) (dired-goto-file {}))",
+        lisp_str(&rig.ws.display().to_string()),
+        lisp_str(&hello)
+    ));
+    rig.emacs.keys("m");
+    rig.emacs
+        .eval(&format!("(dired-goto-file {})", lisp_str(&rig.path("src"))));
+    rig.emacs.keys("m");
+    rig.emacs
+        .wait("two marks", "(= 2 (length (dired-get-marked-files)))", STEP);
+    rig.m_x("ccbridge-send");
+    let first = next_note(&mut c, "at_mentioned").await;
+    let second = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(first["filePath"], hello);
+    assert_eq!(second["filePath"], rig.path("src"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_opens_a_file_at_a_line_in_a_file_window() {
+    let rig = rig("");
+    std::fs::write(rig.ws.join("b.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    let mut c = rig.claude().await;
+    let r = c
+        .call_tool(
+            "openFile",
+            json!({"filePath": rig.path("b.txt"), "preview": false, "startLine": 3,
+                   "endLine": 3, "selectToEndOfLine": false, "makeFrontmost": true}),
+            Some(STEP),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    rig.emacs.wait(
+        "b.txt at line 3",
+        "(and (equal (buffer-name (window-buffer)) \"b.txt\") \
+              (= 3 (with-current-buffer (window-buffer) (line-number-at-pos (window-point)))))",
+        STEP,
+    );
+}
+
+// ───────────────────────── the sidecar through a prefix ─────────────────────────
+
+/// `ccbridge-command-prefix`: a stand-in for `ssh -T host`, a real prefix
+/// process that leaves a mark at `mark` and, as ssh does, joins the words
+/// after it into one command line for a shell (they arrive intact only if
+/// Emacs quoted them).
+fn ssh_like_prefix(mark: &Path) -> String {
+    format!(
+        "(list \"sh\" \"-c\" {} \"ssh-like\")",
+        lisp_str(&format!("touch '{}'; eval \"exec $*\"", mark.display()))
+    )
+}
+
+/// The sidecar's side is `ws`, Emacs's a symlink to it, `link` (the
+/// sidecar resolves symlinks in its workspace folders, so only the real
+/// folder can be its name): Emacs starts the sidecar through a prefix and
+/// `ccbridge-path-map` renames every path that crosses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
+    let rig = rig_with(Setup {
+        link: true,
+        start: false,
+        ..Setup::default()
+    });
+    let root = rig.ws.parent().unwrap().to_owned();
+    let real = root.join("ws");
+    let mark = root.join("prefix-ran");
+    let name = "Emacs (it's remote)";
+    rig.emacs.eval(&format!(
+        "(setq ccbridge-command-prefix {} ccbridge-command-quote t \
+         ccbridge-path-map (list (cons {} {})) ccbridge-ide-name {})",
+        ssh_like_prefix(&mark),
+        lisp_str(&rig.ws.display().to_string()),
+        lisp_str(&real.display().to_string()),
+        lisp_str(name)
+    ));
+    rig.visit("hello.py");
+    rig.emacs.eval("(ccbridge-mode 1)");
+    rig.wait_running();
+    assert!(mark.exists(), "the prefix did not run");
+    // The lock file names the sidecar's folder, and the name survived the
+    // shell after the prefix.
+    let lock = rig.lock();
+    assert_eq!(lock["workspaceFolders"], json!([real]));
+    assert_eq!(lock["ideName"], name);
+
+    // A region in Emacs's file reaches Claude under the sidecar's name.
+    let mut c = rig.claude().await;
+    rig.emacs.keys("M-< C-SPC M-f");
+    let s = selection(&mut c, "def", [0, 0, 0, 3]).await;
+    let real_hello = real.join("hello.py").display().to_string();
+    assert_eq!(s["filePath"], real_hello);
+    rig.quit_keys();
+
+    // openFile by the sidecar's name visits Emacs's.
+    std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
+    open_file_at_text(&mut c, &real.join("other.txt").display().to_string(), "two").await;
+    rig.emacs.wait(
+        "other.txt under Emacs's name",
+        &format!(
+            "(equal (buffer-file-name (window-buffer)) {})",
+            lisp_str(&rig.path("other.txt"))
+        ),
+        STEP,
+    );
+
+    // A review of the sidecar's file opens for Emacs's, with the original
+    // as the sidecar read it.
+    let task = start_open_diff(c, real_hello, &HELLO.replace("hello ", "hi "));
+    let review = "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
+                  (and r (vector (ccbridge--review-path r) (ccbridge--review-original r))))";
+    let r = rig.emacs.wait("the review to open", review, STEP);
+    assert_eq!(r[0], rig.path("hello.py"));
+    assert_eq!(r[1], HELLO);
+    rig.emacs
+        .wait("the review's buffer", "(ccbridge-test-review-buffer)", STEP);
+    rig.emacs
+        .eval("(with-current-buffer (ccbridge-test-review-buffer) (ccbridge-review-reject))");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+/// A malformed `ccbridge-path-map` stops the start with a clear error,
+/// before the prefix is run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_path_map_is_an_error_before_anything_runs() {
+    let rig = rig_with(Setup {
+        start: false,
+        ..Setup::default()
+    });
+    let mark = rig.ws.parent().unwrap().join("prefix-ran");
+    rig.emacs.eval(&format!(
+        "(setq ccbridge-command-prefix {} ccbridge-path-map '((\"relative\" . \"/srv\")))",
+        ssh_like_prefix(&mark)
+    ));
+    rig.visit("hello.py");
+    rig.emacs.eval("(ccbridge-mode 1)");
+    rig.emacs.wait(
+        "the error",
+        "(string-search \"not started: entry 1 of `ccbridge-path-map' must be\" \
+         (or (ccbridge-test-buffer-text \"*Warnings*\") \"\"))",
+        STEP,
+    );
+    assert_eq!(rig.info()["status"], "stopped");
+    assert!(!mark.exists(), "the prefix ran");
+}
+
+// ───────────────────────── reviews ─────────────────────────
+
+/// Starts Claude's `openDiff` of `hello.py` → `proposed` and waits until
+/// Emacs shows the review. The call's task returns the tool's text.
+async fn open_diff(
+    rig: &Rig,
+    c: IdeClient,
+    proposed: &str,
+) -> tokio::task::JoinHandle<(IdeClient, String)> {
+    let path = rig.path("hello.py");
+    let task = start_open_diff(c, path, proposed);
+    rig.emacs
+        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    task
+}
+
+async fn review(
+    before: &str,
+    proposed: &str,
+) -> (Rig, tokio::task::JoinHandle<(IdeClient, String)>) {
+    let rig = rig(before);
+    let c = rig.claude().await;
+    let task = open_diff(&rig, c, proposed).await;
+    (rig, task)
+}
+
+/// The review's buffers are gone and the selected window shows hello.py.
+fn assert_review_closed(rig: &Rig) {
+    rig.emacs.wait(
+        "the review to close",
+        "(and (null (car (plist-get (car (ccbridge-info)) :reviews))) \
+              (not (cl-some (lambda (b) (buffer-local-value 'ccbridge--current-review b)) \
+                            (buffer-list))) \
+              (equal (buffer-name (window-buffer)) \"hello.py\"))",
+        STEP,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_c_c_c_in_the_edited_proposal_accepts_its_text() {
+    let rig = rig("");
+    let windows_before = rig.emacs.json("(length (window-list))");
+    let c = rig.claude().await;
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = open_diff(&rig, c, &proposed).await;
+    // One buffer: the change as a smerge conflict, the agent named.
+    let text = rig
+        .emacs
+        .string("(buffer-substring-no-properties (point-min) (point-max))");
+    assert!(
+        text.contains("<<<<<<< original\n    message = \"hello \" + name\n=======\n    message = \"hi \" + name\n>>>>>>> Claude"),
+        "{text}"
+    );
+    assert_eq!(rig.emacs.json("(bound-and-true-p smerge-mode)"), true);
+    let header = rig.emacs.string("(format-mode-line header-line-format)");
+    // "Claude Code" when the sidecar says who proposes, else "Claude".
+    assert!(
+        header.starts_with("Claude") && header.contains(" proposes a change to hello.py"),
+        "{header}"
+    );
+    assert!(header.contains("C-c C-c accept"), "{header}");
+    // The mode line counts the review waiting.
+    assert_eq!(
+        rig.emacs.json(&format!(
+            "(with-current-buffer (find-buffer-visiting {}) (ccbridge-mode-line-string))",
+            lisp_str(&rig.path("hello.py"))
+        )),
+        " Claude● ◆1"
+    );
+    // Edit the proposal like a user, then C-c C-c.
+    rig.emacs.keys("M->");
+    rig.emacs.type_text("greet(\"you\")");
+    rig.emacs.keys("RET C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, &format!("{proposed}greet(\"you\")\n"));
+    assert_review_closed(&rig);
+    assert_eq!(rig.emacs.json("(length (window-list))"), windows_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_c_c_k_rejects_the_proposal() {
+    let (rig, task) = review("", &HELLO.replace("hello ", "hi ")).await;
+    rig.emacs.keys("C-c C-k");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    assert_review_closed(&rig);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_review_buffer_rejects_the_proposal() {
+    let (rig, task) = review("", &HELLO.replace("hello ", "hi ")).await;
+    rig.emacs.keys("C-x k RET");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    assert_review_closed(&rig);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hunks_are_decided_one_by_one_and_saving_the_proposal_accepts_it() {
+    let (rig, task) = review("", TWO_HUNKS).await;
+    // The cursor starts on the first hunk: accept it, reject the second.
+    rig.emacs.keys("C-c C-a");
+    rig.emacs.wait(
+        "one conflict left",
+        "(= 1 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-r");
+    rig.wait_message("no hunk left");
+    // Saving the proposal accepts it, as C-c C-c does.
+    rig.emacs.keys("C-x C-s");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, &HELLO.replace("hello ", "hi "));
+}
+
+/// Issue 21, item 3: the conflicts are the sidecar's hunks (the page's),
+/// not a diff of the package's own. The same line replaced the same way
+/// three times, the first on line 1: the cursor starts on the first hunk
+/// (it started on the second), and accepting the second alone changes the
+/// second alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_hunks_from_the_sidecar_are_decided_each_at_its_place() {
+    let rig = rig("");
+    let original = "x = 1\nprint(x)\nx = 1\nprint(x)\nx = 1\n";
+    std::fs::write(rig.ws.join("repeat.py"), original).unwrap();
+    let c = rig.claude().await;
+    let task = start_open_diff(
+        c,
+        rig.path("repeat.py"),
+        &original.replace("x = 1", "x = 2"),
+    );
+    rig.emacs
+        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    assert_eq!(
+        rig.emacs.json(
+            "(and (equal (ccbridge--review-hunks ccbridge--current-review) \
+                         '((0 1 0 1) (2 1 2 1) (4 1 4 1))) \
+                  (= 3 (how-many \"^<<<<<<< \" (point-min) (point-max))) \
+                  (= (point) (point-min)))"
+        ),
+        true,
+        "{}",
+        rig.emacs.screen()
+    );
+    // Reject the first, accept the second, reject the third.
+    rig.emacs.keys("C-c C-r");
+    rig.emacs.wait(
+        "two conflicts left",
+        "(= 2 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-a");
+    rig.emacs.wait(
+        "one conflict left",
+        "(= 1 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-r");
+    rig.wait_message("no hunk left");
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
+}
+
+/// Issue 19, the session review in Emacs: a change written on disk without
+/// a review (an agent in auto mode) is shown by `M-x ccbridge-changes`,
+/// one line per file and its hunks. `r` on the second of two identical
+/// insertions reverts that one only; the review buffer follows
+/// (`changesChanged`) and the file's buffer reverts.
+/// `M-x ccbridge-change-keep` in the file, on the first, keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_review_reverts_the_hunk_at_point_only() {
+    let rig = rig("");
+    // The baseline is taken when the sidecar starts: wait for it.
+    rig.emacs.wait(
+        "the session review to be ready",
+        "(eq t (plist-get (ccbridge-test-changes) :ready))",
+        STEP,
+    );
+    let edited = HELLO
+        .replace("def greet(name):\n", "def greet(name):\n    log()\n")
+        .replace("    print(message)\n", "    print(message)\n    log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &edited).unwrap();
+    rig.m_x("ccbridge-changes");
+    rig.emacs.wait(
+        "two hunks in the review",
+        "(let ((text (ccbridge-test-changes-buffer))) \
+           (and text (= 2 (ccbridge-test-count \"\\n+    log()\" text)) \
+                (string-prefix-p \"hello.py  modified\" text)))",
+        STEP,
+    );
+    assert_eq!(
+        rig.emacs.json("(derived-mode-p 'ccbridge-changes-mode)"),
+        "ccbridge-changes-mode"
+    );
+    // To the second hunk's header, and revert it.
+    rig.emacs.keys("n n");
+    rig.emacs.wait(
+        "point on the second hunk",
+        "(string-match-p \"hunk 2\" (thing-at-point 'line))",
+        STEP,
+    );
+    rig.emacs.keys("r");
+    let expected = HELLO.replace("def greet(name):\n", "def greet(name):\n    log()\n");
+    poll_until(STEP, Duration::from_millis(10), || {
+        (std::fs::read_to_string(rig.ws.join("hello.py")).unwrap() == expected).then_some(())
+    })
+    .expect("only the second hunk is reverted");
+    rig.emacs.wait(
+        "the review buffer to follow",
+        "(let ((text (ccbridge-test-changes-buffer))) \
+           (and (= 1 (ccbridge-test-count \"\\n@@ \" text)) \
+                (= 1 (ccbridge-test-count \"\\n+    log()\" text))))",
+        STEP,
+    );
+    rig.emacs.wait(
+        "the file's buffer to revert",
+        &format!(
+            "(equal (ccbridge-test-file-text {}) {})",
+            lisp_str(&rig.path("hello.py")),
+            lisp_str(&expected)
+        ),
+        STEP,
+    );
+    rig.wait_message("reverted the hunk in hello.py");
+    // The first hunk, at point in the file's buffer: kept, nothing written.
+    rig.emacs.keys("C-x o");
+    rig.emacs.wait(
+        "the file's window",
+        "(equal (buffer-name) \"hello.py\")",
+        STEP,
+    );
+    rig.emacs.keys("M-g g 2 RET");
+    rig.m_x("ccbridge-change-keep");
+    rig.emacs.wait(
+        "the review to say kept",
+        "(string-search \"hunk 1 (kept)\" (ccbridge-test-changes-buffer))",
+        STEP,
+    );
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // With unsaved changes the line at point may not be the file's: refused.
+    rig.emacs.type_text("x");
+    rig.emacs
+        .wait("the buffer modified", "(buffer-modified-p)", STEP);
+    rig.m_x("ccbridge-change-revert");
+    rig.wait_message("hello.py has unsaved changes");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    rig.emacs.eval("(revert-buffer t t)");
+    // Nothing changed at point: said so, nothing decided.
+    rig.emacs.keys("M-<");
+    rig.m_x("ccbridge-change-revert");
+    rig.wait_message("no changed hunk here");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+}
+
+/// A file that cannot be read (not UTF-8) has no hunks: the proposal is
+/// shown whole, without conflicts, and decided whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_for_an_unreadable_file_is_shown_whole() {
+    let rig = rig("");
+    std::fs::write(rig.ws.join("latin1.txt"), b"caf\xe9\n").unwrap();
+    let c = rig.claude().await;
+    let task = start_open_diff(c, rig.path("latin1.txt"), "café\n");
+    rig.emacs
+        .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    assert_eq!(
+        rig.emacs
+            .string("(buffer-substring-no-properties (point-min) (point-max))"),
+        "café\n"
+    );
+    let header = rig.emacs.string("(format-mode-line header-line-format)");
+    assert!(header.contains("the whole file only"), "{header}");
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, "café\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smerge_keys_decide_hunks_and_rejecting_all_is_a_rejection() {
+    let (rig, task) = review("", TWO_HUNKS).await;
+    // smerge-mode's own "keep upper" (the original) on both hunks.
+    rig.emacs.keys("C-c ^ u C-c ^ n C-c ^ u");
+    rig.emacs.wait(
+        "no conflict left",
+        "(= 0 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ediff_view_takes_a_hunk_back_with_a_and_accepts_with_c_c_c_c() {
+    let (rig, task) = review("(setq ccbridge-diff-view 'ediff)", TWO_HUNKS).await;
+    // The control panel is selected; the first difference, then `a`
+    // copies the original's text over the proposal's.
+    assert_eq!(rig.emacs.json("(eq major-mode 'ediff-mode)"), true);
+    rig.emacs.keys("n a");
+    rig.emacs.wait(
+        "the first hunk taken back",
+        "(with-current-buffer ediff-buffer-B (save-excursion (goto-char (point-min)) \
+           (search-forward \"hello \" nil t)))",
+        STEP,
+    );
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert_saved(
+        &text,
+        &HELLO.replace("greet(\"world\")", "greet(\"everyone\")"),
+    );
+    assert_review_closed(&rig);
+    assert_eq!(rig.emacs.json("(length (window-list))"), 1);
+}
+
+/// claude-code-ide.el #60: Claude's buffer disappeared behind the diff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_from_a_lone_claude_terminal_leaves_it_shown_and_returns_to_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bin = fake_agent(scratch.path(), "claude");
+    let rig = rig_with(Setup {
+        path: vec![bin],
+        before: "(setq ccbridge-terminal-backend 'term)",
+        ..Setup::default()
+    });
+    let c = rig.claude().await;
+    rig.m_x("ccbridge-claude");
+    rig.emacs.wait(
+        "Claude's terminal alone in the frame",
+        "(progn (when (equal (buffer-name) \"*claude: ws*\") (delete-other-windows)) \
+                (and (equal (buffer-name (window-buffer)) \"*claude: ws*\") \
+                     (= 1 (length (window-list)))))",
+        STEP,
+    );
+    let task = open_diff(&rig, c, &HELLO.replace("hello ", "hi ")).await;
+    // The review has a window of its own; the terminal stays on screen.
+    assert_eq!(rig.emacs.json("(length (window-list))"), 2);
+    assert_eq!(
+        rig.emacs
+            .json("(and (get-buffer-window \"*claude: ws*\") t)"),
+        true
+    );
+    rig.emacs.keys("C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    rig.emacs.wait(
+        "back in Claude's terminal, alone again",
+        "(and (equal (buffer-name (window-buffer)) \"*claude: ws*\") \
+              (= 1 (length (window-list))))",
+        STEP,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_the_ediff_session_rejects_and_restores_the_windows() {
+    let (rig, task) = review("(setq ccbridge-diff-view 'ediff)", TWO_HUNKS).await;
+    assert_eq!(rig.emacs.json("(eq major-mode 'ediff-mode)"), true);
+    // ediff asks "Quit this Ediff session?".
+    rig.emacs.keys("q");
+    rig.emacs.wait(
+        "ediff's question",
+        "(and (active-minibuffer-window) t)",
+        STEP,
+    );
+    rig.emacs.keys("y");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    assert_review_closed(&rig);
+    assert_eq!(rig.emacs.json("(length (window-list))"), 1);
+    // The review's buffers and ediff's control panel are gone.
+    assert_eq!(
+        rig.emacs.json(
+            "(let ((case-fold-search nil)) \
+               (mapcar #'buffer-name \
+                       (cl-remove-if-not \
+                        (lambda (b) (string-match-p \"proposal: \\\\|original: \\\\|Control Panel\" \
+                                                    (buffer-name b))) \
+                        (buffer-list))))"
+        ),
+        Value::Null
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_for_a_modified_buffer_needs_a_prefix_to_be_accepted() {
+    let rig = rig("");
+    rig.emacs.keys("M->");
+    rig.emacs.type_text("# mine");
+    rig.emacs
+        .wait("the buffer modified", "(buffer-modified-p)", STEP);
+    let c = rig.claude().await;
+    let task = open_diff(&rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.wait_message("which has unsaved changes here");
+    rig.emacs.keys("C-c C-c");
+    rig.wait_message("accept anyway with C-u C-c C-c");
+    assert!(!task.is_finished(), "accepted over the unsaved buffer");
+    rig.emacs.keys("C-u C-c C-c");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // The user's buffer kept its text.
+    let own = rig.buffer_text("hello.py");
+    assert!(own.as_str().unwrap().ends_with("# mine"), "{own}");
+}
+
+// ───────────────────────── reload ─────────────────────────
+
+/// Writes `text` to `path` as Claude does: a temporary file renamed over it.
+fn write_as_claude(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp-claude");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffers_revert_when_claude_writes_and_modified_ones_get_a_message() {
+    let rig = rig("");
+    let _c = rig.claude().await;
+    let hello = rig.ws.join("hello.py");
+    let new = HELLO.replace("hello ", "hey ");
+    write_as_claude(&hello, &new);
+    rig.emacs.wait(
+        "the buffer to show the new text",
+        &format!(
+            "(equal (ccbridge-test-file-text {}) {})",
+            lisp_str(&rig.path("hello.py")),
+            lisp_str(&new)
+        ),
+        STEP,
+    );
+    assert_eq!(rig.emacs.json("(buffer-modified-p)"), Value::Null);
+    // With unsaved changes: left alone, and told once.
+    rig.emacs.keys("M->");
+    rig.emacs.type_text("# mine");
+    rig.emacs
+        .wait("the buffer modified", "(buffer-modified-p)", STEP);
+    write_as_claude(&hello, HELLO);
+    rig.wait_message("hello.py changed on disk but has unsaved changes here");
+    let own = rig.buffer_text("hello.py");
+    assert!(own.as_str().unwrap().ends_with("# mine"), "{own}");
+    assert!(own.as_str().unwrap().contains("hey "), "{own}");
+    assert_eq!(
+        emacs_count(&rig, "changed on disk but has unsaved"),
+        1,
+        "{}",
+        rig.messages()
+    );
+}
+
+fn emacs_count(rig: &Rig, needle: &str) -> u64 {
+    rig.emacs
+        .json(&format!(
+            "(ccbridge-test-count {} (ccbridge-test-messages))",
+            lisp_str(needle)
+        ))
+        .as_u64()
+        .unwrap()
+}
+
+// ───────────────────────── terminal ─────────────────────────
+
+fn fake_agent(rig_dir: &Path, name: &str) -> PathBuf {
+    let bin = rig_dir.join(format!("bin-{name}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join(name);
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy args=$*\"\nexec sleep 60\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_runs_claude_in_a_terminal_with_the_sidecars_environment() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bin = fake_agent(scratch.path(), "claude");
+    let rig = rig_with(Setup {
+        path: vec![bin],
+        before: "(setq ccbridge-terminal-backend 'term)",
+        ..Setup::default()
+    });
+    let port = rig.info()["port"].as_u64().unwrap();
+    rig.m_x("ccbridge-claude");
+    let out = rig.emacs.wait(
+        "the terminal's output",
+        "(let* ((b (get-buffer \"*claude: ws*\")) \
+                (text (and b (replace-regexp-in-string \"\n\" \"\" (ccbridge-test-buffer-text b))))) \
+           (and text (string-search \"MultiEdit|Write\" text) text))",
+        STEP,
+    );
+    let out = out.as_str().unwrap();
+    assert!(out.contains(&format!("port={port} ide=true")), "{out}");
+    // The sidecar's settings come first: every edit asks, and so is
+    // reviewed here, even in the auto mode claude starts in.
+    assert!(out.contains("args=--settings {"), "{out}");
+    assert!(out.contains("permissionDecision"), "{out}");
+    assert!(out.contains("127.0.0.1"), "no_proxy: {out}");
+    assert_eq!(rig.emacs.json("major-mode"), "term-mode");
+    // Again: the same terminal is shown, no second one starts.
+    rig.emacs.eval("(select-window (next-window))");
+    rig.m_x("ccbridge-claude");
+    rig.emacs.wait(
+        "Claude's terminal selected",
+        "(equal (buffer-name (window-buffer)) \"*claude: ws*\")",
+        STEP,
+    );
+    assert_eq!(
+        rig.emacs
+            .json("(cl-count-if (lambda (b) (string-prefix-p \"*claude\" (buffer-name b))) (buffer-list))"),
+        1
+    );
+}
+
+/// Editor protocol 3 gives the other agents and their environments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_with_a_prefix_runs_another_agent_with_its_environment() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("gemini");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"gemini port=$GEMINI_CLI_IDE_SERVER_PORT ws=$GEMINI_CLI_IDE_WORKSPACE_PATH end\"\nexec sleep 60\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rig = rig_with(Setup {
+        path: vec![bin],
+        before: "(setq ccbridge-terminal-backend 'term)",
+        ..Setup::default()
+    });
+    let gemini = rig.emacs.json(
+        "(let ((init (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))))) \
+           (cl-find \"gemini\" (plist-get init :agents) \
+                    :key (lambda (a) (plist-get a :id)) :test #'equal))",
+    );
+    let port = gemini["env"]["GEMINI_CLI_IDE_SERVER_PORT"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no gemini agent offered: {gemini}"))
+        .to_owned();
+    rig.emacs.keys("C-u M-x");
+    rig.emacs.type_text("ccbridge-claude");
+    rig.emacs.keys("RET");
+    rig.emacs.wait(
+        "the agent prompt",
+        "(minibufferp (window-buffer (active-minibuffer-window)))",
+        STEP,
+    );
+    rig.emacs.type_text("gemini");
+    rig.emacs.keys("RET");
+    let out = rig.emacs.wait(
+        "the gemini terminal's output",
+        "(let ((b (get-buffer \"*gemini: ws*\"))) \
+           (and b (string-search \" end\" (ccbridge-test-buffer-text b)) \
+                (ccbridge-test-buffer-text b)))",
+        STEP,
+    );
+    let out = out.as_str().unwrap();
+    assert!(
+        out.contains(&format!("gemini port={port} ws={}", rig.ws.display())),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ccbridge_of_another_protocol_version_is_reported_once_with_what_to_do() {
+    let scratch = tempfile::tempdir().unwrap();
+    let old = scratch.path().join("old-ccbridge");
+    // A sidecar that only speaks editor protocol 1: it refuses the first
+    // request (initialize, id 1) as ccbridge does.
+    std::fs::write(
+        &old,
+        "#!/bin/sh\nread -r _\nbody='{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\
+         \"message\":\"unsupported editor protocol version\",\"data\":{\"supported\":[1]}}}'\n\
+         printf 'Content-Length: %s\\r\\n\\r\\n%s' \"${#body}\" \"$body\"\nexec cat >/dev/null\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rig = rig_with(Setup {
+        before: &format!(
+            "(setq ccbridge-program {})",
+            lisp_str(&old.display().to_string())
+        ),
+        start: false,
+        ..Setup::default()
+    });
+    rig.visit("hello.py");
+    rig.emacs.eval("(ccbridge-mode 1)");
+    let want = rig.emacs.string(&format!(
+        "(format-message \"`%s' does not speak editor protocol 3 (it speaks 1): install the \
+         ccbridge that goes with this package\" {})",
+        lisp_str(&old.display().to_string())
+    ));
+    rig.emacs.wait(
+        "the warning",
+        &format!(
+            "(string-search {} (or (ccbridge-test-buffer-text \"*Warnings*\") \"\"))",
+            lisp_str(&want)
+        ),
+        STEP,
+    );
+    rig.emacs.wait(
+        "the sidecar stopped",
+        "(equal (plist-get (car (ccbridge-info)) :status) \"stopped\")",
+        STEP,
+    );
+    // Other commands do not repeat it.
+    rig.m_x("ccbridge-send");
+    rig.wait_message("not sent, the sidecar is not running");
+    let warnings = rig
+        .emacs
+        .string("(ccbridge-test-buffer-text \"*Warnings*\")");
+    assert_eq!(warnings.matches("does not speak").count(), 1, "{warnings}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_says_which_agents_are_offered_when_one_is_not() {
+    let rig = rig("");
+    rig.emacs.eval("(ccbridge-claude \"cursor\")");
+    rig.wait_message("this ccbridge does not offer cursor (it offers claude");
+    assert_eq!(
+        rig.emacs
+            .json("(cl-count-if (lambda (b) (string-prefix-p \"*cursor\" (buffer-name b))) (buffer-list))"),
+        0
+    );
+}
+
+// ───────────────────────── status and lifetime ─────────────────────────
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_mode_line_follow_the_sessions() {
+    let rig = rig("");
+    let port = rig.info()["port"].as_u64().unwrap();
+    let lock = rig.info()["lockFile"].as_str().unwrap().to_owned();
+    assert_eq!(rig.emacs.json("(ccbridge-mode-line-string)"), " Claude○");
+    let c = rig.claude().await;
+    assert_eq!(rig.emacs.json("(ccbridge-mode-line-string)"), " Claude●");
+    // On the screen, in hello.py's mode line.
+    poll_until(STEP, Duration::from_millis(50), || {
+        rig.emacs.screen().contains("Claude●").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no Claude● on screen:\n{}", rig.emacs.screen()));
+    rig.m_x("ccbridge-status");
+    let status = rig.emacs.wait(
+        "the status buffer",
+        "(ccbridge-test-buffer-text \"*ccbridge status*\")",
+        STEP,
+    );
+    let status = status.as_str().unwrap();
+    for needle in [
+        format!("{}: running", rig.ws.display()),
+        format!("port {port}, lock file {lock}"),
+        "editor protocol 3".to_owned(),
+        "session 1: claude-code".to_owned(),
+        format!("workspace: {}", rig.ws.display()),
+        "workspace tools (MCP): http://127.0.0.1:".to_owned(),
+        env!("CARGO_BIN_EXE_ccbridge").to_owned(),
+    ] {
+        assert!(status.contains(&needle), "no {needle:?} in\n{status}");
+    }
+    assert_eq!(rig.lock()["ideName"], "Emacs (ws)");
+    c.close().await.unwrap();
+    rig.emacs.wait(
+        "Claude gone",
+        "(equal (with-current-buffer \"hello.py\" (ccbridge-mode-line-string)) \" Claude○\")",
+        STEP,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turning_the_mode_off_stops_the_sidecar_and_removes_its_lock_file() {
+    let rig = rig("");
+    let lock = PathBuf::from(rig.info()["lockFile"].as_str().unwrap());
+    assert!(lock.exists());
+    let pid = rig.info()["pid"].as_u64().unwrap();
+    rig.emacs.eval("(ccbridge-mode -1)");
+    let gone = poll_until(STEP, Duration::from_millis(20), || {
+        (!lock.exists() && !Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+    });
+    assert!(
+        gone.is_some(),
+        "{} left behind or sidecar alive",
+        lock.display()
+    );
+    rig.emacs
+        .wait("the session forgotten", "(null (ccbridge-info))", STEP);
+    // Nor any buffer of the connection.
+    assert_eq!(
+        rig.emacs.json(
+            "(cl-remove-if-not (lambda (n) (string-match-p \"ccbridge /\" n)) \
+               (mapcar #'buffer-name (buffer-list)))"
+        ),
+        Value::Null
+    );
+    assert_eq!(rig.emacs.json("(ccbridge-mode-line-string)"), "");
+    // No hook left behind.
+    assert_eq!(
+        rig.emacs
+            .json("(or (memq 'ccbridge--post-command post-command-hook) (advice-member-p 'ccbridge--mark-diagnostics 'flymake--handle-report))"),
+        Value::Null
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_emacs_removes_the_lock_file() {
+    let Rig {
+        emacs,
+        lock_dir,
+        dir: _dir,
+        ..
+    } = rig("");
+    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
+    assert!(emacs.quit(), "Emacs did not exit");
+    let gone = poll_until(STEP, Duration::from_millis(20), || {
+        ccbridge_testkit::lock_files(&lock_dir)
+            .is_empty()
+            .then_some(())
+    });
+    assert!(gone.is_some(), "the lock file outlived Emacs");
+}
+
+/// An Emacs whose terminal goes away exits (it once spun at 100% CPU,
+/// waiting for its sidecars in `kill-emacs-hook`), and the sidecar still
+/// removes its lock file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_emacss_terminal_ends_it_and_removes_the_lock_file() {
+    let Rig {
+        emacs,
+        lock_dir,
+        dir: _dir,
+        ..
+    } = rig("");
+    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
+    assert!(
+        emacs.hang_up(),
+        "Emacs still runs after losing its terminal"
+    );
+    let gone = poll_until(STEP, Duration::from_millis(20), || {
+        ccbridge_testkit::lock_files(&lock_dir)
+            .is_empty()
+            .then_some(())
+    });
+    assert!(gone.is_some(), "the lock file outlived Emacs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_emacs_in_the_same_project_gets_a_distinct_name() {
+    let first = rig("");
+    assert_eq!(first.lock()["ideName"], "Emacs (ws)");
+    let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &first.ws);
+    let home2 = first.dir.path().join("home2");
+    std::fs::create_dir_all(&home2).unwrap();
+    opts.env.push(("HOME".into(), home2.display().to_string()));
+    let second = Emacs::start(&opts).unwrap();
+    second.eval(&format!(
+        "(setq ccbridge-program {} ccbridge-program-args (list \"--lock-dir\" {})) \
+         (find-file {}) (ccbridge-mode 1)",
+        lisp_str(env!("CARGO_BIN_EXE_ccbridge")),
+        lisp_str(&first.lock_dir.display().to_string()),
+        lisp_str(&first.path("hello.py"))
+    ));
+    second.wait(
+        "the second Emacs numbered",
+        "(equal (plist-get (car (ccbridge-info)) :ideName) \"Emacs (ws) [2]\")",
+        STEP,
+    );
+    let lock = second.string("(plist-get (car (ccbridge-info)) :lockFile)");
+    let named = poll_until(STEP, Duration::from_millis(20), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
+        (v["ideName"] == "Emacs (ws) [2]").then_some(())
+    });
+    assert!(named.is_some(), "{lock} never renamed");
+    assert_eq!(first.lock()["ideName"], "Emacs (ws)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_binary_is_reported_once_with_what_to_do() {
+    let rig = rig_with(Setup {
+        before: "(setq ccbridge-program \"/nonexistent/ccbridge\")",
+        start: false,
+        ..Setup::default()
+    });
+    std::fs::write(rig.ws.join("two.txt"), "2\n").unwrap();
+    rig.visit("hello.py");
+    rig.emacs.eval("(ccbridge-mode 1)");
+    rig.emacs.wait(
+        "the warning",
+        "(string-search \"not found\" (or (ccbridge-test-buffer-text \"*Warnings*\") \"\"))",
+        STEP,
+    );
+    // More buffers and commands: no second warning.
+    rig.visit("two.txt");
+    rig.emacs.keys("C-n C-p");
+    rig.m_x("ccbridge-send");
+    rig.wait_message("not sent, the sidecar is not running");
+    let warnings = rig
+        .emacs
+        .string("(ccbridge-test-buffer-text \"*Warnings*\")");
+    assert_eq!(warnings.matches("not found").count(), 1, "{warnings}");
+    // Quotes as `text-quoting-style' renders them.
+    let q = |s: &str| {
+        rig.emacs
+            .string(&format!("(format-message {})", lisp_str(s)))
+    };
+    let want = q(
+        "`/nonexistent/ccbridge' not found: install ccbridge (cargo install \
+                  --path crates/ccbridge in its repository) or set `ccbridge-program'",
+    );
+    assert!(warnings.contains(&want), "no {want:?} in {warnings}");
+    let status = rig.emacs.string("(ccbridge-status-string)");
+    assert!(
+        status.contains(&q("`/nonexistent/ccbridge' not found")),
+        "{status}"
+    );
+}
+
+// ───────────────────────── workspace tools ─────────────────────────
+
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. Emacs's approval buffer shows the
+/// sidecar's rendering (markers, a warning, every line) in logical order,
+/// never the raw characters; so does the run's output buffer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_emacs() {
+    let rig = rig("");
+    let init_tools = rig.emacs.json(
+        "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
+    );
+    let port = ccbridge_testkit::http::url_port(init_tools["url"].as_str().unwrap());
+    let token = init_tools["token"].as_str().unwrap().to_owned();
+    let run = std::thread::spawn(move || {
+        ccbridge_testkit::http::mcp_call(
+            port,
+            &token,
+            "execute_command",
+            json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
+            Duration::from_secs(60),
+        )
+    });
+    rig.emacs.wait(
+        "the approval buffer",
+        "(eq major-mode 'ccbridge-approval-mode)",
+        STEP,
+    );
+    let asked = rig
+        .emacs
+        .string("(buffer-substring-no-properties (point-min) (point-max))");
+    assert!(
+        asked.starts_with("\u{26A0} This contains 3 hidden or look-alike characters"),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(
+            "    echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\n    echo second line\u{27E8}U+000D\u{27E9}\n"
+        ),
+        "{asked:?}"
+    );
+    assert!(
+        !asked.contains(['\u{2067}', '\u{2069}', '\r']),
+        "raw characters in the approval: {asked:?}"
+    );
+    assert_eq!(
+        rig.emacs.string("(format \"%s\" bidi-display-reordering)"),
+        "nil"
+    );
+    rig.emacs.keys("y");
+    run.join().unwrap();
+    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
+    let view = rig.emacs.wait(
+        "the output buffer",
+        "(let ((b (cl-find-if (lambda (b) (string-prefix-p \"*ccbridge command\" (buffer-name b))) \
+                              (buffer-list)))) \
+           (and b (ccbridge-test-buffer-text b)))",
+        STEP,
+    );
+    let view = view.as_str().unwrap();
+    assert!(
+        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
+        "{view:?}"
+    );
+    // The header (the command's output is the command's own business).
+    let header = &view[..view.find("\n(in ").unwrap()];
+    assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_tools_ask_in_emacs_and_show_the_commands_output() {
+    let rig = rig("");
+    let init_tools = rig.emacs.json(
+        "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
+    );
+    let port = ccbridge_testkit::http::url_port(init_tools["url"].as_str().unwrap());
+    let token = init_tools["token"].as_str().unwrap().to_owned();
+    let call = |tool: &str, args: Value| {
+        let (tool, token) = (tool.to_owned(), token.clone());
+        std::thread::spawn(move || {
+            ccbridge_testkit::http::mcp_call(port, &token, &tool, args, Duration::from_secs(60))
+                ["result"]
+                .clone()
+        })
+    };
+    let run = call(
+        "execute_command",
+        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
+    );
+    rig.emacs.wait(
+        "the approval buffer",
+        "(eq major-mode 'ccbridge-approval-mode)",
+        STEP,
+    );
+    let asked = rig
+        .emacs
+        .string("(buffer-substring-no-properties (point-min) (point-max))");
+    assert!(asked.contains("printf 'plain"), "{asked}");
+    rig.emacs.keys("y");
+    let result = run.join().unwrap();
+    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["exit_code"], 0, "{r}");
+    let shown = rig.emacs.wait(
+        "the output to end",
+        "(let ((b (cl-find-if (lambda (b) (string-prefix-p \"*ccbridge command\" (buffer-name b))) \
+                              (buffer-list)))) \
+           (and b (string-search \"[exit 0]\" (ccbridge-test-buffer-text b)) \
+                (ccbridge-test-buffer-text b)))",
+        STEP,
+    );
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("plain red"), "{shown}");
+    assert!(!shown.contains('\u{1b}'), "escapes left: {shown:?}");
+
+    // Denied: not run.
+    let run = call("execute_command", json!({"command": "touch ran"}));
+    rig.emacs.wait(
+        "the approval buffer",
+        "(eq major-mode 'ccbridge-approval-mode)",
+        STEP,
+    );
+    rig.emacs.keys("n");
+    let result = run.join().unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"rejected\""),
+        "{result}"
+    );
+    assert!(!rig.ws.join("ran").exists());
+
+    // write_file: reviewed like Claude's edits; the accepted text is
+    // written by ccbridge and the buffer reverts.
+    rig.emacs.eval("(delete-other-windows)");
+    rig.visit("hello.py");
+    let write = call(
+        "write_file",
+        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
+    );
+    rig.emacs
+        .wait("the review", "(ccbridge-test-review-buffer)", STEP);
+    rig.emacs.keys("C-c C-c");
+    let result = write.join().unwrap();
+    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["status"], "accepted", "{r}");
+    let expected = HELLO.replace("hello ", "hi ");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    rig.emacs.wait(
+        "the buffer reverted",
+        &format!(
+            "(equal (ccbridge-test-file-text {}) {})",
+            lisp_str(&rig.path("hello.py")),
+            lisp_str(&expected)
+        ),
+        STEP,
+    );
+}
+
+/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
+/// review in Emacs holds the user's edit: ccbridge asks Emacs for the
+/// review's text (`reviewText`) and hands it to the CLI, which writes it.
+#[test]
+fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
+    let rig = rig("");
+    let port = rig.emacs.string(
+        "(let* ((s (car (hash-table-values ccbridge--sessions))) \
+                (a (seq-find (lambda (a) (equal (plist-get a :id) \"gemini\")) \
+                             (plist-get (ccbridge--session-init s) :agents)))) \
+           (plist-get (plist-get a :env) :GEMINI_CLI_IDE_SERVER_PORT))",
+    );
+    let gemini = GeminiSide::connect(port.parse().expect("Gemini CLI's port"));
+    let path = rig.path("hello.py");
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            rig.emacs
+                .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+            rig.emacs.eval(&format!(
+                "(with-current-buffer (window-buffer) \
+                   (save-excursion (goto-char (point-max)) (insert {} \"\\n\")))",
+                lisp_str(KEPT_LINE)
+            ));
+        }
+        Step::Closed => {
+            rig.emacs.wait(
+                "the review to close",
+                "(null (car (plist-get (car (ccbridge-info)) :reviews)))",
+                STEP,
+            );
+        }
+    });
+}

@@ -1,0 +1,1318 @@
+//! The Neovim plugin (`editors/nvim`) in a real headless Neovim, driven
+//! with real key input (`nvim_input`), against the real sidecar it spawns,
+//! with this test playing Claude over a real WebSocket (a `claude-code`
+//! session of `IdeClient`). What Claude sees is checked at Claude's end:
+//! `selection_changed`, `at_mentioned`, tool results.
+//!
+//! Needs Neovim: `scripts/test` installs it (see `ccbridge_testkit::nvim`);
+//! without it every test fails with that instruction.
+
+use crate::claude_side::{
+    assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
+    GeminiSide, Step, KEPT_LINE,
+};
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_testkit::nvim::Nvim;
+use ccbridge_testkit::poll_until;
+use ccbridge_testkit::HELLO_PY as HELLO;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(10);
+
+/// Neovim with the plugin set up in a fresh workspace, its sidecar
+/// running. Field order is drop order.
+struct Rig {
+    nvim: Nvim,
+    ws: PathBuf,
+    lock_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn plugin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
+}
+
+/// `extra` is a Lua table merged over the test defaults (sidecar and
+/// plugin debounce 0, a private lock directory).
+fn rig(extra: &str) -> Rig {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-nvim-").unwrap();
+    let ws = dir.path().join("ws");
+    let lock_dir = dir.path().join("ide");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("hello.py"), HELLO).unwrap();
+    let nvim = plugin_nvim(&ws, &lock_dir, &dir.path().join("home"), extra);
+    Rig {
+        nvim,
+        ws,
+        lock_dir,
+        _dir: dir,
+    }
+}
+
+/// A Neovim in `ws` with the plugin set up (`extra` over the test
+/// defaults) and its sidecar answering.
+fn plugin_nvim(ws: &Path, lock_dir: &Path, home: &Path, extra: &str) -> Nvim {
+    std::fs::create_dir_all(home).unwrap();
+    let mut nvim = Nvim::start(
+        &plugin_dir().join("test/init.lua"),
+        ws,
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("XDG_STATE_HOME", home.to_str().unwrap()),
+        ],
+    )
+    .expect("start nvim");
+    nvim.lua(
+        r#"local bin, lock_dir, extra = ...
+        local opts = vim.tbl_deep_extend("force", {
+          bin = bin,
+          args = { "--lock-dir", lock_dir, "--selection-debounce-ms", "0" },
+          selection = { debounce_ms = 0 },
+        }, loadstring("return " .. extra)())
+        require("ccbridge").setup(opts)"#,
+        vec![
+            env!("CARGO_BIN_EXE_ccbridge").into(),
+            lock_dir.to_str().unwrap().into(),
+            if extra.is_empty() { "{}" } else { extra }.into(),
+        ],
+    );
+    nvim.wait(
+        "the sidecar to answer initialize",
+        "require('ccbridge').state.status == 'running'",
+        STEP,
+    );
+    nvim
+}
+
+impl Rig {
+    fn path(&self, rel: &str) -> String {
+        self.ws.join(rel).display().to_string()
+    }
+
+    fn init(&mut self) -> Value {
+        self.nvim.eval("require('ccbridge').state.init")
+    }
+
+    fn lock(&mut self) -> Value {
+        let path = self.init()["lockFile"].as_str().unwrap().to_owned();
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// This test as a Claude session: connected, tools listed, pid
+    /// reported, and the plugin told (`CCBridgeConnected`).
+    async fn claude(&mut self) -> IdeClient {
+        let port = self.init()["port"].as_u64().unwrap() as u16;
+        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
+        let c = connect(port, &token).await;
+        self.nvim.wait(
+            "CCBridgeConnected",
+            "#test.events_named('CCBridgeConnected') > 0",
+            STEP,
+        );
+        c
+    }
+
+    fn edit(&mut self, rel: &str) {
+        let p = self.path(rel);
+        self.nvim.command(&format!("edit {p}"));
+    }
+
+    fn buffer_text(&mut self, path: &str) -> String {
+        self.nvim
+            .lua(
+                "local b = require('ccbridge.editors').buffer_for(...)
+                 return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n')",
+                vec![path.into()],
+            )
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Windows per tab page, as `{tab: [buffer names]}`.
+    fn layout(&mut self) -> Value {
+        self.nvim.eval(
+            "vim.tbl_map(function(t) return vim.tbl_map(function(w)
+               return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)) end,
+               vim.api.nvim_tabpage_list_wins(t)) end, vim.api.nvim_list_tabpages())",
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkhealth_reports_the_binary_protocol_lock_file_and_sessions() {
+    let mut rig = rig("");
+    let lock_path = rig.init()["lockFile"].as_str().unwrap().to_owned();
+    assert!(Path::new(&lock_path).exists());
+    let _claude = rig.claude().await;
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let report = report.as_str().unwrap();
+    for needle in [
+        env!("CARGO_BIN_EXE_ccbridge"),
+        "version: ccbridge ",
+        "editor protocol 3",
+        &format!("lock file: {lock_path}"),
+        "Claude Code session 1: claude-code",
+    ] {
+        assert!(report.contains(needle), "no {needle:?} in\n{report}");
+    }
+    assert!(!report.contains("ERROR"), "{report}");
+    // `:CCBridgeStop` ends the sidecar, which removes its lock file.
+    rig.nvim.command("CCBridgeStop");
+    rig.nvim.wait(
+        "the sidecar to stop",
+        "require('ccbridge').state.status == 'stopped'",
+        STEP,
+    );
+    assert!(!Path::new(&lock_path).exists(), "lock file left behind");
+    assert_eq!(rig.nvim.eval("require('ccbridge').statusline()"), "");
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert!(
+        report
+            .as_str()
+            .unwrap()
+            .contains("the sidecar is not running"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_binary_is_reported_once_with_what_to_do() {
+    let mut rig = rig("");
+    rig.nvim.command("CCBridgeStop");
+    rig.nvim.wait(
+        "the sidecar to stop",
+        "require('ccbridge').state.status == 'stopped'",
+        STEP,
+    );
+    rig.nvim.lua(
+        "require('ccbridge').setup({ bin = '/nonexistent/ccbridge' })",
+        vec![],
+    );
+    rig.nvim.command("CCBridgeStart");
+    rig.nvim.command("CCBridgeStart");
+    let notes = rig.nvim.eval(
+        "vim.tbl_filter(function(n) return n.msg:find('not found', 1, true) end, test.notes)",
+    );
+    let notes = notes.as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0]["msg"].as_str().unwrap().contains("set `bin`"));
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert!(
+        report
+            .as_str()
+            .unwrap()
+            .contains("`/nonexistent/ccbridge` not found"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visual_selections_reach_claude_with_utf16_positions() {
+    let mut rig = rig("");
+    std::fs::write(
+        rig.ws.join("multi.txt"),
+        "héllo wörld 😀 end\nsecond line\nthird ünïcode line\nlast\n",
+    )
+    .unwrap();
+    rig.edit("multi.txt");
+    let mut c = rig.claude().await;
+    let path = rig.path("multi.txt");
+
+    // Charwise, past an emoji (two UTF-16 units, four bytes).
+    rig.nvim.input("gg0fwve");
+    let s = selection_with(&mut c, "wörld").await;
+    assert_eq!(s["filePath"], path);
+    assert_eq!(range(&s), [0, 6, 0, 11]);
+    rig.nvim.input("<Esc>0f😀v$h");
+    let s = selection_with(&mut c, "😀 end").await;
+    // 'héllo wörld ' is 12 UTF-16 units; the emoji 2 more, then ' end'.
+    assert_eq!(range(&s), [0, 12, 0, 18]);
+
+    // Linewise over two lines: VS Code's form ends at the next line's start.
+    rig.nvim.input("<Esc>jVj");
+    let s = selection_with(&mut c, "second line\nthird ünïcode line\n").await;
+    assert_eq!(range(&s), [1, 0, 3, 0]);
+
+    // Blockwise: the block's text, its corners.
+    rig.nvim.input("<Esc>gg0<C-v>jl");
+    let s = selection_with(&mut c, "hé\nse").await;
+    assert_eq!(range(&s), [0, 0, 1, 2]);
+
+    // Normal mode: a bare cursor, character in UTF-16.
+    rig.nvim.input("<Esc>gg0fe");
+    let s = selection_with(&mut c, "").await;
+    assert_eq!(range(&s), [0, 15, 0, 15]);
+}
+
+/// claudecode.nvim #246: a selection made and left at once was never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_single_line_selection_is_sent_and_kept_while_claude_is_focused() {
+    let mut rig = rig("{ selection = { debounce_ms = 50, visual_hold_ms = 60000 } }");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    // `V` moves no cursor; `y` leaves Visual mode at once.
+    rig.nvim.input("3GVy");
+    let s = selection_with(&mut c, "    print(message)\n").await;
+    assert_eq!(range(&s), [2, 0, 3, 0]);
+    // A jump to a terminal (Claude's) keeps it: nothing else is sent.
+    rig.nvim.command("botright split | terminal");
+    assert!(
+        c.next_notification(Duration::from_millis(400))
+            .await
+            .unwrap()
+            .filter(|n| n.method == "selection_changed")
+            .is_none(),
+        "the selection was replaced while in the terminal"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
+    let mut rig = rig("{ selection = { visual_hold_ms = 100 } }");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    rig.nvim.input("2Gwviw");
+    selection_with(&mut c, "message").await;
+    rig.nvim.input("<Esc>");
+    let s = selection_with(&mut c, "").await;
+    assert_eq!(range(&s), [1, 10, 1, 10]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_buffers_dirty_state_and_diagnostics_reach_claude() {
+    let mut rig = rig("");
+    std::fs::write(rig.ws.join("other.txt"), "ö x\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+    let other = rig.path("other.txt");
+
+    let editors = poll_tool(&mut c, "getOpenEditors", json!({}), |v| {
+        v["tabs"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    let tabs = editors["tabs"].as_array().unwrap();
+    let active: Vec<&Value> = tabs.iter().filter(|t| t["isActive"] == true).collect();
+    assert_eq!(active.len(), 1, "{editors}");
+    assert!(active[0]["uri"].as_str().unwrap().ends_with("hello.py"));
+
+    // Typing makes the buffer dirty; Claude's checkDocumentDirty says so.
+    rig.nvim.input("ggOimport os<Esc>");
+    let dirty = poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == true,
+    )
+    .await;
+    assert_eq!(dirty["success"], true);
+
+    // vim.diagnostic → getDiagnostics, columns in UTF-16 ("ö" is 2 bytes, 1 unit).
+    rig.nvim.lua(
+        "local path = ...
+         local b = require('ccbridge.editors').buffer_for(path)
+         local ns = vim.api.nvim_create_namespace('test')
+         vim.diagnostic.set(ns, b, {{ lnum = 0, col = 3, end_col = 4, severity = 1,
+           message = 'bad x', source = 'lint', code = 'E1' }})",
+        vec![other.clone().into()],
+    );
+    let uri = format!("file://{other}");
+    let diags = poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|f| f["diagnostics"].as_array().is_some_and(|d| !d.is_empty()))
+        })
+    })
+    .await;
+    let d = &diags[0]["diagnostics"][0];
+    assert_eq!(d["message"], "bad x");
+    assert_eq!(d["range"]["start"]["character"], 2, "{d}");
+    assert_eq!(d["range"]["end"]["character"], 3, "{d}");
+    assert_eq!(d["source"], "lint");
+    // Cleared in Neovim, cleared for Claude.
+    rig.nvim.lua("vim.diagnostic.reset()", vec![]);
+    poll_tool(&mut c, "getDiagnostics", json!({"uri": uri}), |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .all(|f| f["diagnostics"].as_array().is_some_and(|d| d.is_empty()))
+        })
+    })
+    .await;
+}
+
+/// Starts Claude's `openDiff` of `hello.py` → `proposed` and waits until
+/// Neovim shows the review. The call's task returns the tool's text.
+async fn open_diff(
+    rig: &mut Rig,
+    c: IdeClient,
+    proposed: &str,
+) -> tokio::task::JoinHandle<(IdeClient, String)> {
+    let path = rig.path("hello.py");
+    let task = start_open_diff(c, path, proposed);
+    rig.nvim.wait(
+        "the review to open",
+        "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
+        STEP,
+    );
+    task
+}
+
+/// A rig editing hello.py, Claude connected, and Claude's proposal of
+/// `proposed` open for review.
+async fn review(
+    extra: &str,
+    proposed: &str,
+) -> (Rig, tokio::task::JoinHandle<(IdeClient, String)>) {
+    let mut rig = rig(extra);
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, proposed).await;
+    (rig, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    rig.nvim.command("vsplit");
+    let before = rig.layout();
+    let before_win = rig.nvim.eval("vim.api.nvim_get_current_win()");
+    let c = rig.claude().await;
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = open_diff(&mut rig, c, &proposed).await;
+    // A new tab with the original and the proposal in diff mode.
+    let layout = rig.layout();
+    assert_eq!(layout.as_array().unwrap().len(), 2, "{layout}");
+    assert_eq!(rig.nvim.eval("vim.wo.diff"), true);
+    assert_eq!(rig.nvim.eval("vim.bo.buftype"), "acwrite");
+    // Edit the proposal like a user, then :w.
+    rig.nvim.input("Gogreet(\"you\")<Esc>:w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    let expected = format!("{proposed}greet(\"you\")\n");
+    assert!(text.ends_with(&expected), "{text}");
+    rig.nvim.wait(
+        "the review to close",
+        "#test.events_named('CCBridgeDiffClosed') > 0",
+        STEP,
+    );
+    assert_eq!(rig.layout(), before);
+    assert_eq!(rig.nvim.eval("vim.api.nvim_get_current_win()"), before_win);
+    let leftover = rig.nvim.eval(
+        "#vim.tbl_filter(function(b) return vim.api.nvim_buf_get_name(b):find('ccbridge://') end, vim.api.nvim_list_bufs())",
+    );
+    assert_eq!(leftover, 0, "review buffers left behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_proposal_rejects_it() {
+    let (mut rig, task) = review("", &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.input(":q<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_reject_rejects_from_either_side() {
+    let (mut rig, task) = review(
+        "{ diff = { layout = 'horizontal' } }",
+        &HELLO.replace("hello ", "hi "),
+    )
+    .await;
+    rig.nvim.input("<C-w>k:CCBridgeReject<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn do_on_one_hunk_of_two_writes_only_the_other() {
+    let (mut rig, task) = review("", TWO_HUNKS).await;
+    // The second hunk (the last line): `do` takes the original's text back.
+    rig.nvim.input("Gdo:w<CR>");
+    let (_c, text) = verdict(task).await;
+    let expected = HELLO.replace("hello ", "hi ");
+    assert_saved(&text, &expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
+    let (mut rig, task) = review("{ diff = { layout = 'inline' } }", TWO_HUNKS).await;
+    // Inline: one window, the removed line shown as a virtual line.
+    let virt = rig.nvim.eval(
+        "#vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { details = true, type = 'virt_lines' })",
+    );
+    assert_eq!(virt, 2, "one virtual line block per hunk");
+    rig.nvim.input("gg:CCBridgeRejectHunk<CR>");
+    rig.nvim.wait(
+        "one hunk left",
+        "#vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { type = 'virt_lines' }) == 1",
+        STEP,
+    );
+    rig.nvim.input(":CCBridgeAcceptHunk<CR>");
+    let (_c, text) = verdict(task).await;
+    let expected = HELLO.replace("greet(\"world\")", "greet(\"everyone\")");
+    assert_saved(&text, &expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_every_hunk_is_a_rejection() {
+    let (mut rig, task) = review("", TWO_HUNKS).await;
+    rig.nvim
+        .input("gg:CCBridgeRejectHunk<CR>:CCBridgeRejectHunk<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    rig.nvim.input("Go# mine<Esc>");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.wait(
+        "the warning when it opened",
+        "test.noted('has unsaved changes here') ~= nil",
+        STEP,
+    );
+    rig.nvim.input(":w<CR>");
+    rig.nvim.wait(
+        "the refusal",
+        "test.noted('accept anyway with :w!') ~= nil",
+        STEP,
+    );
+    assert!(!task.is_finished(), "accepted despite the unsaved buffer");
+    rig.nvim.input(":w!<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // The user's buffer kept its edit.
+    let path = rig.path("hello.py");
+    assert!(rig.buffer_text(&path).ends_with("# mine"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsaved_changes_made_during_the_review_also_hold_the_accept() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    let hello_buf = rig.nvim.eval("vim.api.nvim_get_current_buf()");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    // The user's own buffer changes while the review is open.
+    rig.nvim.lua(
+        "vim.api.nvim_buf_set_lines(..., 0, 0, false, { '# new' })",
+        vec![hello_buf],
+    );
+    rig.nvim.input(":w<CR>");
+    rig.nvim.wait(
+        "the refusal",
+        "test.noted('accept anyway with :w!') ~= nil",
+        STEP,
+    );
+    assert!(!task.is_finished(), "accepted over unsaved changes");
+    rig.nvim.input(":CCBridgeReject<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+/// claudecode.nvim #231: the diff failed when a terminal was the only window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_from_a_lone_terminal_window_returns_to_it() {
+    let mut rig = rig("");
+    rig.nvim.command("terminal");
+    rig.nvim.input("i");
+    rig.nvim
+        .wait("terminal mode", "vim.api.nvim_get_mode().mode == 't'", STEP);
+    let term_win = rig.nvim.eval("vim.api.nvim_get_current_win()");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.nvim.input(":w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    rig.nvim.wait(
+        "focus back in the terminal, in terminal mode",
+        "vim.api.nvim_get_mode().mode == 't' and vim.api.nvim_get_current_win()",
+        STEP,
+    );
+    assert_eq!(rig.nvim.eval("vim.api.nvim_get_current_win()"), term_win);
+    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
+}
+
+/// claudecode.nvim #277: closing Claude's diffs closed other diffs too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_closing_its_diff_leaves_the_users_own_diff_windows_alone() {
+    let mut rig = rig("{ diff = { open_in = 'window' } }");
+    std::fs::write(rig.ws.join("a.txt"), "a\nb\n").unwrap();
+    std::fs::write(rig.ws.join("b.txt"), "a\nc\n").unwrap();
+    rig.edit("a.txt");
+    rig.nvim
+        .command(&format!("vert diffsplit {}", rig.path("b.txt")));
+    rig.nvim.command("tabnew");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    let during = rig.layout();
+    assert_eq!(during[1].as_array().unwrap().len(), 3, "{during}");
+    // Claude goes away mid-review: ccbridge sends `closeDiff`.
+    task.abort();
+    rig.nvim.wait(
+        "the review to close",
+        "#test.events_named('CCBridgeDiffClosed') > 0",
+        STEP,
+    );
+    assert_eq!(
+        rig.nvim
+            .eval("test.events_named('CCBridgeDiffClosed')[1].data.reason"),
+        "disconnected"
+    );
+    let after = rig.layout();
+    assert_eq!(after[0].as_array().unwrap().len(), 2, "{after}");
+    assert_eq!(after[1].as_array().unwrap().len(), 1, "{after}");
+    let diffs = rig.nvim.eval(
+        "#vim.tbl_filter(function(w) return vim.wo[w].diff end, vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[1]))",
+    );
+    assert_eq!(diffs, 2, "the user's diff windows lost diff mode");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
+    let mut rig = rig("");
+    std::fs::write(rig.ws.join("other.txt"), "one\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    let _c = rig.claude().await;
+    rig.nvim.wait(
+        "the directory watched",
+        "next(vim.tbl_keys(require('ccbridge.reload')._watched())) ~= nil",
+        STEP,
+    );
+    // Written the way editors and Claude write: a new file renamed over.
+    let hello = rig.ws.join("hello.py");
+    let tmp = rig.ws.join(".hello.py.tmp");
+    std::fs::write(&tmp, "print('rewritten')\n").unwrap();
+    std::fs::rename(&tmp, &hello).unwrap();
+    let path = rig.path("hello.py");
+    rig.nvim.wait(
+        "hello.py reloaded",
+        &format!(
+            "vim.api.nvim_buf_get_lines(require('ccbridge.editors').buffer_for({path:?}), 0, -1, false)[1] == \"print('rewritten')\""
+        ),
+        STEP,
+    );
+    // An unsaved buffer is not reloaded; the user is told once.
+    rig.nvim
+        .command(&format!("buffer {}", rig.path("other.txt")));
+    rig.nvim.input("Amine<Esc>");
+    std::fs::write(rig.ws.join("other.txt"), "theirs\n").unwrap();
+    rig.nvim.wait(
+        "the notice",
+        "test.noted('other.txt changed on disk but has unsaved changes') ~= nil",
+        STEP,
+    );
+    let other = rig.path("other.txt");
+    assert_eq!(rig.buffer_text(&other), "onemine");
+    // The reload left no buffer-local 'autoread' behind (-1: none).
+    let local = rig.nvim.lua(
+        "return vim.fn.getbufvar(require('ccbridge.editors').buffer_for(...), '&l:autoread')",
+        vec![path.into()],
+    );
+    assert_eq!(local, -1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_mentions_a_range_a_file_and_explorer_entries() {
+    let mut rig = rig("");
+    std::fs::create_dir_all(rig.ws.join("src")).unwrap();
+    std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+
+    rig.nvim.input("2GVj:CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert_eq!(
+        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    rig.nvim.input("<Esc>:CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
+
+    // netrw (shipped with Neovim): the entry under the cursor.
+    rig.nvim.lua("vim.g.netrw_liststyle = 0", vec![]);
+    rig.nvim.command(&format!("Explore {}", rig.ws.display()));
+    rig.nvim.wait("netrw", "vim.bo.filetype == 'netrw'", STEP);
+    rig.nvim.command("call search('^src/')");
+    rig.nvim.input(":CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], rig.path("src"));
+
+    // oil.nvim, neo-tree and nvim-tree through their public APIs (stand-ins
+    // in editors/nvim/test/stubs answer as the real plugins do).
+    for (ft, entry) in [
+        ("oil", "src/lib.rs"),
+        ("neo-tree", "src"),
+        ("NvimTree", "hello.py"),
+    ] {
+        let target = rig.path(entry);
+        rig.nvim.lua(
+            "local ft, target = ...
+             vim.g.test_explorer_entry = target
+             vim.cmd('enew')
+             vim.bo.buftype = 'nofile'
+             vim.bo.filetype = ft",
+            vec![ft.into(), target.clone().into()],
+        );
+        rig.nvim.input(":CCBridgeSend<CR>");
+        let m = next_note(&mut c, "at_mentioned").await;
+        assert_eq!(m["filePath"], target, "{ft}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_runs_in_a_terminal_with_the_sidecars_environment() {
+    let mut rig = rig(
+        r#"{ terminal = { cmd = { "sh", "-c", 'echo "port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy args=$*"; exec sleep 60', "claude" } } }"#,
+    );
+    let port = rig.init()["port"].as_u64().unwrap();
+    rig.nvim.input(":CCBridgeClaude --resume x<CR>");
+    let line = rig.nvim.wait(
+        "the terminal's output",
+        "(function() local b = require('ccbridge.terminal').buffer(); if not b then return nil end
+           local all = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false))
+           return all:find('--resume x', 1, true) and all or nil end)()",
+        STEP,
+    );
+    let line = line.as_str().unwrap();
+    assert!(line.contains(&format!("port={port} ide=true")), "{line}");
+    assert!(line.contains("127.0.0.1"), "no_proxy: {line}");
+    assert!(line.contains("--resume x"), "{line}");
+    // The sidecar's settings come first: every edit asks, and so is
+    // reviewed here, even in the auto mode claude starts in.
+    assert!(
+        line.contains("args=--settings {\"hooks\"")
+            && line.contains("\"permissionDecision\\\":\\\"ask"),
+        "{line}"
+    );
+    // Again: the same terminal, focused, no second one.
+    rig.nvim.input("<C-\\><C-n><C-w>p:CCBridgeClaude<CR>");
+    rig.nvim.wait(
+        "focus in Claude's terminal",
+        "vim.api.nvim_get_current_buf() == require('ccbridge.terminal').buffer()",
+        STEP,
+    );
+    let terminals = rig.nvim.eval(
+        "#vim.tbl_filter(function(b) return vim.bo[b].buftype == 'terminal' end, vim.api.nvim_list_bufs())",
+    );
+    assert_eq!(terminals, 1);
+}
+
+/// Issue 25: with the sidecar behind a prefix (`env` here, standing for
+/// `ssh -T host`), a Claude started by `:CCBridgeClaude`'s default command
+/// would run on this side, where the sidecar's lock file is not: it says
+/// where to start Claude instead and starts nothing. A command of the
+/// user's own still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there() {
+    let mut rig = rig(r#"{ cmd = { "env" } }"#);
+    rig.nvim.input(":CCBridgeClaude<CR>");
+    let note = rig.nvim.wait(
+        "the warning",
+        "_G.test.noted('so a Claude started here would not find it')",
+        STEP,
+    );
+    let msg = note["msg"].as_str().unwrap();
+    assert!(msg.contains("through `env`"), "{msg}");
+    let port = rig.init()["port"].as_u64().unwrap();
+    assert!(
+        msg.contains(&format!("CLAUDE_CODE_SSE_PORT={port} claude")),
+        "{msg}"
+    );
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge.terminal').buffer()"),
+        Value::Null,
+        "no terminal was started"
+    );
+    rig.nvim.lua(
+        r#"require("ccbridge.config").options.terminal.cmd = { "sh", "-c", "sleep 30" }"#,
+        vec![],
+    );
+    rig.nvim.input(":CCBridgeClaude<CR>");
+    rig.nvim.wait(
+        "the user's own command in a terminal",
+        "require('ccbridge.terminal').buffer()",
+        STEP,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_starts_claude_again_once_it_has_exited() {
+    let mut rig = rig(
+        r#"{ terminal = { auto_close = false, cmd = { "sh", "-c", 'echo "run $$"; exit 3' } } }"#,
+    );
+    rig.nvim.input(":CCBridgeClaude<CR>");
+    let first = rig.nvim.wait(
+        "Claude's terminal",
+        "require('ccbridge.terminal').buffer()",
+        STEP,
+    );
+    rig.nvim.wait(
+        "the first run to end",
+        "vim.fn.jobwait({ vim.b[require('ccbridge.terminal').buffer()].terminal_job_id }, 0)[1] ~= -1",
+        STEP,
+    );
+    rig.nvim.input("<C-\\><C-n>:CCBridgeClaude<CR>");
+    let second = rig.nvim.wait(
+        "a second terminal",
+        &format!("require('ccbridge.terminal').buffer() ~= {first} and require('ccbridge.terminal').buffer()"),
+        STEP,
+    );
+    assert_ne!(first, second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_then_start_at_once_restarts_the_sidecar() {
+    let mut rig = rig("");
+    let port = rig.init()["port"].clone();
+    rig.nvim.command("CCBridgeStop | CCBridgeStart");
+    rig.nvim.wait(
+        "a new sidecar",
+        &format!("require('ccbridge').state.status == 'running' and require('ccbridge').state.init.port ~= {port}"),
+        STEP,
+    );
+    let lock = rig.lock();
+    assert_eq!(
+        lock["ideName"].as_str().map(|n| n.starts_with("Neovim (")),
+        Some(true)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_statusline_and_events_follow_the_sessions() {
+    let mut rig = rig("");
+    rig.edit("hello.py");
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge').statusline()"),
+        "Claude ○"
+    );
+    let c = rig.claude().await;
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge').statusline()"),
+        "Claude ●"
+    );
+    let connected = rig
+        .nvim
+        .eval("test.events_named('CCBridgeConnected')[1].data");
+    assert_eq!(connected["name"], "claude-code");
+    assert_eq!(connected["pid"], std::process::id());
+    let status = rig
+        .nvim
+        .eval("table.concat(require('ccbridge.status').lines(), '\\n')");
+    let status = status.as_str().unwrap();
+    let port = rig.init()["port"].as_u64().unwrap();
+    assert!(status.contains(&format!("port {port}")), "{status}");
+    assert!(status.contains("Claude session 1: claude-code"), "{status}");
+    let tools = rig.init()["tools"]["url"].as_str().unwrap().to_owned();
+    assert!(
+        status.contains(&format!(
+            "workspace tools (MCP): {tools}, asking before writes and commands"
+        )),
+        "{status}"
+    );
+    c.close().await.unwrap();
+    rig.nvim.wait(
+        "CCBridgeDisconnected",
+        "#test.events_named('CCBridgeDisconnected') > 0",
+        STEP,
+    );
+    assert_eq!(
+        rig.nvim.eval("require('ccbridge').statusline()"),
+        "Claude ○"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_neovim_removes_the_lock_file() {
+    let mut rig = rig("");
+    let lock = PathBuf::from(rig.init()["lockFile"].as_str().unwrap());
+    assert!(lock.exists());
+    let lock_dir = rig.lock_dir.clone();
+    let status = rig.nvim.quit();
+    assert!(status.is_some(), "Neovim did not exit");
+    let gone = poll_until(STEP, Duration::from_millis(10), || {
+        (!lock.exists()).then_some(())
+    });
+    assert!(gone.is_some(), "{} left behind", lock.display());
+    assert!(ccbridge_testkit::lock_files(&lock_dir).is_empty());
+}
+
+/// claudecode.nvim #237/#247: every instance was "Neovim" in `/ide`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_neovim_in_the_same_folder_gets_a_distinct_name() {
+    let mut first = rig("");
+    let folder = first.ws.file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(first.lock()["ideName"], format!("Neovim ({folder})"));
+    let home = first._dir.path().join("home2");
+    let mut second = plugin_nvim(&first.ws, &first.lock_dir, &home, "");
+    let lock = second.eval("require('ccbridge').state.init.lockFile");
+    let lock = PathBuf::from(lock.as_str().unwrap());
+    let want = format!("Neovim ({folder}) [2]");
+    let name = poll_until(STEP, Duration::from_millis(10), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
+        (v["ideName"] == want.as_str()).then_some(v)
+    });
+    assert!(name.is_some(), "{} never named {want:?}", lock.display());
+    assert_eq!(first.lock()["ideName"], format!("Neovim ({folder})"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_options_are_reported_and_replaced_by_defaults() {
+    let mut rig = rig("");
+    rig.nvim.lua(
+        "require('ccbridge').setup({ bin = ..., diff = { layout = 'sideways' }, nope = 1 })",
+        vec![env!("CARGO_BIN_EXE_ccbridge").into()],
+    );
+    let note = rig.nvim.eval("test.noted('defaults used').msg");
+    let note = note.as_str().unwrap();
+    assert!(
+        note.contains("`diff.layout` must be one of vertical, horizontal, inline"),
+        "{note}"
+    );
+    assert!(note.contains("unknown option `nope`"), "{note}");
+    assert_eq!(
+        rig.nvim
+            .eval("require('ccbridge.config').options.diff.layout"),
+        "vertical"
+    );
+}
+
+/// `:helptags` accepts the help file (a duplicate tag is error E154).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_help_file_builds_its_tags() {
+    let mut rig = rig("");
+    let doc = rig._dir.path().join("doc");
+    std::fs::create_dir_all(&doc).unwrap();
+    std::fs::copy(
+        plugin_dir().join("doc/ccbridge.txt"),
+        doc.join("ccbridge.txt"),
+    )
+    .unwrap();
+    rig.nvim.command(&format!("helptags {}", doc.display()));
+    let tags = std::fs::read_to_string(doc.join("tags")).unwrap();
+    for tag in [
+        "ccbridge.txt",
+        ":CCBridgeSend",
+        ":CCBridgeClaude",
+        "ccbridge-setup",
+    ] {
+        assert!(
+            tags.lines().any(|l| l.starts_with(&format!("{tag}\t"))),
+            "no {tag} in\n{tags}"
+        );
+    }
+}
+
+/// Opens an MCP session with the plugin's tools server; returns a caller
+/// of one tool on its own thread (it waits for Neovim's user).
+fn tools_caller(rig: &mut Rig) -> impl Fn(&str, Value) -> std::thread::JoinHandle<Value> {
+    let tools = rig.init()["tools"].clone();
+    let url = tools["url"]
+        .as_str()
+        .expect("the tools are served")
+        .to_owned();
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let token = tools["token"].as_str().unwrap().to_owned();
+    let post = move |session: Option<&str>, body: Value| {
+        let body = body.to_string();
+        ccbridge_testkit::http::mcp_post(port, &token, session, &body, Duration::from_secs(30))
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+    );
+    let session = init.header("mcp-session-id").expect("a session");
+    let post = std::sync::Arc::new(post);
+    move |name: &str, args: Value| {
+        let (post, session) = (post.clone(), session.clone());
+        let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                          "params":{"name": name, "arguments": args}});
+        std::thread::spawn(move || post(Some(&session), body).message()["result"].clone())
+    }
+}
+
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. Neovim's prompt shows the sidecar's
+/// rendering (markers, a warning), never the raw characters; so does the
+/// output view of the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_neovims_prompt() {
+    let mut rig = rig("");
+    rig.nvim.lua(
+        "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
+        vec![],
+    );
+    let call = tools_caller(&mut rig);
+    let run = call(
+        "execute_command",
+        json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\nprintf '\\033]0;t\\007'\r"}),
+    );
+    rig.nvim
+        .wait("the approval prompt", "test.asked ~= nil", STEP);
+    let prompt = rig.nvim.eval("test.asked.prompt");
+    let prompt = prompt.as_str().unwrap();
+    assert!(
+        prompt.contains(
+            "echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\u{27E8}U+000A\u{27E9}printf"
+        ),
+        "{prompt:?}"
+    );
+    assert!(prompt.contains("\u{27E8}U+000D\u{27E9}"), "{prompt:?}");
+    assert!(
+        prompt.contains("3 hidden or look-alike characters"),
+        "{prompt:?}"
+    );
+    assert!(
+        !prompt.contains(['\u{2067}', '\u{2069}', '\r', '\n']),
+        "raw characters in the prompt: {prompt:?}"
+    );
+    rig.nvim.lua("test.answer('Allow')", vec![]);
+    run.join().unwrap();
+    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
+    let view_lines = "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+             return table.concat(vim.api.nvim_buf_get_lines(b, 0, 2, false), '\\n') end end end)()";
+    rig.nvim.wait(
+        "the output view",
+        &format!("({view_lines} or ''):find('$ echo', 1, true) ~= nil"),
+        STEP,
+    );
+    let view = rig.nvim.eval(view_lines);
+    let view = view.as_str().unwrap();
+    assert!(
+        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
+        "{view:?}"
+    );
+    assert!(!view.contains(['\u{2067}', '\u{2069}']), "{view:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_tools_ask_neovims_user_and_show_the_commands_output() {
+    let mut rig = rig("");
+    // The prompt goes through vim.ui.select, as a picker plugin would take it.
+    rig.nvim.lua(
+        "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
+        vec![],
+    );
+    let call = tools_caller(&mut rig);
+    let run = call(
+        "execute_command",
+        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
+    );
+    rig.nvim
+        .wait("the approval prompt", "test.asked ~= nil", STEP);
+    let prompt = rig.nvim.eval("test.asked.prompt");
+    assert!(
+        prompt.as_str().unwrap().contains("printf 'plain"),
+        "{prompt}"
+    );
+    assert_eq!(rig.nvim.eval("test.asked.items"), json!(["Allow", "Deny"]));
+    rig.nvim.lua("test.answer('Allow')", vec![]);
+    let result = run.join().unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let r: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["output"], "plain red\n");
+    // The output, coloured, in a terminal buffer below.
+    rig.nvim.wait(
+        "the output view to end",
+        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+             return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n'):find('[exit 0]', 1, true) ~= nil \
+           end end return false end)()",
+        STEP,
+    );
+    let shown = rig.nvim.eval(
+        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+             return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') end end end)()",
+    );
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("plain red"), "{shown}");
+    assert!(
+        !shown.contains('\u{1b}'),
+        "the terminal rendered the escapes: {shown}"
+    );
+
+    // Denied: not run.
+    rig.nvim.lua("test.asked = nil", vec![]);
+    let run = call("execute_command", json!({"command": "touch ran"}));
+    rig.nvim
+        .wait("the approval prompt", "test.asked ~= nil", STEP);
+    rig.nvim.lua("test.answer('Deny')", vec![]);
+    let result = run.join().unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"rejected\""),
+        "{result}"
+    );
+    assert!(!rig.ws.join("ran").exists());
+
+    // write_file: reviewed in the plugin's diff view; :w after an edit
+    // accepts the edited text, written by ccbridge, the buffer reloaded.
+    rig.edit("hello.py");
+    let write = call(
+        "write_file",
+        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
+    );
+    rig.nvim.wait(
+        "the review to open",
+        "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
+        STEP,
+    );
+    rig.nvim.input("Gogreet(\"you\")<Esc>:w<CR>");
+    let result = write.join().unwrap();
+    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["status"], "accepted", "{r}");
+    assert!(
+        r["user_edits"]
+            .as_str()
+            .unwrap()
+            .contains("+greet(\"you\")"),
+        "{r}"
+    );
+    let expected = format!("{}greet(\"you\")\n", HELLO.replace("hello ", "hi "));
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    rig.nvim.wait(
+        "the review to close",
+        "#test.events_named('CCBridgeDiffClosed') > 0",
+        STEP,
+    );
+}
+
+/// Issue 19, the session review in Neovim: a change written on disk
+/// without a review (an agent in auto mode) is listed by `:CCBridgeChanges`
+/// in the quickfix list, one entry per hunk; `:CCBridgeChangeRevert` on
+/// the second of two identical hunks reverts that one only, and the list
+/// follows (`changesChanged`).
+#[test]
+fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_under_the_cursor() {
+    let mut rig = rig("{}");
+    // The baseline is taken when the sidecar starts: wait for it.
+    rig.nvim.wait(
+        "the session review to be ready",
+        "(function() require('ccbridge').request('changes', vim.empty_dict(), function(_, r) _G.cc_ready = r and r.ready end) return _G.cc_ready end)()",
+        STEP,
+    );
+    let edited = HELLO
+        .replace("def greet(name):\n", "def greet(name):\n    log()\n")
+        .replace("    print(message)\n", "    print(message)\n    log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &edited).unwrap();
+    rig.nvim.command("CCBridgeChanges");
+    let items = rig.nvim.wait(
+        "two quickfix entries",
+        "(function() local l = vim.fn.getqflist({ title = 0, items = 0 }) return l.title == 'ccbridge: changes' and #l.items == 2 and vim.tbl_map(function(i) return { lnum = i.lnum, text = i.text } end, l.items) end)()",
+        STEP,
+    );
+    assert_eq!(items[0]["lnum"], 2, "{items}");
+    assert_eq!(items[1]["lnum"], 5, "{items}");
+    assert!(
+        items[1]["text"].as_str().unwrap().contains("not reviewed"),
+        "{items}"
+    );
+    // The second `log()` line, in the file itself.
+    rig.edit("hello.py");
+    rig.nvim.command("5");
+    rig.nvim.command("CCBridgeChangeRevert");
+    let expected = HELLO.replace("def greet(name):\n", "def greet(name):\n    log()\n");
+    poll_until(STEP, Duration::from_millis(10), || {
+        (std::fs::read_to_string(rig.ws.join("hello.py")).unwrap() == expected).then_some(())
+    })
+    .expect("only the second hunk is reverted");
+    rig.nvim.wait(
+        "the quickfix list to follow",
+        "#vim.fn.getqflist() == 1 and vim.fn.getqflist()[1].lnum == 2",
+        STEP,
+    );
+    // The buffer reloaded the file.
+    rig.nvim.wait(
+        "the buffer to reload",
+        "#vim.api.nvim_buf_get_lines(0, 0, -1, false) == 8",
+        STEP,
+    );
+}
+
+/// Issue 19: an edit accepted in Neovim's review is "reviewed" in the
+/// session review once Claude writes it, unlike one written without asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_accepted_in_the_review_is_listed_as_reviewed() {
+    let proposed = HELLO.replace("hello ", "hi ");
+    let (mut rig, task) = review("", &proposed).await;
+    rig.nvim.input(":w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // Claude writes what was accepted, as the CLI does after FILE_SAVED.
+    std::fs::write(rig.ws.join("hello.py"), &proposed).unwrap();
+    rig.nvim.command("CCBridgeChanges");
+    let text = rig.nvim.wait(
+        "the reviewed change in the quickfix list",
+        "(function() local l = vim.fn.getqflist({ title = 0, items = 0 }) return l.title == 'ccbridge: changes' and #l.items == 1 and l.items[1].text end)()",
+        STEP,
+    );
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains("(kept), reviewed") && !text.contains("not reviewed"),
+        "{text}"
+    );
+}
+
+/// `ccbridge.remote` (the sidecar through `cmd`, the `path_map`): its pure
+/// functions, called in a Neovim without a sidecar. The same through real
+/// SSH: `remote_ssh.rs`.
+#[test]
+fn the_path_map_and_the_command_prefix() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-nvim-").unwrap();
+    let mut nvim = Nvim::start(&plugin_dir().join("test/init.lua"), dir.path(), &[]).unwrap();
+    let failures = nvim.lua(
+        r#"local r = require("ccbridge.remote")
+        local bad = {}
+        local function eq(what, got, want)
+          if not vim.deep_equal(got, want) then
+            bad[#bad + 1] = ("%s: got %s, want %s"):format(what, vim.inspect(got), vim.inspect(want))
+          end
+        end
+        local map, problems = r.normalize({
+          { "/home/me/proj/", "/srv/proj" },
+          { ["local"] = "/home/me/proj/vendor", remote = "/opt/vendor" },
+          { "relative", "/x" },
+          "nonsense",
+        })
+        eq("problems", #problems, 2)
+        eq("to_remote", r.to_remote(map, "/home/me/proj/a.py"), "/srv/proj/a.py")
+        eq("to_remote root", r.to_remote(map, "/home/me/proj"), "/srv/proj")
+        eq("longest first", r.to_remote(map, "/home/me/proj/vendor/x.lua"), "/opt/vendor/x.lua")
+        eq("no prefix match", r.to_remote(map, "/home/me/project/a.py"), "/home/me/project/a.py")
+        eq("outside", r.to_remote(map, "/etc/hosts"), "/etc/hosts")
+        eq("to_local", r.to_local(map, "/srv/proj/src/b.py"), "/home/me/proj/src/b.py")
+        eq("to_local longest", r.to_local(map, "/opt/vendor/y"), "/home/me/proj/vendor/y")
+        eq("to_local outside", r.to_local(map, "/srv/project"), "/srv/project")
+        eq("non-strings", r.to_remote(map, vim.NIL), vim.NIL)
+        local root = r.normalize({ { "/", "/mnt/host" } })
+        eq("root map", r.to_remote(root, "/a/b"), "/mnt/host/a/b")
+        eq("root back", r.to_local(root, "/mnt/host/a/b"), "/a/b")
+
+        -- Every path the plugin sends, and none of the rest.
+        eq("selection", r.outgoing(map, "selectionChanged", { filePath = "/home/me/proj/a", text = "/home/me/proj/a" }),
+          { filePath = "/srv/proj/a", text = "/home/me/proj/a" })
+        eq("tabs", r.outgoing(map, "openEditorsChanged", { tabs = {
+            { path = "/home/me/proj/a", isActive = true }, { path = "Untitled-1", isUntitled = true } } }),
+          { tabs = { { path = "/srv/proj/a", isActive = true }, { path = "Untitled-1", isUntitled = true } } })
+        eq("diagnostics", r.outgoing(map, "diagnosticsChanged", { path = "/home/me/proj/a", diagnostics = {} }),
+          { path = "/srv/proj/a", diagnostics = {} })
+        eq("diagnostics uri", r.outgoing(map, "diagnosticsChanged", { uri = "file:///home/me/proj/a" }).uri,
+          "file:///srv/proj/a")
+        eq("dirty", r.outgoing(map, "documentDirtyChanged", { path = "/home/me/proj/a", isDirty = true }).path, "/srv/proj/a")
+        eq("mention", r.outgoing(map, "atMentioned", { filePath = "/home/me/proj/a", lineStart = 1 }),
+          { filePath = "/srv/proj/a", lineStart = 1 })
+        eq("folders", r.outgoing(map, "workspaceChanged", { workspaceFolders = { "/home/me/proj" } }).workspaceFolders,
+          { "/srv/proj" })
+        eq("changeAction", r.outgoing(map, "changeAction", { action = "revert", path = "/home/me/proj/a" }).path, "/srv/proj/a")
+        local verdict = { id = 3, decision = "accepted", contents = "/home/me/proj/a" }
+        eq("verdict untouched", r.outgoing(map, "diffResolved", verdict), verdict)
+        local sent = { filePath = "/home/me/proj/a" }
+        r.outgoing(map, "selectionChanged", sent)
+        eq("params not changed in place", sent.filePath, "/home/me/proj/a")
+
+        -- Every path received.
+        eq("showDiff", r.incoming(map, "showDiff", { oldFilePath = "/srv/proj/a", newFilePath = "/srv/proj/a",
+            originalContents = "/srv/proj/a" }),
+          { oldFilePath = "/home/me/proj/a", newFilePath = "/home/me/proj/a", originalContents = "/srv/proj/a" })
+        eq("openFile", r.incoming(map, "openFile", { filePath = "/srv/proj/a" }).filePath, "/home/me/proj/a")
+        eq("openFile answer", r.answer(map, "openFile", { filePath = "/home/me/proj/a", lineCount = 2 }),
+          { filePath = "/srv/proj/a", lineCount = 2 })
+        eq("openFiles", r.incoming(map, "openFiles", { paths = { "/srv/proj/a", "/elsewhere" } }).paths,
+          { "/home/me/proj/a", "/elsewhere" })
+        eq("openFiles answer", r.answer(map, "openFiles", { opened = { "/home/me/proj/a" } }).opened, { "/srv/proj/a" })
+        eq("saveDocument", r.incoming(map, "saveDocument", { path = "/srv/proj/a" }).path, "/home/me/proj/a")
+        eq("changes", r.result(map, "changes", { files = { { path = "/srv/proj/a" } } }).files[1].path, "/home/me/proj/a")
+        eq("empty map", r.incoming({}, "openFile", { filePath = "/srv/proj/a" }).filePath, "/srv/proj/a")
+
+        -- The command line: words quoted for ssh's remote shell only.
+        local argv = { "ccbridge", "serve", "--stdio", "--ide-name", "Neovim (my proj)", "--workspace", "/srv/it's" }
+        eq("no prefix", r.command({}, argv), argv)
+        eq("ssh", r.command({ "ssh", "-T", "host" }, argv), { "ssh", "-T", "host", "ccbridge", "serve", "--stdio",
+          "--ide-name", "'Neovim (my proj)'", "--workspace", [['/srv/it'\''s']] })
+        eq("docker", r.command({ "docker", "exec", "-i", "box" }, argv), vim.list_extend({ "docker", "exec", "-i", "box" }, argv))
+        eq("forced", r.command({ "/usr/bin/wrap" }, { "a b" }, true), { "/usr/bin/wrap", "'a b'" })
+        eq("forced off", r.command({ "/usr/bin/ssh", "h" }, { "a b" }, false), { "/usr/bin/ssh", "h", "a b" })
+        eq("quote empty", r.shell_quote(""), "''")
+        -- What a POSIX shell makes of the quoted words is the words.
+        local quoted = vim.tbl_map(r.shell_quote, argv)
+        local echoed = vim.fn.systemlist("printf '%s\\n' " .. table.concat(quoted, " "))
+        eq("sh round trip", echoed, argv)
+        return bad"#,
+        vec![],
+    );
+    assert_eq!(failures, json!([]), "{failures:#}");
+}
+
+/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
+/// review in Neovim holds the user's edit: ccbridge asks Neovim for the
+/// review's text (`reviewText`) and hands it to the CLI, which writes it.
+#[test]
+fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
+    let mut rig = rig("{}");
+    let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
+    let path = rig.path("hello.py");
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            rig.nvim.wait(
+                "the review to open",
+                "#require('ccbridge.diff').pending() == 1",
+                STEP,
+            );
+            rig.nvim.lua(
+                "local r = require('ccbridge.diff').pending()[1]
+                 vim.api.nvim_buf_set_lines(r.prop, -1, -1, false, { ... })",
+                vec![KEPT_LINE.into()],
+            );
+        }
+        Step::Closed => {
+            rig.nvim.wait(
+                "the review to close",
+                "#require('ccbridge.diff').pending() == 0",
+                STEP,
+            );
+        }
+    });
+}

@@ -1,0 +1,1807 @@
+//! The Vim plugin (`editors/vim`) in a real Vim 9 running in a real
+//! terminal (tmux), typed into with real keys, against the real sidecar it
+//! spawns, with this test playing Claude over a real WebSocket (a
+//! `claude-code` session of `IdeClient`). What Claude sees is checked at
+//! Claude's end: `selection_changed`, `at_mentioned`, tool results.
+//!
+//! Needs Vim 9.0+ (`vim` on PATH or `CCBRIDGE_VIM_BIN`) and tmux; without
+//! them every test fails with the instruction (see `ccbridge_testkit::vim`).
+
+use crate::claude_side::{
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
+    start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
+};
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_testkit::poll_until;
+use ccbridge_testkit::vim::{Vim, VimOptions};
+use ccbridge_testkit::HELLO_PY as HELLO;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(10);
+
+/// Vim with the plugin started in a fresh workspace. Field order is drop
+/// order: Vim (and with it the sidecar) before the directory.
+struct Rig {
+    vim: Vim,
+    ws: PathBuf,
+    lock_dir: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+fn plugin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim")
+}
+
+/// `a` with `b` merged over it, objects key by key.
+fn merge(a: &mut Value, b: &Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b.clone(),
+    }
+}
+
+/// A Vim string literal.
+fn vim_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The test defaults (sidecar and plugin debounce 0, a private lock
+/// directory) with `extra` merged over them.
+fn options(lock_dir: &Path, extra: &Value) -> Value {
+    let mut o = json!({
+        "bin": env!("CARGO_BIN_EXE_ccbridge"),
+        "args": ["--lock-dir", lock_dir, "--selection-debounce-ms", "0"],
+        "selection": {"debounce_ms": 0},
+    });
+    merge(&mut o, extra);
+    o
+}
+
+/// `let g:ccbridge = <options>` for Vim.
+fn let_options(o: &Value) -> String {
+    format!("let g:ccbridge = json_decode({})", vim_str(&o.to_string()))
+}
+
+/// A Vim in `ws` with the test vimrc and `env`, not yet started.
+fn start_vim(ws: &Path, home: &Path, env: &[(&str, String)]) -> Vim {
+    std::fs::create_dir_all(home).unwrap();
+    let mut opts = VimOptions::new(ws);
+    opts.vimrc = Some(plugin_dir().join("test/vimrc"));
+    opts.env.push(("HOME".into(), home.display().to_string()));
+    for (k, v) in env {
+        opts.env.push((k.to_string(), v.clone()));
+    }
+    Vim::start(&opts).expect("start vim")
+}
+
+fn rig(extra: Value) -> Rig {
+    rig_with_env(extra, &[])
+}
+
+fn rig_with_env(extra: Value, env: &[(&str, String)]) -> Rig {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-").unwrap();
+    let ws = dir.path().join("ws");
+    let lock_dir = dir.path().join("ide");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("hello.py"), HELLO).unwrap();
+    let mut vim = start_vim(&ws, &dir.path().join("home"), env);
+    vim.ex(&let_options(&options(&lock_dir, &extra)));
+    vim.ex("CCBridgeStart");
+    vim.wait(
+        "the sidecar to answer initialize",
+        "ccbridge#Status() ==# 'running'",
+        STEP,
+    );
+    Rig {
+        vim,
+        ws,
+        lock_dir,
+        dir,
+    }
+}
+
+impl Rig {
+    fn path(&self, rel: &str) -> String {
+        self.ws.join(rel).display().to_string()
+    }
+
+    fn init(&mut self) -> Value {
+        self.vim.eval("ccbridge#Init()")
+    }
+
+    fn lock(&mut self) -> Value {
+        let path = self.init()["lockFile"].as_str().unwrap().to_owned();
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// This test as a Claude session: connected, tools listed, pid
+    /// reported, and the plugin told (`CCBridgeConnected`).
+    async fn claude(&mut self) -> IdeClient {
+        let port = self.init()["port"].as_u64().unwrap() as u16;
+        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
+        let c = connect(port, &token).await;
+        self.vim.wait(
+            "CCBridgeConnected",
+            "len(TestEvents('CCBridgeConnected')) > 0",
+            STEP,
+        );
+        c
+    }
+
+    fn edit(&mut self, rel: &str) {
+        let p = self.path(rel);
+        self.vim.ex(&format!("edit {p}"));
+    }
+
+    fn buffer_text(&mut self, path: &str) -> String {
+        self.vim
+            .eval(&format!("TestBufferText({})", vim_str(path)))
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Windows per tab page, as `[[buffer names]]`.
+    fn layout(&mut self) -> Value {
+        self.vim.eval("TestLayout()")
+    }
+
+    /// Lines of `:messages` containing `needle`.
+    fn noted(&mut self, needle: &str) -> Vec<String> {
+        let v = self.vim.eval(&format!("TestNoted({})", vim_str(needle)));
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    fn wait_noted(&mut self, what: &str, needle: &str) -> String {
+        let v = self
+            .vim
+            .wait(what, &format!("TestNoted({})", vim_str(needle)), STEP);
+        v[0].as_str().unwrap().to_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visual_selections_reach_claude_with_utf16_positions() {
+    let mut rig = rig(json!({}));
+    std::fs::write(
+        rig.ws.join("multi.txt"),
+        "héllo wörld 😀 end\nsecond line\nthird ünïcode line\nlast\n",
+    )
+    .unwrap();
+    rig.edit("multi.txt");
+    let mut c = rig.claude().await;
+    let path = rig.path("multi.txt");
+
+    // Charwise, past multibyte characters.
+    rig.vim.keys("gg0fwve");
+    let s = selection_with(&mut c, "wörld").await;
+    assert_eq!(s["filePath"], path);
+    assert_eq!(range(&s), [0, 6, 0, 11]);
+    // Past an emoji (two UTF-16 units, four bytes).
+    rig.vim.keys("<Esc>0f😀v$h");
+    let s = selection_with(&mut c, "😀 end").await;
+    assert_eq!(range(&s), [0, 12, 0, 18]);
+
+    // Linewise over two lines: VS Code's form ends at the next line's start.
+    rig.vim.keys("<Esc>jVj");
+    let s = selection_with(&mut c, "second line\nthird ünïcode line\n").await;
+    assert_eq!(range(&s), [1, 0, 3, 0]);
+
+    // Blockwise: the block's text, its corners.
+    rig.vim.keys("<Esc>gg0<C-v>jl");
+    let s = selection_with(&mut c, "hé\nse").await;
+    assert_eq!(range(&s), [0, 0, 1, 2]);
+
+    // Normal mode: a bare cursor, character in UTF-16.
+    rig.vim.keys("<Esc>gg0fe");
+    let s = selection_with(&mut c, "").await;
+    assert_eq!(range(&s), [0, 15, 0, 15]);
+}
+
+impl Rig {
+    /// Types `:let g:test_sync = N<CR>` and waits until Vim ran it: every
+    /// key typed before has been handled.
+    fn sync(&mut self) {
+        let n = self.vim.eval("get(g:, 'test_sync', 0)").as_i64().unwrap() + 1;
+        self.vim.keys(&format!(":let g:test_sync = {n}<CR>"));
+        self.vim.wait(
+            "the keys typed so far to be handled",
+            &format!("get(g:, 'test_sync', 0) == {n}"),
+            STEP,
+        );
+    }
+}
+
+/// The diagnostics Claude's getDiagnostics gives for `path` once `ok`
+/// holds for them.
+async fn diagnostics_of(
+    c: &mut IdeClient,
+    path: &str,
+    ok: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let uri = format!("file://{path}");
+    let v = poll_tool(c, "getDiagnostics", json!({"uri": uri}), |v| {
+        let all: Vec<Value> = v
+            .as_array()
+            .map(|files| {
+                files
+                    .iter()
+                    .flat_map(|f| f["diagnostics"].as_array().cloned().unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ok(&all)
+    })
+    .await;
+    v.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["diagnostics"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+/// Starts Claude's `openDiff` of `hello.py` → `proposed` and waits until
+/// Vim shows the review. The call's task returns the tool's text.
+async fn open_diff(
+    rig: &mut Rig,
+    c: IdeClient,
+    proposed: &str,
+) -> tokio::task::JoinHandle<(IdeClient, String)> {
+    let path = rig.path("hello.py");
+    let task = start_open_diff(c, path, proposed);
+    rig.vim.wait(
+        "the review to open",
+        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
+        STEP,
+    );
+    task
+}
+
+/// A rig editing hello.py, Claude connected, and Claude's proposal of
+/// `proposed` open for review.
+async fn review(
+    extra: Value,
+    proposed: &str,
+) -> (Rig, tokio::task::JoinHandle<(IdeClient, String)>) {
+    let mut rig = rig(extra);
+    rig.edit("hello.py");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, proposed).await;
+    (rig, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_statusline_follow_the_sidecar_and_the_sessions() {
+    let mut rig = rig(json!({}));
+    rig.edit("hello.py");
+    let lock_path = rig.init()["lockFile"].as_str().unwrap().to_owned();
+    assert!(Path::new(&lock_path).exists());
+    assert_eq!(rig.vim.eval("ccbridge#Statusline()"), "Claude ○");
+    let c = rig.claude().await;
+    assert_eq!(rig.vim.eval("ccbridge#Statusline()"), "Claude ●");
+    let connected = rig.vim.eval("TestEvents('CCBridgeConnected')[0].data");
+    assert_eq!(connected["name"], "claude-code");
+    assert_eq!(connected["pid"], std::process::id());
+
+    // Typed, as a user does: the lines appear on the screen.
+    rig.vim.keys(":CCBridgeStatus<CR>");
+    rig.vim
+        .wait_for_text("Claude session 1: claude-code", STEP)
+        .unwrap();
+    rig.vim.keys("<CR>");
+    let status = rig.vim.ex("CCBridgeStatus");
+    let port = rig.init()["port"].as_u64().unwrap();
+    let tools = rig.init()["tools"]["url"].as_str().unwrap().to_owned();
+    for needle in [
+        &format!(
+            "editor protocol {}",
+            rig.vim.eval("ccbridge#ProtocolVersion()")
+        ),
+        &format!("binary: {}", env!("CARGO_BIN_EXE_ccbridge")),
+        &format!("port {port}, lock file {lock_path}"),
+        &format!("workspace: {}", rig.ws.display()),
+        &format!("workspace tools (MCP): {tools}, asking before writes and commands"),
+        "Claude session 1: claude-code",
+    ] {
+        assert!(status.contains(needle), "no {needle:?} in\n{status}");
+    }
+
+    c.close().await.unwrap();
+    rig.vim.wait(
+        "CCBridgeDisconnected",
+        "len(TestEvents('CCBridgeDisconnected')) > 0",
+        STEP,
+    );
+    assert_eq!(rig.vim.eval("ccbridge#Statusline()"), "Claude ○");
+
+    // Connected again, the reload check runs (a repeating timer); it goes
+    // with the sidecar.
+    let _c = rig.claude().await;
+    rig.vim
+        .wait("the reload check", "ccbridge#reload#Running()", STEP);
+    // :CCBridgeStop ends the sidecar, which removes its lock file.
+    rig.vim.keys(":CCBridgeStop<CR>");
+    rig.vim.wait(
+        "the sidecar to stop",
+        "ccbridge#Status() ==# 'stopped'",
+        STEP,
+    );
+    assert!(!Path::new(&lock_path).exists(), "lock file left behind");
+    assert_eq!(rig.vim.eval("ccbridge#Statusline()"), "");
+    assert_eq!(rig.vim.eval("len(TestEvents('CCBridgeDisconnected'))"), 2);
+    let status = rig.vim.ex("CCBridgeStatus");
+    assert!(
+        status.contains("stopped (:CCBridgeStart starts it)"),
+        "{status}"
+    );
+    // Stopped, the plugin leaves nothing running behind.
+    assert_eq!(
+        rig.vim
+            .eval("exists('#ccbridge_context#CursorMoved') + exists('#ccbridge#VimLeavePre')"),
+        0
+    );
+    assert_eq!(
+        rig.vim
+            .eval("len(filter(job_info(), {_, j -> job_status(j) ==# 'run'}))"),
+        0
+    );
+    assert_eq!(
+        rig.vim
+            .eval("len(filter(timer_info(), {_, t -> t.repeat < 0}))"),
+        0,
+        "a repeating timer is left"
+    );
+    // Stopping on purpose shows no error.
+    assert!(rig.noted("exited").is_empty(), "{:?}", rig.noted("exited"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_runs_before_the_plugin_is_started_and_auto_start_starts_it_with_vim() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-").unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut vim = start_vim(&ws, &dir.path().join("home"), &[]);
+    // The plugin/ file only defined commands.
+    assert_eq!(vim.eval("exists(':CCBridgeStart')"), 2);
+    assert_eq!(vim.eval("exists(':CCBridgeClaude')"), 2);
+    assert_eq!(
+        vim.eval("exists('#ccbridge') + exists('#ccbridge_context')"),
+        0
+    );
+    assert_eq!(vim.eval("len(job_info())"), 0);
+    let scripts = vim.ex("scriptnames");
+    assert!(!scripts.contains("autoload/ccbridge"), "{scripts}");
+    drop(vim);
+
+    // auto_start in the vimrc: the sidecar starts once Vim has.
+    let lock_dir = dir.path().join("ide");
+    let rc = dir.path().join("vimrc");
+    let mut o = options(&lock_dir, &json!({"auto_start": true}));
+    o["auto_start"] = json!(true);
+    std::fs::write(
+        &rc,
+        format!(
+            "{}\nsource {}\n",
+            let_options(&o),
+            plugin_dir().join("test/vimrc").display()
+        ),
+    )
+    .unwrap();
+    let mut opts = VimOptions::new(&ws);
+    opts.vimrc = Some(rc);
+    opts.env
+        .push(("HOME".into(), dir.path().join("home").display().to_string()));
+    let mut vim = Vim::start(&opts).unwrap();
+    vim.wait(
+        "the sidecar started by auto_start",
+        "ccbridge#Status() ==# 'running'",
+        STEP,
+    );
+    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_binary_is_reported_once_with_what_to_do() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-").unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let vim = start_vim(&ws, &dir.path().join("home"), &[]);
+    let mut rig = Rig {
+        vim,
+        ws,
+        lock_dir: dir.path().join("ide"),
+        dir,
+    };
+    let o = options(&rig.lock_dir, &json!({"bin": "/nonexistent/ccbridge"}));
+    rig.vim.ex(&let_options(&o));
+    rig.vim.keys(":CCBridgeStart<CR>:CCBridgeStart<CR>");
+    rig.sync();
+    let told = rig.noted("not found: install ccbridge");
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("`/nonexistent/ccbridge` not found"),
+        "{}",
+        told[0]
+    );
+    assert!(told[0].contains("set g:ccbridge.bin"), "{}", told[0]);
+    let status = rig.vim.ex("CCBridgeStatus");
+    assert!(
+        status.contains("`/nonexistent/ccbridge` not found (set g:ccbridge.bin)"),
+        "{status}"
+    );
+    assert_eq!(rig.vim.eval("ccbridge#Status()"), "stopped");
+}
+
+/// A sidecar of another protocol version (here one that only speaks
+/// version 1, as an older ccbridge answers) refuses `initialize`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_mismatch_is_reported_once_with_what_to_do() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-").unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let old = dir.path().join("ccbridge-v1");
+    std::fs::write(
+        &old,
+        r#"#!/bin/sh
+body='{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unsupported editor protocol version","data":{"supported":[1]}}}'
+printf 'Content-Length: %s\r\n\r\n%s' "${#body}" "$body"
+exec cat >/dev/null
+"#,
+    )
+    .unwrap();
+    make_executable(&old);
+    let vim = start_vim(&ws, &dir.path().join("home"), &[]);
+    let mut rig = Rig {
+        vim,
+        ws,
+        lock_dir: dir.path().join("ide"),
+        dir,
+    };
+    let o = options(&rig.lock_dir, &json!({"bin": old}));
+    rig.vim.ex(&let_options(&o));
+    rig.vim.keys(":CCBridgeStart<CR>");
+    let told = rig.wait_noted("the mismatch", "editor protocol mismatch");
+    let version = rig.vim.eval("ccbridge#ProtocolVersion()");
+    assert!(
+        told.contains(&format!("this plugin speaks version {version}"))
+            && told.contains("speaks 1"),
+        "{told}"
+    );
+    assert!(
+        told.contains("Update ccbridge and the plugin together"),
+        "{told}"
+    );
+    rig.vim.wait(
+        "the sidecar to stop",
+        "ccbridge#Status() ==# 'stopped'",
+        STEP,
+    );
+    // Again: not shown twice.
+    rig.vim.keys(":CCBridgeStart<CR>");
+    rig.vim.wait(
+        "the second refusal",
+        "ccbridge#Status() ==# 'stopped'",
+        STEP,
+    );
+    rig.sync();
+    assert_eq!(rig.noted("editor protocol mismatch").len(), 1);
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// claudecode.nvim #246: a selection made and left at once was never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_linewise_selection_is_sent_and_kept_while_in_a_terminal() {
+    let mut rig = rig(json!({"selection": {"debounce_ms": 50, "visual_hold_ms": 60000}}));
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    // `V` moves no cursor; `y` leaves Visual mode at once.
+    rig.vim.keys("3GVy");
+    let s = selection_with(&mut c, "    print(message)\n").await;
+    assert_eq!(range(&s), [2, 0, 3, 0]);
+    // A jump to a terminal (Claude's) keeps it: nothing else is sent.
+    rig.vim.keys(":botright terminal<CR>");
+    rig.vim
+        .wait("the terminal", "&buftype ==# 'terminal'", STEP);
+    assert!(
+        c.next_notification(Duration::from_millis(400))
+            .await
+            .unwrap()
+            .filter(|n| n.method == "selection_changed")
+            .is_none(),
+        "the selection was replaced while in the terminal"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
+    let mut rig = rig(json!({"selection": {"visual_hold_ms": 100}}));
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    rig.vim.keys("2G0wviw");
+    selection_with(&mut c, "message").await;
+    rig.vim.keys("<Esc>");
+    let s = selection_with(&mut c, "").await;
+    assert_eq!(range(&s), [1, 10, 1, 10]);
+}
+
+/// Issue 25: with the sidecar behind a prefix (`env` here, standing for
+/// `ssh -T host`), `:CCBridgeClaude`'s default command would start a Claude
+/// on this side, where the sidecar's lock file is not: it says where to
+/// start Claude instead and starts no terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there() {
+    let mut rig = rig(json!({"cmd": ["env"]}));
+    let port = rig.init()["port"].as_u64().unwrap();
+    rig.vim.keys(":CCBridgeClaude<CR>");
+    let msg = rig.wait_noted("the warning", "would not find it");
+    assert!(msg.contains("through `env`"), "{msg}");
+    assert!(
+        msg.contains(&format!("CLAUDE_CODE_SSE_PORT={port} claude")),
+        "{msg}"
+    );
+    assert_eq!(rig.vim.eval("len(term_list())"), 0, "no terminal");
+}
+
+/// Issue 23: a Vim with no linter reports no diagnostics; ccbridge's
+/// language servers (pyright, found on the PATH Vim gives the sidecar) give
+/// Claude the file's type error, with LSP's 0-based range. Once Vim reports
+/// on the file (a compiler's quickfix list), its report is the file's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vim_without_a_linter_gives_claude_the_language_servers_diagnostics() {
+    let path = format!(
+        "{}:{}",
+        ccbridge_testkit::pyright_bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut rig = rig_with_env(json!({}), &[("PATH", path)]);
+    std::fs::write(rig.ws.join("typed.py"), "ok = 1\nx: int = \"not an int\"\n").unwrap();
+    rig.edit("typed.py");
+    let mut c = rig.claude().await;
+    let typed = rig.path("typed.py");
+    let diags = diagnostics_of(&mut c, &typed, |d| !d.is_empty()).await;
+    assert!(
+        diags
+            .iter()
+            .any(|d| d["message"].as_str().unwrap_or("").contains("int")
+                && d["range"]["start"]["line"] == 1),
+        "pyright's type error on line 1 (0-based): {diags:?}"
+    );
+    rig.vim.ex(r"set errorformat=%f:%l:%c:\ %trror:\ %m");
+    rig.vim
+        .keys(":cexpr ['typed.py:1:1: error: from the compiler']<CR>");
+    let diags = diagnostics_of(&mut c, &typed, |d| {
+        d.len() == 1 && d[0]["message"] == "from the compiler"
+    })
+    .await;
+    assert_eq!(diags[0]["range"]["start"]["line"], 0, "{diags:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_buffers_dirty_state_and_quickfix_diagnostics_reach_claude() {
+    let mut rig = rig(json!({}));
+    std::fs::write(rig.ws.join("other.txt"), "ö x\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+    let other = rig.path("other.txt");
+
+    let editors = poll_tool(&mut c, "getOpenEditors", json!({}), |v| {
+        v["tabs"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    let tabs = editors["tabs"].as_array().unwrap();
+    let active: Vec<&Value> = tabs.iter().filter(|t| t["isActive"] == true).collect();
+    assert_eq!(active.len(), 1, "{editors}");
+    assert!(active[0]["uri"].as_str().unwrap().ends_with("hello.py"));
+
+    // Typing makes the buffer dirty; Claude's checkDocumentDirty says so.
+    rig.vim.keys("ggOimport os<Esc>");
+    let dirty = poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == true,
+    )
+    .await;
+    assert_eq!(dirty["success"], true);
+    // Undone: clean again.
+    rig.vim.keys("u");
+    poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == false,
+    )
+    .await;
+
+    // The quickfix list as a compiler fills it (typed entries), columns
+    // in UTF-16 ("ö" is 2 bytes, 1 unit); a grep hit (untyped) is no
+    // diagnostic.
+    rig.vim
+        .ex(r"set errorformat=%f:%l:%c:\ %trror:\ %m,%f:%l:%c:\ %tarning:\ %m,%f:%l:%m");
+    rig.vim.keys(
+        ":cexpr ['other.txt:1:4: error: bad x', 'hello.py:3:5: warning: unused', 'hello.py:4:just a grep hit']<CR>",
+    );
+    let diags = diagnostics_of(&mut c, &other, |d| !d.is_empty()).await;
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["message"], "bad x");
+    assert_eq!(diags[0]["range"]["start"]["line"], 0, "{diags:?}");
+    assert_eq!(diags[0]["range"]["start"]["character"], 2, "{diags:?}");
+    // The location list of hello.py's window adds to the quickfix list.
+    rig.vim
+        .keys(":lexpr ['hello.py:1:1: error: from the location list']<CR>");
+    let diags = diagnostics_of(&mut c, &hello, |d| d.len() == 2).await;
+    let messages: Vec<&str> = diags
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert!(messages.contains(&"unused"), "{messages:?}");
+    assert!(messages.contains(&"from the location list"), "{messages:?}");
+    assert!(
+        !messages.iter().any(|m| m.contains("grep hit")),
+        "{messages:?}"
+    );
+
+    // Emptied in Vim, cleared for Claude.
+    rig.vim.keys(":cexpr []<CR>:lexpr []<CR>");
+    diagnostics_of(&mut c, &other, |d| d.is_empty()).await;
+    diagnostics_of(&mut c, &hello, |d| d.is_empty()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnostics_from_ale_and_vim_lsp_reach_claude() {
+    let mut rig = rig(json!({}));
+    std::fs::write(rig.ws.join("other.txt"), "ö x\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+    let other = rig.path("other.txt");
+    // The plugins' flags, and their state through the stand-ins in
+    // editors/vim/test/stubs (ALE's loclist items, vim-lsp's
+    // publishDiagnostics by server).
+    rig.vim
+        .ex("let g:loaded_ale_dont_use_this_in_other_plugins_please = 1 | let g:lsp_loaded = 1");
+    rig.vim.ex(&format!(
+        "let g:test_ale = {{string(bufnr({})): [{{'lnum': 1, 'col': 4, 'end_col': 4, 'type': 'W', \
+         'text': 'ale says', 'code': 'W1', 'linter_name': 'flake8'}}]}}",
+        vim_str(&other)
+    ));
+    rig.vim.keys(":doautocmd User ALELintPost<CR>");
+    let diags = diagnostics_of(&mut c, &other, |d| !d.is_empty()).await;
+    assert_eq!(diags[0]["message"], "ale says");
+    assert_eq!(diags[0]["source"], "flake8");
+    assert_eq!(diags[0]["code"], "W1");
+    // ALE's end column is inclusive; "ö" is one unit.
+    assert_eq!(diags[0]["range"]["start"]["character"], 2, "{diags:?}");
+    assert_eq!(diags[0]["range"]["end"]["character"], 3, "{diags:?}");
+
+    rig.vim.ex(&format!(
+        "let g:test_lsp = {{'file://{hello}': {{'pylsp': {{'method': 'textDocument/publishDiagnostics', \
+         'params': {{'uri': 'file://{hello}', 'diagnostics': [{{'message': 'lsp says', 'severity': 1, \
+         'code': 'E2', 'range': {{'start': {{'line': 1, 'character': 4}}, 'end': {{'line': 1, 'character': 11}}}}}}]}}}}}}}}"
+    ));
+    rig.vim.keys(":doautocmd User lsp_diagnostics_updated<CR>");
+    let diags = diagnostics_of(&mut c, &hello, |d| !d.is_empty()).await;
+    assert_eq!(diags[0]["message"], "lsp says");
+    assert_eq!(diags[0]["source"], "pylsp");
+    assert_eq!(diags[0]["range"]["end"]["character"], 11, "{diags:?}");
+
+    // ALE's list emptied: cleared for Claude.
+    rig.vim.ex("let g:test_ale = {}");
+    rig.vim.keys(":doautocmd User ALELintPost<CR>");
+    diagnostics_of(&mut c, &other, |d| d.is_empty()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_mentions_a_range_the_file_a_path_and_a_netrw_entry() {
+    let mut rig = rig(json!({}));
+    std::fs::create_dir_all(rig.ws.join("src")).unwrap();
+    std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    let hello = rig.path("hello.py");
+
+    // Visual mode's `:` gives the range.
+    rig.vim.keys("2GVj:CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert_eq!(
+        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
+        (Some(1), Some(2))
+    );
+    rig.wait_noted("the echo", "@hello.py:2-3");
+
+    rig.vim.keys(":CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
+
+    rig.vim.keys(":CCBridgeSend src/lib.rs<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], rig.path("src/lib.rs"));
+
+    // netrw (shipped with Vim): the entry under the cursor.
+    rig.vim
+        .ex("let g:netrw_liststyle = 0 | let g:netrw_banner = 0");
+    rig.vim.keys(":Explore<CR>");
+    rig.vim.wait("netrw", "&filetype ==# 'netrw'", STEP);
+    rig.vim.keys("/^src<CR>:CCBridgeSend<CR>");
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], rig.path("src"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
+    let mut rig = rig(json!({}));
+    rig.edit("hello.py");
+    rig.vim.ex("vsplit");
+    let before = rig.layout();
+    let before_win = rig.vim.eval("win_getid()");
+    let c = rig.claude().await;
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = open_diff(&mut rig, c, &proposed).await;
+    // A new tab with the original and the proposal in diff mode.
+    let layout = rig.layout();
+    assert_eq!(layout.as_array().unwrap().len(), 2, "{layout}");
+    assert_eq!(layout[1].as_array().unwrap().len(), 2, "{layout}");
+    assert_eq!(rig.vim.eval("&diff"), 1);
+    assert_eq!(rig.vim.eval("&buftype"), "acwrite");
+    assert_eq!(
+        rig.vim.eval("getwinvar(winnr('#'), '&diff')"),
+        1,
+        "the original is in diff mode too"
+    );
+    // Who proposes: the `agent` the sidecar names (protocol 3), else Claude.
+    let agent = rig
+        .vim
+        .eval("TestEvents('CCBridgeDiffOpened')[0].data.agent");
+    let agent = agent.as_str().unwrap().to_owned();
+    assert_eq!(
+        agent, "Claude Code",
+        "the sidecar names the agent (protocol 3)"
+    );
+    rig.wait_noted(
+        "the notice",
+        &format!("{agent} proposes a change to hello.py"),
+    );
+    let status_line = rig.vim.eval("&l:statusline");
+    assert!(
+        status_line
+            .as_str()
+            .unwrap()
+            .contains(&format!("{agent} proposes")),
+        "{status_line}"
+    );
+    // Edit the proposal like a user, then :w.
+    rig.vim.keys("Gogreet(\"you\")<Esc>:w<CR>");
+    let (_c, text) = verdict(task).await;
+    let expected = format!("{proposed}greet(\"you\")\n");
+    assert_saved(&text, &expected);
+    rig.vim.wait(
+        "the review to close",
+        "len(TestEvents('CCBridgeDiffClosed')) > 0",
+        STEP,
+    );
+    assert_eq!(rig.layout(), before);
+    assert_eq!(rig.vim.eval("win_getid()"), before_win);
+    let leftover = rig.vim.eval(
+        "len(filter(range(1, bufnr('$')), {_, b -> bufexists(b) && bufname(b) =~# '^ccbridge://'}))",
+    );
+    assert_eq!(leftover, 0, "review buffers left behind");
+    let closed = rig.vim.eval("TestEvents('CCBridgeDiffClosed')[0].data");
+    assert_eq!(closed["decision"], "accepted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_proposal_rejects_it() {
+    let (mut rig, task) = review(json!({}), &HELLO.replace("hello ", "hi ")).await;
+    rig.vim.keys(":q<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    rig.vim.wait(
+        "the review's tab to close",
+        "tabpagenr('$') == 1 && winnr('$') == 1",
+        STEP,
+    );
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_reject_rejects_from_either_side() {
+    let (mut rig, task) = review(
+        json!({"diff": {"layout": "horizontal"}}),
+        &HELLO.replace("hello ", "hi "),
+    )
+    .await;
+    // The original is above the proposal.
+    rig.vim.keys("<C-w>k");
+    rig.vim.wait(
+        "the original",
+        "bufname() =~# '^ccbridge://.*/original/'",
+        STEP,
+    );
+    rig.vim.keys(":CCBridgeReject<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn do_on_one_hunk_of_two_writes_only_the_other() {
+    let (rig, task) = review(json!({}), TWO_HUNKS).await;
+    // The second hunk (the last line): `do` takes the original's text back.
+    rig.vim.keys("Gdo:w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, &HELLO.replace("hello ", "hi "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dp_and_do_decide_hunk_by_hunk_and_w_writes_the_result() {
+    let (mut rig, task) = review(json!({}), TWO_HUNKS).await;
+    // The first hunk accepted into the original (it leaves the diff), the
+    // next one rejected.
+    rig.vim.keys("gg]cdp");
+    rig.vim.wait(
+        "the original to take the first hunk",
+        "get(getbufline(bufnr('ccbridge://*/original/*'), 2), 0, '') =~# 'hi '",
+        STEP,
+    );
+    rig.vim.keys("]cdo:w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, &HELLO.replace("hello ", "hi "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
+    let (mut rig, task) = review(json!({}), TWO_HUNKS).await;
+    rig.vim.keys("gg:CCBridgeRejectHunk<CR>");
+    rig.vim
+        .wait("the first hunk taken back", "getline(2) =~# 'hello '", STEP);
+    rig.vim.keys(":CCBridgeAcceptHunk<CR>");
+    let (_c, text) = verdict(task).await;
+    assert_saved(
+        &text,
+        &HELLO.replace("greet(\"world\")", "greet(\"everyone\")"),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_every_hunk_is_a_rejection() {
+    let (rig, task) = review(json!({}), TWO_HUNKS).await;
+    rig.vim
+        .keys("gg:CCBridgeRejectHunk<CR>:CCBridgeRejectHunk<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting() {
+    let mut rig = rig(json!({}));
+    rig.edit("hello.py");
+    rig.vim.keys("Go# mine<Esc>");
+    // Back in Normal mode: a review arriving in Insert mode leaves the
+    // cursor where you type.
+    rig.sync();
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    rig.wait_noted(
+        "the warning when it opened",
+        "which has unsaved changes here",
+    );
+    rig.vim.keys(":w<CR>");
+    rig.wait_noted("the refusal", "accept anyway with :w!");
+    assert!(!task.is_finished(), "accepted despite the unsaved buffer");
+    rig.vim.keys(":w!<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // The user's buffer kept its edit.
+    let path = rig.path("hello.py");
+    assert!(rig.buffer_text(&path).ends_with("# mine"));
+}
+
+/// claudecode.nvim #231: the diff failed when a terminal was the only window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_from_a_lone_terminal_window_returns_to_it() {
+    let mut rig = rig(json!({}));
+    rig.vim.keys(":terminal ++curwin<CR>");
+    rig.vim.wait(
+        "Terminal-Job mode",
+        "mode() ==# 't' && &buftype ==# 'terminal'",
+        STEP,
+    );
+    let term_win = rig.vim.eval("win_getid()");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    assert_eq!(rig.vim.eval("mode()"), "n", "typing goes to the proposal");
+    rig.vim.keys(":w<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    rig.vim.wait(
+        "focus back in the terminal, in Terminal-Job mode",
+        &format!("win_getid() == {term_win} && mode() ==# 't'"),
+        STEP,
+    );
+    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
+}
+
+/// claudecode.nvim #277: closing Claude's diffs closed other diffs too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_closing_its_diff_leaves_the_users_own_diff_windows_alone() {
+    let mut rig = rig(json!({"diff": {"open_in": "window"}}));
+    std::fs::write(rig.ws.join("a.txt"), "a\nb\n").unwrap();
+    std::fs::write(rig.ws.join("b.txt"), "a\nc\n").unwrap();
+    rig.edit("a.txt");
+    rig.vim.ex(&format!("vert diffsplit {}", rig.path("b.txt")));
+    rig.vim.ex("tabnew");
+    let c = rig.claude().await;
+    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
+    let during = rig.layout();
+    assert_eq!(during[1].as_array().unwrap().len(), 3, "{during}");
+    // Claude goes away mid-review: ccbridge sends `closeDiff`.
+    task.abort();
+    rig.vim.wait(
+        "the review to close",
+        "len(TestEvents('CCBridgeDiffClosed')) > 0",
+        STEP,
+    );
+    assert_eq!(
+        rig.vim
+            .eval("TestEvents('CCBridgeDiffClosed')[0].data.reason"),
+        "disconnected"
+    );
+    let after = rig.layout();
+    assert_eq!(after[0].as_array().unwrap().len(), 2, "{after}");
+    assert_eq!(after[1].as_array().unwrap().len(), 1, "{after}");
+    let diffs = rig
+        .vim
+        .eval("len(filter(range(1, tabpagewinnr(1, '$')), {_, n -> gettabwinvar(1, n, '&diff')}))");
+    assert_eq!(diffs, 2, "the user's diff windows lost diff mode");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
+    let mut rig = rig(json!({"reload_interval_ms": 100}));
+    std::fs::write(rig.ws.join("other.txt"), "one\n").unwrap();
+    rig.edit("other.txt");
+    rig.edit("hello.py");
+    assert_eq!(
+        rig.vim.eval("ccbridge#reload#Running()"),
+        false,
+        "checking before Claude connected"
+    );
+    let c = rig.claude().await;
+    rig.vim
+        .wait("the reload check", "ccbridge#reload#Running()", STEP);
+    // Written the way editors and Claude write: a new file renamed over.
+    let hello = rig.ws.join("hello.py");
+    let tmp = rig.ws.join(".hello.py.tmp");
+    std::fs::write(&tmp, "print('rewritten')\n").unwrap();
+    std::fs::rename(&tmp, &hello).unwrap();
+    let path = rig.path("hello.py");
+    rig.vim.wait(
+        "hello.py reloaded",
+        &format!(
+            "TestBufferText({}) ==# \"print('rewritten')\"",
+            vim_str(&path)
+        ),
+        STEP,
+    );
+    // Undo goes back to the text before the reload (undo history kept).
+    rig.vim.keys("u");
+    rig.vim.wait(
+        "the reload undone",
+        &format!("TestBufferText({}) =~# '^def greet'", vim_str(&path)),
+        STEP,
+    );
+    rig.vim.ex("edit!");
+
+    // An unsaved buffer is not reloaded; the user is told once per change.
+    rig.vim
+        .keys(&format!(":buffer {}<CR>", rig.path("other.txt")));
+    rig.vim.keys("Amine<Esc>");
+    rig.sync();
+    std::fs::write(rig.ws.join("other.txt"), "theirs\n").unwrap();
+    let notice = "other.txt changed on disk but has unsaved changes here";
+    rig.wait_noted("the notice", notice);
+    let other = rig.path("other.txt");
+    assert_eq!(rig.buffer_text(&other), "onemine");
+    std::fs::write(rig.ws.join("other.txt"), "theirs, longer\n").unwrap();
+    rig.vim.wait(
+        "a notice for the second change",
+        &format!("len(TestNoted({})) == 2", vim_str(notice)),
+        STEP,
+    );
+    assert_eq!(rig.buffer_text(&other), "onemine");
+    // Vim's own prompts and 'autoread' are left as they were.
+    assert_eq!(rig.vim.eval("&autoread"), 0);
+    assert_eq!(rig.vim.eval("exists('#FileChangedShell')"), 0);
+
+    // Claude gone: nothing is checked any more.
+    c.close().await.unwrap();
+    rig.vim
+        .wait("the check to stop", "!ccbridge#reload#Running()", STEP);
+}
+
+/// Issue 19, the session review in Vim: a change written on disk without a
+/// review (an agent in auto mode) is listed by `:CCBridgeChanges` in the
+/// quickfix list, one entry per hunk. `:CCBridgeChangeRevert` on the
+/// quickfix entry of the second of two identical insertions reverts that one
+/// only; the list follows (`changesChanged`) and the file's buffer reloads.
+/// `:CCBridgeChangeKeep` in the file, on the first, keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_picked() {
+    let mut rig = rig(json!({}));
+    // The baseline is taken when the sidecar starts: wait for it.
+    rig.vim.wait(
+        "the session review to be ready",
+        "get(TestChanges(), 'ready', 0)",
+        STEP,
+    );
+    let edited = HELLO
+        .replace("def greet(name):\n", "def greet(name):\n    log()\n")
+        .replace("    print(message)\n", "    print(message)\n    log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &edited).unwrap();
+    rig.edit("hello.py");
+    let path = rig.path("hello.py");
+    rig.vim.keys(":CCBridgeChanges<CR>");
+    let items = rig.vim.wait(
+        "two quickfix entries",
+        "len(TestChangesList()) == 2 ? TestChangesList() : 0",
+        STEP,
+    );
+    assert_eq!(items[0][0], 2, "{items}");
+    assert_eq!(items[1][0], 5, "{items}");
+    assert_eq!(items[1][2], path.as_str(), "{items}");
+    assert!(
+        items[1][1].as_str().unwrap().contains("not reviewed"),
+        "{items}"
+    );
+    // The quickfix window has the cursor: its second entry.
+    rig.vim
+        .wait("the quickfix window", "&buftype ==# 'quickfix'", STEP);
+    rig.vim.keys("2G:CCBridgeChangeRevert<CR>");
+    let expected = HELLO.replace("def greet(name):\n", "def greet(name):\n    log()\n");
+    poll_until(STEP, Duration::from_millis(10), || {
+        (std::fs::read_to_string(rig.ws.join("hello.py")).unwrap() == expected).then_some(())
+    })
+    .expect("only the second hunk is reverted");
+    let items = rig.vim.wait(
+        "the quickfix list to follow",
+        "len(TestChangesList()) == 1 ? TestChangesList() : 0",
+        STEP,
+    );
+    assert_eq!(items[0][0], 2, "{items}");
+    rig.vim.wait(
+        "the buffer to reload",
+        &format!(
+            "TestBufferText({}) ==# {}",
+            vim_str(&path),
+            vim_str(expected.trim_end())
+        ),
+        STEP,
+    );
+    rig.wait_noted("the revert told", "reverted the hunk in");
+    // The first, under the cursor in the file: kept, nothing written.
+    rig.vim.keys("<C-w>p:2<CR>:CCBridgeChangeKeep<CR>");
+    let items = rig.vim.wait(
+        "the entry to say kept",
+        "get(get(TestChangesList(), 0, []), 1, '') =~# '(kept)' ? TestChangesList() : 0",
+        STEP,
+    );
+    assert_eq!(items.as_array().unwrap().len(), 1, "{items}");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // With unsaved changes the cursor's line may not be the file's: refused.
+    rig.vim.keys("2GAx<Esc>:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the unsaved refusal", "hello.py has unsaved changes");
+    rig.vim.keys(":edit!<CR>");
+    rig.vim.wait("the buffer unmodified", "!&modified", STEP);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // Nothing under the cursor: said so, nothing decided.
+    rig.vim.keys(":1<CR>:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the refusal", "no changed hunk here");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    // A list made before the file changed again (it was not the current
+    // list, so it did not follow): its revert is refused, nothing is
+    // written, and the list is brought up to date.
+    rig.vim
+        .ex("call setqflist([], ' ', {'title': 'something else'})");
+    let newer = format!("{expected}log()\n");
+    std::fs::write(rig.ws.join("hello.py"), &newer).unwrap();
+    rig.vim.wait(
+        "the sidecar to see the newer version",
+        "len(get(get(get(TestChanges(), 'files', []), 0, {}), 'hunks', [])) == 2",
+        STEP,
+    );
+    rig.vim
+        .keys(":colder<CR>:copen<CR>1G:CCBridgeChangeRevert<CR>");
+    rig.wait_noted("the stale refusal", "changed since the list was made");
+    rig.vim
+        .wait("the list to follow", "len(TestChangesList()) == 2", STEP);
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        newer
+    );
+}
+
+/// A directory with fake `claude` and `gemini` programs that print their
+/// environment and arguments, then wait.
+fn fake_agents(dir: &Path) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["claude", "gemini"] {
+        let p = bin.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\necho \"{name} port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy\"\nfor a; do echo \"arg: $a\"; done\nenv | sort | sed 's/^/env: /'\nexec sleep 60\n"
+            ),
+        )
+        .unwrap();
+        make_executable(&p);
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The text of agent `agent`'s terminal, once it contains `needle`.
+fn terminal_text(rig: &mut Rig, agent: &str, needle: &str) -> String {
+    let v = rig.vim.wait(
+        &format!("{agent}'s terminal to show {needle:?}"),
+        &format!(
+            "ccbridge#terminal#Buffer({a}) && stridx(join(getbufline(ccbridge#terminal#Buffer({a}), 1, '$'), \"\\n\"), {n}) >= 0 \
+             ? join(getbufline(ccbridge#terminal#Buffer({a}), 1, '$'), \"\\n\") : ''",
+            a = vim_str(agent),
+            n = vim_str(needle)
+        ),
+        STEP,
+    );
+    v.as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_runs_claude_in_a_terminal_with_the_sidecars_environment() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-bin-").unwrap();
+    let path = fake_agents(dir.path());
+    let lock_dir = dir.path().join("ide");
+    let extra = json!({"args": ["--lock-dir", lock_dir, "--selection-debounce-ms", "0",
+                                "--agents", "claude,gemini"]});
+    let mut rig = rig_with_env(extra, &[("PATH", path)]);
+    rig.edit("hello.py");
+    let init = rig.init();
+    let port = init["port"].as_u64().unwrap();
+    rig.vim.keys(":CCBridgeClaude --resume x<CR>");
+    let text = terminal_text(&mut rig, "claude", "arg: --resume\narg: x");
+    // The sidecar's settings come first: every edit asks, and so is
+    // reviewed here, even in the auto mode claude starts in.
+    let settings = text.find("arg: --settings").expect("--settings");
+    assert!(settings < text.find("arg: --resume").unwrap(), "{text}");
+    // (The long JSON wraps at the terminal's width.)
+    assert!(
+        text.replace('\n', "").contains("permissionDecision"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("claude port={port} ide=true")),
+        "{text}"
+    );
+    assert!(text.contains("127.0.0.1"), "no_proxy: {text}");
+    for (k, v) in init["env"].as_object().unwrap() {
+        assert!(
+            text.contains(&format!("env: {k}={}", v.as_str().unwrap())),
+            "{k} missing in {text}"
+        );
+    }
+    assert_eq!(rig.vim.eval("mode()"), "t", "in Terminal-Job mode");
+    // Again: the same terminal, focused, no second one.
+    rig.vim.keys("<C-w>p");
+    rig.vim.wait("back in hello.py", "&buftype ==# ''", STEP);
+    rig.vim.keys(":CCBridgeClaude<CR>");
+    rig.vim.wait(
+        "focus in Claude's terminal",
+        "bufnr() == ccbridge#terminal#Buffer('claude')",
+        STEP,
+    );
+    assert_eq!(rig.vim.eval("len(term_list())"), 1);
+
+    // The first argument completes to the agents.
+    assert_eq!(
+        rig.vim
+            .eval("ccbridge#terminal#Complete('g', 'CCBridgeClaude g', 16)"),
+        json!(["gemini"])
+    );
+    // Another agent the sidecar offers (the `agents` of its initialize
+    // answer): its own program, with the environment given for it.
+    let gemini = init["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["id"] == "gemini"))
+        .cloned()
+        .unwrap_or_else(|| panic!("gemini not offered: {init}"));
+    rig.vim.keys("<C-w>p");
+    rig.vim.wait("back in hello.py", "&buftype ==# ''", STEP);
+    rig.vim.keys(":CCBridgeClaude gemini<CR>");
+    let text = terminal_text(&mut rig, "gemini", "gemini port=");
+    let env = gemini["env"].as_object().unwrap();
+    assert!(!env.is_empty(), "{gemini}");
+    for (k, v) in env {
+        assert!(
+            text.contains(&format!("env: {k}={}", v.as_str().unwrap())),
+            "{k} missing in {text}"
+        );
+    }
+    assert!(!text.contains("CLAUDE_CODE_SSE_PORT"), "{text}");
+    assert_eq!(rig.vim.eval("len(term_list())"), 2);
+    // One it does not offer: a clear error, nothing started.
+    rig.vim.keys("<C-w>p");
+    rig.vim.wait("back in hello.py", "&buftype ==# ''", STEP);
+    rig.vim.keys(":CCBridgeClaude qwen<CR>");
+    let told = rig.wait_noted("the refusal", "the sidecar does not offer qwen");
+    assert!(told.contains("it offers: claude, gemini"), "{told}");
+    assert_eq!(rig.vim.eval("len(term_list())"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ccbridge_claude_starts_claude_again_once_it_has_exited() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-bin-").unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("claude"), "#!/bin/sh\necho \"run $$\"\nexit 3\n").unwrap();
+    make_executable(&bin.join("claude"));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut rig = rig_with_env(json!({}), &[("PATH", path)]);
+    rig.vim.keys(":CCBridgeClaude<CR>");
+    let first = rig.vim.wait(
+        "the first run to end",
+        "ccbridge#terminal#Buffer() && term_getstatus(ccbridge#terminal#Buffer()) =~# 'finished' \
+         ? ccbridge#terminal#Buffer() : 0",
+        STEP,
+    );
+    // Status 3: the finished terminal stays, for its last words.
+    rig.vim.keys("<C-w>p:CCBridgeClaude<CR>");
+    let second = rig.vim.wait(
+        "a second terminal",
+        &format!("ccbridge#terminal#Buffer() != {first} ? ccbridge#terminal#Buffer() : 0"),
+        STEP,
+    );
+    assert_ne!(first, second);
+    assert_eq!(rig.vim.eval(&format!("bufexists({first})")), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_then_start_at_once_restarts_the_sidecar() {
+    let mut rig = rig(json!({}));
+    let port = rig.init()["port"].clone();
+    rig.vim.keys(":CCBridgeStop | CCBridgeStart<CR>");
+    rig.vim.wait(
+        "a new sidecar",
+        &format!("ccbridge#Status() ==# 'running' && ccbridge#Init().port != {port}"),
+        STEP,
+    );
+    let folder = rig.ws.file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(rig.lock()["ideName"], format!("Vim ({folder})"));
+    assert_eq!(ccbridge_testkit::lock_files(&rig.lock_dir).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cd_moves_the_workspace_and_the_name_in_the_lock_file() {
+    let mut rig = rig(json!({}));
+    std::fs::create_dir_all(rig.ws.join("sub")).unwrap();
+    let sub = rig.path("sub");
+    rig.vim.keys(":cd sub<CR>");
+    let lock = rig.init()["lockFile"].as_str().unwrap().to_owned();
+    let found = poll_until(STEP, Duration::from_millis(20), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
+        (v["workspaceFolders"] == json!([sub]) && v["ideName"] == "Vim (sub)").then_some(v)
+    });
+    assert!(
+        found.is_some(),
+        "{}",
+        std::fs::read_to_string(&lock).unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_vim_removes_the_lock_file() {
+    let mut rig = rig(json!({}));
+    let lock = PathBuf::from(rig.init()["lockFile"].as_str().unwrap());
+    assert!(lock.exists());
+    assert!(rig.vim.quit().is_some(), "Vim did not exit");
+    let gone = poll_until(STEP, Duration::from_millis(10), || {
+        (!lock.exists()).then_some(())
+    });
+    assert!(gone.is_some(), "{} left behind", lock.display());
+    assert!(ccbridge_testkit::lock_files(&rig.lock_dir).is_empty());
+}
+
+/// claudecode.nvim #237/#247: every instance had the same name in `/ide`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_vim_in_the_same_folder_gets_a_distinct_name() {
+    let mut first = rig(json!({}));
+    let folder = first.ws.file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(first.lock()["ideName"], format!("Vim ({folder})"));
+    let mut second = start_vim(&first.ws, &first.dir.path().join("home2"), &[]);
+    second.ex(&let_options(&options(&first.lock_dir, &json!({}))));
+    second.ex("CCBridgeStart");
+    let lock = second.wait(
+        "the second sidecar",
+        "ccbridge#Status() ==# 'running' ? ccbridge#Init().lockFile : ''",
+        STEP,
+    );
+    let lock = PathBuf::from(lock.as_str().unwrap());
+    let want = format!("Vim ({folder}) [2]");
+    let name = poll_until(STEP, Duration::from_millis(10), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
+        (v["ideName"] == want.as_str()).then_some(v)
+    });
+    assert!(name.is_some(), "{} never named {want:?}", lock.display());
+    assert_eq!(first.lock()["ideName"], format!("Vim ({folder})"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_options_are_reported_once_and_replaced_by_defaults() {
+    let mut rig = rig(json!({}));
+    let mut o = options(
+        &rig.lock_dir,
+        &json!({"diff": {"layout": "sideways"}, "nope": 1}),
+    );
+    o["selection"]["debounce_ms"] = json!("fast");
+    rig.vim.ex(&let_options(&o));
+    rig.vim
+        .keys(":CCBridgeStatus<CR><CR>:CCBridgeStatus<CR><CR>");
+    let note = rig.wait_noted("the warning", "defaults used");
+    assert!(
+        note.contains("`diff.layout` must be one of vertical, horizontal"),
+        "{note}"
+    );
+    assert!(
+        note.contains("`selection.debounce_ms` must be a number"),
+        "{note}"
+    );
+    assert!(note.contains("unknown option `nope`"), "{note}");
+    rig.sync();
+    assert_eq!(rig.noted("defaults used").len(), 1);
+    assert_eq!(rig.vim.eval("ccbridge#Options().diff.layout"), "vertical");
+    assert_eq!(rig.vim.eval("ccbridge#Options().selection.debounce_ms"), 50);
+}
+
+/// `:helptags` accepts the help file (a duplicate tag is error E154).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_help_file_builds_its_tags() {
+    let mut rig = rig(json!({}));
+    let doc = rig.dir.path().join("doc");
+    std::fs::create_dir_all(&doc).unwrap();
+    std::fs::copy(
+        plugin_dir().join("doc/ccbridge.txt"),
+        doc.join("ccbridge.txt"),
+    )
+    .unwrap();
+    rig.vim.ex(&format!("helptags {}", doc.display()));
+    let tags = std::fs::read_to_string(doc.join("tags")).unwrap();
+    for tag in [
+        "ccbridge.txt",
+        "ccbridge",
+        ":CCBridgeSend",
+        ":CCBridgeClaude",
+        ":CCBridgeStatus",
+        ":CCBridgeChanges",
+        ":CCBridgeChangeRevert",
+        ":CCBridgeChangeKeep",
+        "ccbridge-changes",
+        "ccbridge-options",
+        "g:ccbridge",
+    ] {
+        assert!(
+            tags.lines().any(|l| l.starts_with(&format!("{tag}\t"))),
+            "no {tag} in\n{tags}"
+        );
+    }
+    // And :help finds it.
+    rig.vim
+        .ex(&format!("set runtimepath+={}", rig.dir.path().display()));
+    rig.vim.ex("help ccbridge-options");
+    assert_eq!(rig.vim.eval("&buftype"), "help");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_opens_and_saves_files_in_vim() {
+    let mut rig = rig(json!({}));
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    std::fs::write(rig.ws.join("other.txt"), "one\ntwo\nthree\n").unwrap();
+    let other = rig.path("other.txt");
+    open_file_at_text(&mut c, &other, "two").await;
+    rig.vim.wait(
+        "other.txt at the line",
+        &format!("expand('%:p') ==# {} && line('.') == 2", vim_str(&other)),
+        STEP,
+    );
+    // saveDocument: Vim writes the buffer (Claude checks it is open first).
+    rig.vim.keys("ggIfirst <Esc>");
+    rig.sync();
+    poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": other}),
+        |v| v["isDirty"] == true,
+    )
+    .await;
+    let r = c
+        .call_tool("saveDocument", json!({"filePath": other}), Some(STEP))
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("other.txt")).unwrap(),
+        "first one\ntwo\nthree\n"
+    );
+    assert_eq!(rig.vim.eval("&modified"), 0);
+}
+
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. Vim's popup shows the sidecar's
+/// rendering (markers, a warning, every line), never the raw characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_vims_popup() {
+    let mut rig = rig(json!({}));
+    let tools = rig.init()["tools"].clone();
+    let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
+    let token = tools["token"].as_str().unwrap().to_owned();
+    let run = std::thread::spawn(move || {
+        ccbridge_testkit::http::mcp_call(
+            port,
+            &token,
+            "execute_command",
+            json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
+            Duration::from_secs(30),
+        )
+    });
+    rig.vim
+        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
+    let text = rig.vim.eval("ccbridge#tools#PendingText()[0]");
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains("3 hidden or look-alike characters"),
+        "{text:?}"
+    );
+    assert!(
+        text.contains(
+            "   echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\n   echo second line\u{27E8}U+000D\u{27E9}\n"
+        ),
+        "{text:?}"
+    );
+    assert!(
+        !text.contains(['\u{2067}', '\u{2069}', '\r']),
+        "raw characters in the popup: {text:?}"
+    );
+    rig.vim.wait_for_text("touch X", STEP).unwrap();
+    let screen = rig.vim.screen();
+    assert!(screen.contains("U+2067"), "{screen}");
+    rig.vim.keys("y");
+    run.join().unwrap();
+    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_tools_ask_vims_user_and_show_the_commands_output() {
+    let mut rig = rig(json!({}));
+    let tools = rig.init()["tools"].clone();
+    let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
+    let token = tools["token"].as_str().unwrap().to_owned();
+    let call = move |name: &str, args: Value| {
+        let (name, token) = (name.to_owned(), token.clone());
+        std::thread::spawn(move || {
+            ccbridge_testkit::http::mcp_call(port, &token, &name, args, Duration::from_secs(30))
+                ["result"]
+                .clone()
+        })
+    };
+    let run = call(
+        "execute_command",
+        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
+    );
+    rig.vim
+        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
+    rig.vim.wait_for_text("Claude wants to run:", STEP).unwrap();
+    assert!(
+        rig.vim.screen().contains("printf 'plain"),
+        "{}",
+        rig.vim.screen()
+    );
+    rig.vim.keys("y");
+    let result = run.join().unwrap();
+    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["output"], "plain red\n");
+    // The output, escapes removed, in a buffer below.
+    let shown = rig.vim.wait(
+        "the output view to end",
+        "join(map(filter(range(1, bufnr('$')), {_, b -> bufexists(b) && bufname(b) =~# '^ccbridge://command/'}), \
+          {_, b -> join(getbufline(b, 1, '$'), \"\\n\")}), \"\\n\") =~# '\\[exit 0\\]' \
+          ? join(getbufline(bufnr('ccbridge://command/*'), 1, '$'), \"\\n\") : ''",
+        STEP,
+    );
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("plain red"), "{shown}");
+    assert!(!shown.contains('\u{1b}'), "escapes left in: {shown}");
+
+    // Denied: not run.
+    let run = call("execute_command", json!({"command": "touch ran"}));
+    rig.vim
+        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
+    rig.vim.keys("n");
+    let result = run.join().unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"rejected\""),
+        "{result}"
+    );
+    assert!(!rig.ws.join("ran").exists());
+
+    // write_file: reviewed in the plugin's diff view; :w after an edit
+    // accepts the edited text, written by ccbridge, the buffer reloaded
+    // (no Claude session is connected: the review asks for it).
+    rig.vim.keys(":only<CR>");
+    rig.edit("hello.py");
+    let write = call(
+        "write_file",
+        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
+    );
+    rig.vim.wait(
+        "the review to open",
+        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
+        STEP,
+    );
+    rig.vim.keys("Gogreet(\"you\")<Esc>:w<CR>");
+    let result = write.join().unwrap();
+    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(r["status"], "accepted", "{r}");
+    assert!(
+        r["user_edits"]
+            .as_str()
+            .unwrap()
+            .contains("+greet(\"you\")"),
+        "{r}"
+    );
+    let expected = format!("{}greet(\"you\")\n", HELLO.replace("hello ", "hi "));
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
+    );
+    let path = rig.path("hello.py");
+    rig.vim.wait(
+        "the buffer to follow the file",
+        &format!(
+            "TestBufferText({}) ==# {}",
+            vim_str(&path),
+            vim_str(expected.trim_end())
+        ),
+        STEP,
+    );
+}
+
+/// A stand-in for `ssh -T host`: a real prefix process that leaves a mark
+/// and, as ssh does, joins the words after it into one command line for a
+/// shell (so they arrive intact only if the plugin quoted them).
+fn ssh_like_prefix(mark: &Path) -> Value {
+    json!([
+        "sh",
+        "-c",
+        format!("touch '{}'; eval \"exec $*\"", mark.display()),
+        "ssh-like"
+    ])
+}
+
+/// The sidecar's side is `real`, the editor's a symlink to it, `link` (the
+/// sidecar resolves symlinks in its workspace folders, so only the real
+/// folder can be its name): Vim starts the sidecar through a prefix and
+/// `path_map` renames every path that crosses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-").unwrap();
+    let real = dir.path().join("real");
+    let link = dir.path().join("link");
+    let lock_dir = dir.path().join("ide");
+    let mark = dir.path().join("prefix-ran");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(real.join("hello.py"), HELLO).unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let name = "Vim (it's remote)";
+    let extra = json!({
+        "cmd": ssh_like_prefix(&mark),
+        "cmd_quote": true,
+        "path_map": [[link, real]],
+        "workspace_folders": [link],
+        "ide_name": name,
+    });
+    let mut vim = start_vim(&link, &dir.path().join("home"), &[]);
+    vim.ex(&let_options(&options(&lock_dir, &extra)));
+    vim.ex("CCBridgeStart");
+    vim.wait(
+        "the sidecar to answer initialize",
+        "ccbridge#Status() ==# 'running'",
+        STEP,
+    );
+    let mut rig = Rig {
+        vim,
+        ws: link.clone(),
+        lock_dir,
+        dir,
+    };
+    assert!(mark.exists(), "the prefix did not run");
+    // The lock file names the sidecar's folder, and the name survived the
+    // shell after the prefix.
+    let lock = rig.lock();
+    assert_eq!(lock["workspaceFolders"], json!([real]));
+    assert_eq!(lock["ideName"], name);
+
+    // A selection in the editor's file reaches Claude under the sidecar's name.
+    rig.edit("hello.py");
+    let mut c = rig.claude().await;
+    rig.vim.keys("gg0ve");
+    let s = selection_with(&mut c, "def").await;
+    let real_hello = real.join("hello.py").display().to_string();
+    assert_eq!(s["filePath"], real_hello);
+
+    // openFile by the sidecar's name opens the editor's.
+    std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
+    open_file_at_text(&mut c, &real.join("other.txt").display().to_string(), "two").await;
+    let other = rig.path("other.txt");
+    rig.vim.wait(
+        "other.txt under the editor's name",
+        &format!("expand('%:p') ==# {} && line('.') == 2", vim_str(&other)),
+        STEP,
+    );
+
+    // A review of the sidecar's file opens for the editor's, with the
+    // original as the sidecar read it.
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = start_open_diff(c, real_hello, &proposed);
+    rig.vim.wait(
+        "the review to open",
+        "len(ccbridge#review#Pending()) == 1",
+        STEP,
+    );
+    let r = rig.vim.eval("ccbridge#review#Pending()[0]");
+    assert_eq!(r["path"], rig.path("hello.py"));
+    assert_eq!(r["original"], HELLO);
+    rig.vim.ex("CCBridgeReject");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+/// A malformed `path_map` (or `cmd`) stops the start with a clear error,
+/// before the prefix is run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_path_map_is_an_error_before_anything_runs() {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-").unwrap();
+    let mark = dir.path().join("prefix-ran");
+    let mut vim = start_vim(dir.path(), &dir.path().join("home"), &[]);
+    let extra = json!({"cmd": ssh_like_prefix(&mark), "path_map": [["relative", "/srv"]]});
+    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
+    vim.keys(":CCBridgeStart<CR>");
+    let note = vim.wait(
+        "the error",
+        &format!("TestNoted({})", vim_str("not started")),
+        STEP,
+    );
+    let note = note[0].as_str().unwrap();
+    assert!(note.contains("`path_map[1]` must be"), "{note}");
+    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
+    // A `cmd` of the wrong type is refused too, not replaced by the
+    // default (which would start the sidecar here).
+    let extra = json!({"cmd": "ssh devbox", "path_map": [["/a", "/b"]]});
+    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
+    vim.keys(":CCBridgeStart<CR>");
+    vim.wait(
+        "the error",
+        &format!("TestNoted({})", vim_str("`cmd` must be a list of strings")),
+        STEP,
+    );
+    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
+    assert!(!mark.exists(), "the prefix ran");
+}
+
+/// Runs `test/<script>` in `vim -es` (within [`STEP`]) with `out_var` naming
+/// the file it writes its failures to, and returns them ("" when none).
+fn vim_script_failures(script: &str, out_var: &str) -> String {
+    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-script-").unwrap();
+    let out = dir.path().join("errors");
+    let mut child = std::process::Command::new(ccbridge_testkit::vim::vim_bin())
+        .args(["-N", "-u", "NONE", "-i", "NONE", "-es", "-S"])
+        .arg(plugin_dir().join("test").join(script))
+        .env(out_var, &out)
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = poll_until(STEP, Duration::from_millis(20), || {
+        child.try_wait().unwrap()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        panic!("vim -es did not finish test/{script} in {STEP:?}");
+    }
+    std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("test/{script} wrote no result: {e}"))
+}
+
+/// The path map and the command line's quoting (test/remote.vim, run by
+/// `vim -es`: its assertions' failures are the output).
+#[test]
+fn the_remote_helpers_pass_their_unit_tests() {
+    let errors = vim_script_failures("remote.vim", "CCBRIDGE_TEST_OUT");
+    assert_eq!(errors, "", "test/remote.vim failed:\n{errors}");
+}
+
+/// Vim9 script compiles a function when it is first called: every
+/// function of every script is compiled here (test/compile.vim), so a
+/// mistake in a path no other test takes still fails.
+#[test]
+fn every_function_of_the_plugin_compiles_on_this_vim() {
+    let errors = vim_script_failures("compile.vim", "CCBRIDGE_COMPILE_OUT");
+    assert_eq!(errors, "", "the plugin does not compile:\n{errors}");
+}
+
+/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
+/// review in Vim holds the user's edit: ccbridge asks Vim for the review's
+/// text (`reviewText`) and hands it to the CLI, which writes it.
+#[test]
+fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
+    let mut rig = rig(json!({}));
+    let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
+    let path = rig.path("hello.py");
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            rig.vim.wait(
+                "the review to open",
+                "len(ccbridge#review#Pending()) == 1",
+                STEP,
+            );
+            rig.vim.ex(&format!(
+                "call appendbufline(ccbridge#review#Pending()[0].prop, '$', {})",
+                vim_str(KEPT_LINE)
+            ));
+        }
+        Step::Closed => {
+            rig.vim.wait(
+                "the review to close",
+                "len(ccbridge#review#Pending()) == 0",
+                STEP,
+            );
+        }
+    });
+}

@@ -1,0 +1,135 @@
+//! `ccbridge_companion::launch` beside a real engine: each agent's
+//! discovery file says what the lock file says, follows it when the editor
+//! changes its workspace or name (before the change is acknowledged), and
+//! is gone once the servers stop.
+//!
+//! The agents' folders are named by this process's `TMPDIR` and
+//! `QWEN_HOME`, which the test's process shares with every other test of
+//! the binary (a `TMPDIR` changed meanwhile would move their temporary
+//! folders too): the test runs again in a process of its own with both
+//! pointing at a temporary folder (`ccbridge_testkit::alone`).
+
+use ccbridge_companion::launch::{self, Options};
+use ccbridge_companion::CompanionAgent;
+use ccbridge_server::{Config, EditorEvent, NoEditor, Server};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+
+fn read(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let qwen_home = root.join("qwen");
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "discovery_files_follow_the_lock_file_and_go_with_the_servers",
+        &[
+            ("TMPDIR", root.as_os_str()),
+            ("QWEN_HOME", qwen_home.as_os_str()),
+        ],
+    ) {
+        return;
+    }
+    // In the process of its own: the parent's folder.
+    let root = std::env::temp_dir();
+    let (a, b) = (root.join("a"), root.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+
+    let mut config = Config::new("First", vec![a.display().to_string()]);
+    config.lock_dir = Some(root.join("ide"));
+    config.pid = 4242;
+    let server = Server::bind(config, Arc::new(NoEditor)).await.unwrap();
+    server.publish().unwrap();
+    let engine = server.handle();
+    let (stop_engine, engine_stopped) = tokio::sync::oneshot::channel::<()>();
+    let engine_task = tokio::spawn(server.run(async move {
+        let _ = engine_stopped.await;
+    }));
+
+    let running = launch::start(&Options::default(), &engine, std::future::pending()).await;
+    assert!(running.problems().is_empty(), "{:?}", running.problems());
+    let served = running.served().to_vec();
+    assert_eq!(
+        served.iter().map(|s| s.agent).collect::<Vec<_>>(),
+        vec![CompanionAgent::Gemini, CompanionAgent::Qwen]
+    );
+    let gemini = &served[0];
+    let qwen = &served[1];
+    assert_eq!(
+        gemini.file,
+        root.join(format!(
+            "gemini/ide/gemini-ide-server-4242-{}.json",
+            gemini.port
+        ))
+    );
+    assert_eq!(qwen.file, root.join(format!("qwen/ide/{}.lock", qwen.port)));
+    let g = read(&gemini.file);
+    assert_eq!(g["port"], gemini.port);
+    assert_eq!(g["workspacePath"], a.to_str().unwrap());
+    assert_eq!(g["ideInfo"]["displayName"], "First");
+    assert_eq!(read(&qwen.file)["ppid"], 4242);
+    use std::os::unix::fs::PermissionsExt;
+    for f in [&gemini.file, &qwen.file] {
+        let mode = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
+        let dir_mode = std::fs::metadata(f.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(dir_mode, 0o700, "{}", f.display());
+    }
+    let env = running
+        .env(CompanionAgent::Qwen, &[a.display().to_string()])
+        .unwrap();
+    assert!(env.contains(&("QWEN_CODE_IDE_SERVER_PORT".into(), qwen.port.to_string())));
+
+    // The editor moves to other folders and renames itself: once that is
+    // applied, both files say so.
+    engine
+        .apply(EditorEvent::Workspace {
+            folders: Some(vec![a.display().to_string(), b.display().to_string()]),
+            ide_name: Some("Second".into()),
+            pid: Some(4343),
+        })
+        .await
+        .unwrap();
+    let joined = format!("{}:{}", a.display(), b.display());
+    let g = read(&gemini.file);
+    assert_eq!(g["workspacePath"], joined.as_str());
+    assert_eq!(g["ideInfo"]["displayName"], "Second");
+    let q = read(&qwen.file);
+    assert_eq!(q["workspacePath"], joined.as_str());
+    assert_eq!(q["ppid"], 4343);
+    assert_eq!(q["ideName"], "Second");
+
+    running.stopped().await;
+    assert!(
+        !gemini.file.exists() && !qwen.file.exists(),
+        "files left behind"
+    );
+    for s in &served {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err(),
+            "{:?} still listens",
+            s.agent
+        );
+    }
+    // The lock file no longer drags the removed files along.
+    engine
+        .apply(EditorEvent::Workspace {
+            folders: None,
+            ide_name: Some("Third".into()),
+            pid: None,
+        })
+        .await
+        .unwrap();
+    let _ = stop_engine.send(());
+    engine_task.await.unwrap().unwrap();
+}

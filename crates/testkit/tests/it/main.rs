@@ -1,0 +1,16 @@
+//! The test harness's own integration tests, without ccbridge as one test
+//! binary, a module per former test file: the crate's tree is linked once,
+//! not once per file. One module, or one test by its full name:
+//!
+//! ```text
+//! cargo test -p ccbridge-testkit --test it -- agents_offline::
+//! cargo test -p ccbridge-testkit --test it -- --exact agents_offline::<test>
+//! ```
+//!
+//! The tests of every module run side by side in this one process: what a
+//! test looks for among processes and files is its own, and a test that
+//! needs the process to itself (its environment, umask or memory) runs
+//! again alone in a process of its own (`ccbridge_testkit::alone`).
+
+mod agents_offline;
+mod cli_offline;

@@ -1,0 +1,18 @@
+//! The browser UI's integration tests (its HTTP API, the page in a real
+//! browser, diagnostics from real language servers) as one test binary, a
+//! module per former test file: the crate's tree is linked once, not once
+//! per file. One module, or one test by its full name:
+//!
+//! ```text
+//! cargo test -p ccbridge-webui --test it -- api::
+//! cargo test -p ccbridge-webui --test it -- --exact api::<test>
+//! ```
+//!
+//! The tests of every module run side by side in this one process: what a
+//! test looks for among processes and files is its own, and a test that
+//! needs the process to itself (its environment, umask or memory) runs
+//! again alone in a process of its own (`ccbridge_testkit::alone`).
+
+mod api;
+mod browser;
+mod diagnostics;
