@@ -573,7 +573,7 @@ fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_re
     browser.wait_until(
         PAGE,
         "() => { const n = document.querySelector('[data-note]');
-            return !!n && !n.hidden && n.textContent.includes('hello.py changed on disk without a review'); }",
+            return !!n && !n.hidden && n.textContent.includes('hello.py changed on disk while Claude Code was connected, without a review'); }",
         json!(null),
     );
     revert_first_hunk_in_changes(

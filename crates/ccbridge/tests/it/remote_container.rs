@@ -600,42 +600,14 @@ fn the_real_claude_code_in_the_container_has_its_edit_reviewed_in_local_neovim()
             .in_editor_terminal(&init),
     )
     .expect("start claude in the container");
-    claude
-        .wait_prompt(STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
-    s.nvim().wait(
-        "CCBridgeConnected (Claude in the container took the lock file)",
-        "#test.events_named('CCBridgeConnected') > 0",
-        STEP,
-    );
-
-    // A selection in the local buffer shows in Claude's prompt.
-    s.nvim().command(&format!("edit {}", local_file.display()));
-    s.nvim().input("ggVj");
-    claude
-        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
-            l.contains("⧉ 2 lines selected")
-        })
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
-    s.nvim().input("<Esc>");
-
-    // Claude edits the container's file: reviewed in Neovim, accepted.
-    let old = "    print(message)";
-    let new = "    print(message.upper())";
     let inside_file = format!("{ws_inside}/hello.py");
-    claude
-        .request_edit(&mock, &inside_file, old, new, STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
-    s.nvim().wait(
-        "the review in Neovim",
-        "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
-        STEP,
+    let (old, new) = crate::remote_ssh::real_claude_edit_reviewed_in_local_neovim(
+        &claude,
+        &mock,
+        s.nvim(),
+        &local_file,
+        &inside_file,
     );
-    s.nvim().input(":w<CR>");
-    claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
     // In the container's file, the local one through the mount; this
     // side's folder of that name is empty.
     assert_eq!(

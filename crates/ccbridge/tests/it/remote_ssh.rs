@@ -759,41 +759,13 @@ fn the_real_claude_code_on_the_remote_host_has_its_edit_reviewed_in_local_neovim
             .in_editor_terminal(&init),
     )
     .expect("start claude on the remote host");
-    claude
-        .wait_prompt(STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
-    s.nvim().wait(
-        "CCBridgeConnected",
-        "#test.events_named('CCBridgeConnected') > 0",
-        STEP,
+    let (old, new) = real_claude_edit_reviewed_in_local_neovim(
+        &claude,
+        &mock,
+        s.nvim(),
+        &local_file,
+        &remote_file.display().to_string(),
     );
-
-    // A selection in the local buffer shows in the remote Claude's prompt.
-    s.nvim().command(&format!("edit {}", local_file.display()));
-    s.nvim().input("ggVj");
-    claude
-        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
-            l.contains("⧉ 2 lines selected")
-        })
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
-    s.nvim().input("<Esc>");
-
-    // Claude edits the remote file: reviewed in Neovim, accepted with :w.
-    let old = "    print(message)";
-    let new = "    print(message.upper())";
-    claude
-        .request_edit(&mock, &remote_file.display().to_string(), old, new, STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
-    s.nvim().wait(
-        "the review in Neovim",
-        "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
-        STEP,
-    );
-    s.nvim().input(":w<CR>");
-    claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
     assert_eq!(
         std::fs::read_to_string(&remote_file).unwrap(),
         REMOTE_TEXT.replace(old, new)
@@ -805,6 +777,53 @@ fn the_real_claude_code_on_the_remote_host_has_its_edit_reviewed_in_local_neovim
         "Neovim did not exit"
     );
     s.assert_remote_side_ended("after Neovim quit");
+}
+
+/// What both far-side tests (an SSH host here, a container in
+/// `remote_container`) check with the real Claude Code over there, once
+/// started: it takes the editor's lock file (the plugin hears
+/// `CCBridgeConnected`), a selection in the local buffer reaches its prompt,
+/// and its Edit of `far_file` (its own name for `local_file`) opens a
+/// review in Neovim that `:w` accepts. The edit's old and new text.
+pub(crate) fn real_claude_edit_reviewed_in_local_neovim(
+    claude: &Claude,
+    mock: &MockAnthropic,
+    nvim: &mut Nvim,
+    local_file: &Path,
+    far_file: &str,
+) -> (&'static str, &'static str) {
+    claude
+        .wait_prompt(STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    nvim.wait(
+        "CCBridgeConnected (Claude over there took the lock file)",
+        "#test.events_named('CCBridgeConnected') > 0",
+        STEP,
+    );
+    nvim.command(&format!("edit {}", local_file.display()));
+    nvim.input("ggVj");
+    claude
+        .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
+            l.contains("⧉ 2 lines selected")
+        })
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    nvim.input("<Esc>");
+    let old = "    print(message)";
+    let new = "    print(message.upper())";
+    claude
+        .request_edit(mock, far_file, old, new, STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    nvim.wait(
+        "the review in Neovim",
+        "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
+        STEP,
+    );
+    nvim.input(":w<CR>");
+    claude
+        .tmux
+        .wait_for_text("Edit finished.", STEP)
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", claude.screen()));
+    (old, new)
 }
 
 /// A value made, and dropped, by a thread on the remote host: a listener's

@@ -340,7 +340,7 @@ function onEvent(e: ServerEvent): void {
       if (e.entry.kind === "unreviewed") {
         // The server logs a file changed without a review (the session review saw it).
         const { path, by, connected } = e.entry;
-        const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} ${diskLabel(connected ?? [])}`;
+        const what = by ? `${by} changed ${baseName(path)}` : `${baseName(path)} ${diskLabel(connected ?? [])},`;
         if (currentView !== "changes") note(`${what} without a review: see Changes (6).`, "warn");
       }
       break;
