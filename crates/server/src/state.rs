@@ -126,7 +126,12 @@ impl EditorState {
     pub fn set_diagnostics(&mut self, path: &str, diagnostics: Vec<Diagnostic>) {
         self.diagnostics_changed();
         let key = normalize(path);
-        self.analyzing.remove(&key);
+        // A report that comes while a write is pending and its text's
+        // analysis has not begun is about the old text (a server late
+        // with it): the wait for the new text's stands.
+        if self.analyzing.get(&key).is_some_and(|a| !a.1) {
+            self.analyzing.remove(&key);
+        }
         set_in(&mut self.diagnostics, key, diagnostics);
     }
 
@@ -311,7 +316,9 @@ mod tests {
 
     /// Issue 23: a pending write makes only the whole-workspace answer wait
     /// (Claude's `{uri}` baseline is taken before it writes); a report for
-    /// the file ends the wait; an old analysis is not waited for.
+    /// the file ends the wait once the new text's analysis began (one
+    /// before is a late report on the old text); an old analysis is not
+    /// waited for.
     #[test]
     fn analyzing_files_hold_back_the_answers_that_would_be_stale() {
         use std::time::Duration;
@@ -321,6 +328,8 @@ mod tests {
         s.set_analyzing("/w/a.py", true);
         assert!(s.analyzing(None, long));
         assert!(!s.analyzing(Some("file:///w/a.py"), long));
+        s.set_diagnostics("/w/a.py", vec![]);
+        assert!(s.analyzing(None, long), "a late report on the old text");
         s.set_analyzing("/w/a.py", false);
         assert!(s.analyzing(Some("file:///w/a.py"), long));
         assert!(!s.analyzing(Some("file:///w/b.py"), long));

@@ -108,9 +108,15 @@ impl Analysis {
         self.state().source != DiagnosticsSource::Ccbridge
     }
 
+    /// Whether ccbridge's servers check `path` (a server serves its
+    /// language, and the file is not the editor's).
+    pub fn checks(&self, path: &str) -> bool {
+        self.ours(path) && ccbridge_lsp::servers::serves(Path::new(path))
+    }
+
     /// The user met `path` (a selection, a change): its server checks it.
     pub fn involve(&self, path: &str) {
-        if self.ours(path) && ccbridge_lsp::servers::serves(Path::new(path)) {
+        if self.checks(path) {
             self.servers.involve(path);
         }
     }

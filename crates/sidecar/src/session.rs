@@ -454,6 +454,24 @@ impl Session {
         changes.expect_reviewed_version(&shown.path, version, shown.agent);
     }
 
+    /// An accepted review's file is written next, by the agent. When
+    /// ccbridge's language servers answer for it (and the session review's
+    /// watcher will see the write), Claude's whole-workspace
+    /// `getDiagnostics` right after waits for their report on the new text
+    /// rather than answer with the old one.
+    fn write_pending(&self, p: &messages::DiffResolvedParams) -> Option<EditorEvent> {
+        let a = self.analysis.as_ref()?;
+        self.changes.as_ref()?;
+        if !matches!(p.decision, ccbridge_server::DiffDecision::Accepted { .. }) {
+            return None;
+        }
+        let shown = self.frontend.shown(p.id)?;
+        a.checks(&shown.path).then_some(EditorEvent::Analyzing {
+            path: shown.path,
+            write_pending: true,
+        })
+    }
+
     /// `changes` and `changeAction`: the session review, as the page's API.
     async fn changes_request(&self, req: Request) {
         let Some(changes) = self.changes.clone() else {
@@ -843,12 +861,18 @@ impl Session {
                     Ok(event)
                 })
                 .into(),
-            method::DIFF_RESOLVED => params::<messages::DiffResolvedParams>(&n)
-                .map(|p| {
+            method::DIFF_RESOLVED => match params::<messages::DiffResolvedParams>(&n) {
+                Ok(p) => {
                     self.mark_reviewed(&p);
-                    p.into_event()
-                })
-                .into(),
+                    if let Some(e) = self.write_pending(&p) {
+                        if self.engine.send(e).await.is_err() {
+                            return Step::Exit(ExitReason::EngineStopped);
+                        }
+                    }
+                    Ok(p.into_event()).into()
+                }
+                Err(e) => Checked::from(Err(e)),
+            },
             // LSP's own notifications (`$/cancelRequest`, ...) are not ours
             // to judge.
             other if other.starts_with("$/") => {

@@ -544,14 +544,22 @@ async fn an_editor_without_diagnostics_gets_the_language_servers_until_it_report
     let r = ws_response(&mut ws, 1).await;
     assert_eq!(r["result"]["content"][0]["text"], "FILE_SAVED", "{r}");
     std::fs::write(&file, bad).expect("Claude writes");
-    diagnostics_until(
+    // Asked once, at once, as Claude does after its write: the answer
+    // waits for the server's report on the new text (write_pending).
+    id += 1;
+    ws_send(
         &mut ws,
-        &mut id,
-        json!({"uri": uri}),
-        "the written file's error",
-        |l| messages_for(l, &uri).iter().any(|m| m.contains("int")),
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "getDiagnostics", "arguments": {}}}),
     )
     .await;
+    let r = ws_response(&mut ws, id).await;
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or("[]");
+    let list: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
+    assert!(
+        messages_for(&list, &uri).iter().any(|m| m.contains("int")),
+        "the written file's error in the first answer: {list:?}"
+    );
 
     // The editor reports on the file: from now on that is the file's.
     ed.send(
