@@ -34,6 +34,10 @@ struct Rig {
     tools: Option<McpEndpoint>,
     browser: Browser,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The reviews [`Rig::review_id`] has handed out: a proposal is always a
+    /// new review, and the card of the one before may still be marked
+    /// pending while the page waits for its answer.
+    seen: std::collections::HashSet<String>,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -119,6 +123,7 @@ impl Rig {
             tools,
             browser,
             stop: Some(stop),
+            seen: Default::default(),
             _dirs: (ws_dir, cfg),
         }
     }
@@ -177,14 +182,18 @@ impl Rig {
     /// file may still be on the page until Claude's close reaches it (a
     /// fresh-clone run once picked that card, which then left).
     fn review_id(&mut self, path: &Path) -> String {
-        let find = r#"(path) => { for (const el of document.querySelectorAll('[data-review][data-status=pending]')) {
-            if (el.textContent.includes(path.split('/').pop())) return el.dataset.review; }
+        let find = r#"([path, seen]) => { for (const el of document.querySelectorAll('[data-review][data-status=pending]')) {
+            if (!seen.includes(el.dataset.review) && el.textContent.includes(path.split('/').pop())) return el.dataset.review; }
             return null; }"#;
-        self.browser
-            .wait_until(PAGE, find, json!(path.display().to_string()))
+        let seen: Vec<&String> = self.seen.iter().collect();
+        let id = self
+            .browser
+            .wait_until(PAGE, find, json!([path.display().to_string(), seen]))
             .as_str()
             .unwrap()
-            .to_owned()
+            .to_owned();
+        self.seen.insert(id.clone());
+        id
     }
 
     /// Calls `tool` on the workspace tools server in a thread of its own;
