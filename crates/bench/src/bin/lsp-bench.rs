@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! scripts/test --quick        # or: npm ci in a copy of tests/e2e (CCBRIDGE_E2E_DIR)
+//! cargo build --release -p ccbridge
 //! cargo run --release -p ccbridge-bench --bin lsp-bench -- --edits 40 --runs 5
 //! ```
 //!
@@ -23,6 +24,15 @@
 //! - **Memory**: the resident memory of each server's whole process group
 //!   (typescript-language-server runs tsserver beside it), read from
 //!   `/proc` after the edits.
+//!
+//! - **`ccbridge serve`'s own memory**: the release binary serving the
+//!   page (as a user starts it), a Python and a TypeScript proposal open
+//!   (two `openDiff`s from a Claude-like client; pyright, ruff and
+//!   typescript-language-server installed), polled with
+//!   `getDiagnostics` until both proposals' errors are there; then the
+//!   `VmRSS` of the ccbridge process alone and of the servers it started,
+//!   beside the same run with `--no-language-servers`. `--rss-only` runs
+//!   this part alone.
 //!
 //! Only the server of the language measured is started (ruff, the other
 //! Python server, is turned off in the workspace's `.ccbridge/lsp.toml`).
@@ -51,6 +61,12 @@ struct Args {
     /// Cold starts timed per language.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Only measure `ccbridge serve`'s memory with the servers running.
+    #[arg(long)]
+    rss_only: bool,
+    /// The `ccbridge` binary (default: beside this one).
+    #[arg(long)]
+    ccbridge: Option<std::path::PathBuf>,
 }
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -123,6 +139,46 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
+    let ccbridge = match &args.ccbridge {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("the benchmark's directory")?
+            .join("ccbridge"),
+    };
+    if !ccbridge.is_file() {
+        bail!(
+            "no ccbridge binary at {}: `cargo build --release -p ccbridge` first, or pass --ccbridge",
+            ccbridge.display()
+        );
+    }
+    eprintln!("ccbridge serve: memory with the language servers running");
+    let with = serve_memory(&ccbridge, &bin, true).await?;
+    eprintln!("ccbridge serve: memory with --no-language-servers");
+    let without = serve_memory(&ccbridge, &bin, false).await?;
+    let mb = |kib: u64| format!("{:.1} MB", kib as f64 * 1024.0 / 1e6);
+    println!(
+        "`ccbridge serve` ({}), a Python and a TypeScript proposal open, their errors reported:\n",
+        ccbridge.display()
+    );
+    println!("| measure | with language servers | `--no-language-servers` |");
+    println!("|---|---|---|");
+    println!(
+        "| ccbridge's own RSS (VmRSS, median of 3) | {} | {} |",
+        mb(with.ccbridge_kib),
+        mb(without.ccbridge_kib)
+    );
+    println!(
+        "| the language servers' RSS | {} ({} processes: {}) | none started |",
+        mb(with.servers_kib),
+        with.servers.len(),
+        with.servers.join(", ")
+    );
+    println!();
+    if args.rss_only {
+        return Ok(());
+    }
+
     let mut all = Vec::new();
     for lang in [&PYTHON, &TYPESCRIPT] {
         all.push((lang, measure(lang, &bin, &args).await?));
@@ -278,11 +334,210 @@ async fn fresh(rx: &mut mpsc::Receiver<Update>, file: &Path, error: bool) -> any
     }
 }
 
-/// The resident memory of the process groups led by `pids` (each server
-/// runs in a group of its own, with whatever it starts), and how many
-/// processes they hold.
-fn group_rss(pids: &[u32]) -> anyhow::Result<(u64, usize)> {
-    let (mut total, mut n) = (0, 0);
+/// What [`serve_memory`] read.
+struct ServeMemory {
+    ccbridge_kib: u64,
+    servers_kib: u64,
+    /// The servers' processes, by name.
+    servers: Vec<String>,
+}
+
+/// Runs `ccbridge serve` on a workspace with a Python and a TypeScript
+/// file, proposes an error in each as Claude does (`openDiff`, left
+/// open), waits until `getDiagnostics` has both proposals' errors (or,
+/// without servers, until both reviews exist), and reads the memory of
+/// ccbridge and of every process it started.
+async fn serve_memory(ccbridge: &Path, bin: &Path, servers: bool) -> anyhow::Result<ServeMemory> {
+    use ccbridge_bench::client::Client;
+    let config = tempfile::tempdir()?;
+    let dir = tempfile::tempdir()?;
+    let ws = dir.path().canonicalize()?;
+    for lang in [&PYTHON, &TYPESCRIPT] {
+        for (name, text) in lang
+            .extra
+            .iter()
+            .filter(|(n, _)| !n.starts_with(".ccbridge"))
+        {
+            std::fs::write(ws.join(name), text)?;
+        }
+        std::fs::write(ws.join(lang.file), lang.good)?;
+    }
+    let mut command = std::process::Command::new(ccbridge);
+    command
+        .args(["serve", "--workspace"])
+        .arg(&ws)
+        .current_dir(&ws)
+        .env("CLAUDE_CONFIG_DIR", config.path())
+        .env_remove("CCBRIDGE_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if servers {
+        // As a user with the usual Python pair installed: pyright and ruff.
+        command
+            .arg("--language-server-dir")
+            .arg(bin)
+            .arg("--language-server-dir")
+            .arg(ccbridge_testkit::ruff_bin_dir());
+    } else {
+        command.arg("--no-language-servers");
+    }
+    let child = command.spawn().context("cannot start ccbridge serve")?;
+    let pid = child.id();
+    let mut serve = Serve(child);
+    let lock_dir = config.path().join("ide");
+    let deadline = Instant::now() + TIMEOUT;
+    let lock = loop {
+        if let Some(p) = ccbridge_bench::process::find_lock(&lock_dir) {
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                if let Ok(lock) = serde_json::from_str::<serde_json::Value>(&text) {
+                    break (p, lock);
+                }
+            }
+        }
+        if let Some(status) = serve.0.try_wait()? {
+            bail!("ccbridge serve exited before writing its lock file: {status}");
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "ccbridge serve wrote no lock file in {}",
+                lock_dir.display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let port: u16 = lock
+        .0
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok())
+        .context("the lock file's name is its port")?;
+    let token = lock.1["authToken"]
+        .as_str()
+        .context("authToken")?
+        .to_owned();
+    let mut claude = Client::session(port, &token).await?;
+    for (i, lang) in [&PYTHON, &TYPESCRIPT].into_iter().enumerate() {
+        let path = ws.join(lang.file).to_string_lossy().into_owned();
+        let open = serde_json::json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call",
+            "params": {"name": "openDiff", "arguments": {"old_file_path": path,
+            "new_file_path": path, "new_file_contents": lang.bad,
+            "tab_name": format!("✻ [Claude Code] {} ⧉", lang.file)}}});
+        claude.notify(&open.to_string()).await?;
+    }
+    loop {
+        let id = claude.id();
+        let ask = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "getDiagnostics", "arguments": {}}});
+        let answer: serde_json::Value =
+            serde_json::from_str(claude.request(ask.to_string()).await?.as_str())?;
+        let list: Vec<serde_json::Value> = answer["result"]["content"][0]["text"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        let reported = |file: &str| {
+            list.iter().any(|e| {
+                e["uri"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("_claude_fs_right:") && u.ends_with(file))
+                    && e["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
+            })
+        };
+        if !servers || (reported(PYTHON.file) && reported(TYPESCRIPT.file)) {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("getDiagnostics still lacks the proposals' errors: {list:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Settled: both proposals are reviews (answered in order after them),
+    // the servers have reported. Three samples, 300 ms apart.
+    let mut samples = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        samples.push(ccbridge_bench::process::rss_kib(pid)?);
+    }
+    samples.sort_unstable();
+    let children = children_of(pid)?;
+    let (servers_bytes, names) = if servers {
+        let (bytes, _) = group_rss(&children)?;
+        (bytes, process_names(&children)?)
+    } else {
+        (0, Vec::new())
+    };
+    claude.close().await;
+    drop(serve);
+    Ok(ServeMemory {
+        ccbridge_kib: samples[1],
+        servers_kib: servers_bytes / 1024,
+        servers: names,
+    })
+}
+
+/// `ccbridge serve`, stopped as a user stops it (SIGTERM) when dropped.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The pids whose parent is `pid`.
+fn children_of(pid: u32) -> anyhow::Result<Vec<u32>> {
+    Ok(proc_stats()?
+        .into_iter()
+        .filter(|(_, fields)| fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid))
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// The names of the processes in the groups led by `pids`.
+fn process_names(pids: &[u32]) -> anyhow::Result<Vec<String>> {
+    let mut names: Vec<String> = proc_stats()?
+        .into_iter()
+        .filter(|(_, fields)| {
+            fields
+                .get(2)
+                .and_then(|g| g.parse::<u32>().ok())
+                .is_some_and(|g| pids.contains(&g))
+        })
+        .filter_map(|(p, _)| {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            // A node script's name is its script's, not node's.
+            let name = args
+                .iter()
+                .skip(usize::from(
+                    args.first().is_some_and(|a| a.ends_with("node")),
+                ))
+                .find(|a| !a.starts_with('-'))?;
+            Some(Path::new(name).file_name()?.to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Every process's pid and the fields of its `/proc/<pid>/stat` after the
+/// command's closing parenthesis (state, ppid, pgrp, ...).
+fn proc_stats() -> anyhow::Result<Vec<(u32, Vec<String>)>> {
+    let mut all = Vec::new();
     for entry in std::fs::read_dir("/proc")? {
         let Some(pid) = entry?
             .file_name()
@@ -294,13 +549,25 @@ fn group_rss(pids: &[u32]) -> anyhow::Result<(u64, usize)> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue; // gone meanwhile
         };
-        // Fields after the command's closing parenthesis: state, ppid,
-        // pgrp, ...
-        let pgrp = stat
+        let fields = stat
             .rsplit(')')
             .next()
-            .and_then(|rest| rest.split_whitespace().nth(2))
-            .and_then(|g| g.parse::<u32>().ok());
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        all.push((pid, fields));
+    }
+    Ok(all)
+}
+
+/// The resident memory of the process groups led by `pids` (each server
+/// runs in a group of its own, with whatever it starts), and how many
+/// processes they hold.
+fn group_rss(pids: &[u32]) -> anyhow::Result<(u64, usize)> {
+    let (mut total, mut n) = (0, 0);
+    for (pid, fields) in proc_stats()? {
+        let pgrp = fields.get(2).and_then(|g| g.parse::<u32>().ok());
         if pgrp.is_some_and(|g| pids.contains(&g)) {
             if let Ok(rss) = resident_bytes(pid) {
                 total += rss;
