@@ -38,6 +38,7 @@ pub struct Options {
 pub struct Running {
     pub endpoint: McpEndpoint,
     pub ctx: Arc<Context>,
+    stop: tokio_util::sync::CancellationToken,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -66,11 +67,13 @@ impl Running {
         }
     }
 
-    /// Waits for the server to finish after its shutdown fired, then
-    /// removes any registration of it from Claude's `.claude.json` (made by
-    /// `--register-tools` or `ccbridge mcp-config --register`): its token
-    /// dies with it.
+    /// Stops the server (if its `shutdown` has not already), waits for it
+    /// to finish, and removes any registration of it from Claude's
+    /// `.claude.json` (made by `--register-tools` or `ccbridge mcp-config
+    /// --register`): its token dies with it. The same contract as the
+    /// companions' and Codex's `stopped`.
     pub async fn stopped(self) {
+        self.stop.cancel();
         if let Some(path) = registration::config_path() {
             match registration::unregister(&path, &self.endpoint) {
                 Ok(true) => tracing::info!(file = %path.display(), "tools registration removed"),
@@ -105,7 +108,8 @@ pub fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
 pub struct LaunchError(String);
 
 /// Starts the tools server for `engine`'s `folders` as `options` say,
-/// serving until `shutdown` completes, and advertises it. `secrets` (the
+/// serving until `shutdown` completes or [`Running::stopped`], and
+/// advertises it. `secrets` (the
 /// IDE server's token) never reach a command's environment.
 pub async fn start(
     options: &Options,
@@ -150,10 +154,18 @@ pub async fn start(
     };
     tracing::info!(url = %endpoint.url, %approval, "workspace tools served");
     let ctx = server.context();
-    let task = tokio::spawn(server.run(shutdown));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopping = stop.clone();
+    let task = tokio::spawn(server.run(async move {
+        tokio::select! {
+            () = shutdown => {}
+            () = stopping.cancelled() => {}
+        }
+    }));
     let running = Running {
         endpoint,
         ctx,
+        stop,
         task,
     };
     running.advertise(engine, options.register, folders);

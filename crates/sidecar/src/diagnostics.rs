@@ -151,30 +151,30 @@ async fn forward(
     use ccbridge_lsp::Update;
     while let Some(u) = updates.recv().await {
         let Some(a) = analysis.upgrade() else { return };
-        let event = match u {
-            Update::Analyzing { path } if a.ours(&path) => EditorEvent::Analyzing {
-                path,
-                write_pending: false,
-            },
-            Update::Published(p) if a.ours(&p.path) => EditorEvent::Diagnostics {
-                path: p.path,
-                diagnostics: p.diagnostics,
-            },
-            Update::Proposed(p) if a.ours(&p.path) => EditorEvent::ProposedDiagnostics {
-                path: p.path,
-                diagnostics: p.diagnostics,
-            },
-            Update::Unavailable { language, why } => {
+        let event = match ccbridge_services::editor_event(u) {
+            Ok(event) if event_path(&event).is_some_and(|p| a.ours(p)) => event,
+            Ok(_) => continue,
+            Err(Update::Unavailable { language, why }) => {
                 tracing::info!("no diagnostics for {language} files: {why}");
                 continue;
             }
             // Logged by the client; the servers run with the defaults.
-            _ => continue,
+            Err(_) => continue,
         };
         drop(a);
         if engine.send(event).await.is_err() {
             return;
         }
+    }
+}
+
+/// The file an event from [`ccbridge_services::editor_event`] is about.
+fn event_path(event: &EditorEvent) -> Option<&str> {
+    match event {
+        EditorEvent::Analyzing { path, .. }
+        | EditorEvent::Diagnostics { path, .. }
+        | EditorEvent::ProposedDiagnostics { path, .. } => Some(path),
+        _ => None,
     }
 }
 

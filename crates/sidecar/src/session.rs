@@ -31,6 +31,7 @@ use ccbridge_server::traffic::{Direction, Peer, TrafficLog};
 use ccbridge_server::{
     AgentKind, ApplyError, ClientInfo, Config, EditorEvent, EngineGone, EngineHandle, Server,
 };
+use ccbridge_services::Offer;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::future::Future;
@@ -74,40 +75,10 @@ where
     run_with(config, Options::default(), input, output, shutdown).await
 }
 
-/// What the sidecar serves besides the Claude Code IDE server.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Also serve the workspace tools over MCP (`ccbridge-mcp`), so; `None`:
-    /// not at all. The editor's `initialize` may change their approval mode.
-    pub tools: Option<ccbridge_mcp::launch::Options>,
-    /// Offer the IDE to Claude Code (its lock file); without it, only to
-    /// the agents of `companion`.
-    pub claude: bool,
-    /// The companion servers for Gemini CLI / Qwen Code; `None`: none.
-    pub companion: Option<ccbridge_companion::launch::Options>,
-    /// Serve Codex CLI's `/ide` (`ccbridge-codex`: its IPC router socket).
-    pub codex: bool,
-    /// Watch the workspace for the session review (`changes`,
-    /// `changeAction`, `changesChanged`).
-    pub changes: bool,
-    /// Run the workspace's language servers for an editor that reports no
-    /// diagnostics of its own (`crate::diagnostics`); `None`: never.
-    pub language_servers: Option<ccbridge_lsp::Options>,
-}
-
-impl Default for Options {
-    /// Claude Code's IDE server only: no workspace tools, no companion.
-    fn default() -> Self {
-        Options {
-            tools: None,
-            claude: true,
-            companion: None,
-            codex: false,
-            changes: false,
-            language_servers: None,
-        }
-    }
-}
+/// What the sidecar serves besides the Claude Code IDE server: the same
+/// options as the browser UI's. The editor's `initialize` may change the
+/// workspace tools' approval mode.
+pub use ccbridge_services::Options;
 
 /// [`run`], with [`Options`].
 pub async fn run_with<R, W>(
@@ -171,62 +142,18 @@ where
         let _ = engine_stop.await;
     }));
     tracing::info!(port = handle.port(), lock = ?handle.lock_path(), "sidecar serving");
-    let (stop_tools, tools_stop) = oneshot::channel::<()>();
-    let tools = match &options.tools {
-        Some(tools) => ccbridge_mcp::launch::start(
-            tools,
-            &folders,
-            &handle,
-            vec![server_token.clone()],
-            async move {
-                let _ = tools_stop.await;
-            },
-        )
-        .await
-        .inspect_err(|e| tracing::warn!("{e}"))
-        .ok(),
-        None => None,
-    };
-    let (stop_companion, companion_stop) = oneshot::channel::<()>();
-    let companion = match &options.companion {
-        Some(o) => Some(
-            ccbridge_companion::launch::start(o, &handle, async move {
-                let _ = companion_stop.await;
-            })
-            .await,
-        ),
-        None => None,
-    };
-    let (stop_codex, codex_stop) = oneshot::channel::<()>();
-    let codex = options.codex.then(|| {
-        ccbridge_codex::start(Arc::new(handle.clone()), async move {
-            let _ = codex_stop.await;
-        })
-    });
-    let mut offered: Vec<(AgentKind, Option<u16>)> = Vec::new();
-    if options.claude {
-        offered.push((AgentKind::Claude, None));
-    }
-    if let Some(c) = &companion {
-        offered.extend(c.served().iter().map(|s| (s.agent.kind(), Some(s.port))));
-    }
-    if codex.is_some() {
-        offered.push((AgentKind::Codex, None));
-    }
-
+    let tools = ccbridge_services::start_tools(&options, &folders, &handle, &server_token).await;
     let analysis = options.language_servers.clone().map(|o| {
         let a = crate::diagnostics::Analysis::start(o, folders.clone(), handle.clone());
         frontend.analyse_proposals(a.clone());
         a
     });
-    let changes = if options.changes {
-        ccbridge_changes::Changes::start(&folders)
-            .inspect_err(|e| tracing::warn!("the session review cannot watch the workspace: {e}"))
-            .inspect(|c| c.set_running_agents(ccbridge_changes::running_agents_of(&handle)))
-            .ok()
-    } else {
-        None
-    };
+    let tools_shared = tools
+        .as_ref()
+        .ok()
+        .map(|t| (t.endpoint.clone(), t.ctx.clone()));
+    let services = ccbridge_services::Services::start(&options, &folders, &handle, tools).await;
+    let changes = services.changes().cloned();
     let changes_wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let forward_changes = changes.as_ref().map(|c| {
         let mut revisions = c.subscribe();
@@ -266,8 +193,8 @@ where
         sink.clone(),
         server_info,
     )
-    .with_tools(tools.as_ref().map(|t| (t.endpoint.clone(), t.ctx.clone())))
-    .with_agents(offered)
+    .with_tools(tools_shared)
+    .with_agents(services.offers())
     .with_changes(changes, changes_wanted)
     .with_analysis(analysis.clone());
     let mut reader = FrameReader::new(input);
@@ -298,18 +225,7 @@ where
         f.abort();
     }
     let _ = stop_engine.send(());
-    let _ = stop_tools.send(());
-    let _ = stop_companion.send(());
-    let _ = stop_codex.send(());
-    if let Some(t) = tools {
-        t.stopped().await;
-    }
-    if let Some(c) = companion {
-        c.stopped().await;
-    }
-    if let Some(c) = codex {
-        c.stopped().await;
-    }
+    services.stop().await;
     if let Some(a) = &analysis {
         a.stop().await;
     }
@@ -385,7 +301,7 @@ pub(crate) struct Session {
     tools: Option<(McpEndpoint, Arc<ccbridge_mcp::tools::Context>)>,
     /// The agents offered, with their companion server's port (Claude's
     /// is the engine's).
-    agents: Vec<(AgentKind, Option<u16>)>,
+    agents: Vec<Offer>,
     /// The session review, when the workspace is watched.
     changes: Option<ccbridge_changes::Changes>,
     /// The editor asked for `changesChanged` (`initialize`'s `changes`).
@@ -408,7 +324,10 @@ impl Session {
             server_info,
             version: AtomicU32::new(PROTOCOL_VERSION),
             tools: None,
-            agents: vec![(AgentKind::Claude, None)],
+            agents: vec![Offer {
+                agent: AgentKind::Claude,
+                companion_port: None,
+            }],
             changes: None,
             changes_wanted: Arc::default(),
             analysis: None,
@@ -509,7 +428,7 @@ impl Session {
     }
 
     /// Reports these agents in `initialize` (version 3).
-    pub(crate) fn with_agents(mut self, agents: Vec<(AgentKind, Option<u16>)>) -> Self {
+    pub(crate) fn with_agents(mut self, agents: Vec<Offer>) -> Self {
         self.agents = agents;
         self
     }
@@ -520,19 +439,10 @@ impl Session {
         let folders = self.engine.workspace_folders();
         self.agents
             .iter()
-            .map(|&(agent, companion_port)| AgentEnv {
-                agent,
-                env: match (
-                    ccbridge_companion::CompanionAgent::of(agent),
-                    companion_port,
-                ) {
-                    (Some(a), Some(p)) => a.env(p, &folders).into_iter().collect(),
-                    _ if agent == AgentKind::Codex => {
-                        ccbridge_codex::Running::env().into_iter().collect()
-                    }
-                    _ => claude_env(port),
-                },
-                args: match agent {
+            .map(|offer| AgentEnv {
+                agent: offer.agent,
+                env: offer.env(port, &folders),
+                args: match offer.agent {
                     AgentKind::Claude => {
                         // Edits ask (so they are reviewed here) in any mode;
                         // the workspace tools, which the editor asks about
@@ -782,7 +692,7 @@ impl Session {
             server_info: self.server_info.clone(),
             port,
             lock_file: self.lock_file(),
-            env: if self.agents.iter().any(|(a, _)| *a == AgentKind::Claude) {
+            env: if self.agents.iter().any(|o| o.agent == AgentKind::Claude) {
                 claude_env(port)
             } else {
                 Default::default()

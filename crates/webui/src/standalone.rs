@@ -7,14 +7,13 @@ use crate::guard::Credentials;
 use crate::hub::{AgentOffer, Hub, ServerView};
 use crate::server::{self, Ui};
 use ccbridge_protocol::lockfile::PageLink;
-use ccbridge_server::{AgentKind, Config, EngineHandle, Server, ServerError};
+use ccbridge_server::{Config, EngineHandle, Server, ServerError};
 use ccbridge_workspace::{Workspace, WorkspaceError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 /// Why the standalone server could not start. Messages include their cause.
 #[derive(Debug, thiserror::Error)]
@@ -32,41 +31,9 @@ pub enum StartError {
     Random,
 }
 
-/// What the standalone server serves besides the engine.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// The page's port; `None`: OS-assigned.
-    pub ui_port: Option<u16>,
-    /// Also serve the workspace tools, so; `None`: not at all.
-    pub tools: Option<ccbridge_mcp::launch::Options>,
-    /// Offer the IDE to Claude Code (its lock file).
-    pub claude: bool,
-    /// The companion servers for Gemini CLI / Qwen Code; `None`: none.
-    pub companion: Option<ccbridge_companion::launch::Options>,
-    /// Watch the workspace for the session review (the Changes view).
-    pub changes: bool,
-    /// Serve Codex CLI's `/ide` (`ccbridge-codex`).
-    pub codex: bool,
-    /// Start the workspace's language servers for diagnostics
-    /// (`ccbridge-lsp`); `None`: none (`--no-language-servers`).
-    pub language_servers: Option<ccbridge_lsp::Options>,
-}
-
-impl Default for Options {
-    /// Claude Code only, no workspace tools, no language servers, an
-    /// OS-assigned port.
-    fn default() -> Self {
-        Options {
-            ui_port: None,
-            tools: None,
-            claude: true,
-            companion: None,
-            changes: false,
-            codex: false,
-            language_servers: None,
-        }
-    }
-}
+/// What runs beside the engine and the page: the same options as the
+/// editor sidecar's.
+pub use ccbridge_services::Options;
 
 /// A started engine and UI, not yet serving.
 pub struct Standalone {
@@ -75,25 +42,33 @@ pub struct Standalone {
     listener: TcpListener,
     ui: Arc<Ui>,
     url: String,
-    /// The tools server, or why it does not run.
-    tools: Result<(ccbridge_mcp::launch::Running, oneshot::Sender<()>), String>,
-    companion: Option<ccbridge_companion::launch::Running>,
-    codex: Option<ccbridge_codex::Running>,
+    services: ccbridge_services::Services,
     agents: Vec<AgentOffer>,
     language_servers: Option<ccbridge_lsp::LanguageServers>,
 }
 
 impl Standalone {
-    /// Binds the engine (with `config`) and the UI (on `options.ui_port`,
-    /// or an OS-assigned port), starts the workspace tools server when
+    /// Binds the engine (with `config`) and the UI on an OS-assigned port;
+    /// see [`Standalone::start_at`].
+    pub async fn start(config: Config, options: Options) -> Result<Standalone, StartError> {
+        Standalone::start_at(config, options, None).await
+    }
+
+    /// Binds the engine (with `config`) and the UI (on `ui_port`, or an
+    /// OS-assigned port), starts the workspace tools server when
     /// `options.tools` says so (going on without it, logged, if it cannot
-    /// start), then writes the lock file, naming the tools from the start.
-    pub async fn start(mut config: Config, options: Options) -> Result<Standalone, StartError> {
+    /// start), writes the lock file, naming the tools from the start, then
+    /// starts the language servers and the other servers beside the engine
+    /// ([`ccbridge_services`]).
+    pub async fn start_at(
+        mut config: Config,
+        options: Options,
+        ui_port: Option<u16>,
+    ) -> Result<Standalone, StartError> {
         if !options.claude {
             // Claude Code finds an IDE by its lock file only.
             config.lock_dir = None;
         }
-        let ui_port = options.ui_port;
         let folders: Vec<PathBuf> = config.workspace_folders.iter().map(PathBuf::from).collect();
         let workspace = Workspace::open(&folders).map_err(StartError::Workspace)?;
         let addr = SocketAddr::from(([127, 0, 0, 1], ui_port.unwrap_or(0)));
@@ -112,29 +87,10 @@ impl Standalone {
             .await
             .map_err(StartError::Engine)?;
         let handle = server.handle();
-        let tools = match &options.tools {
-            Some(opts) => {
-                let (stop, stopped) = oneshot::channel::<()>();
-                ccbridge_mcp::launch::start(
-                    opts,
-                    &folders,
-                    &handle,
-                    vec![server.token().to_owned()],
-                    async move {
-                        let _ = stopped.await;
-                    },
-                )
-                .await
-                .map(|running| (running, stop))
-                .map_err(|e| {
-                    tracing::warn!("{e}");
-                    e.to_string()
-                })
-            }
-            None => Err("turned off (--no-tools)".to_owned()),
-        };
+        let tools =
+            ccbridge_services::start_tools(&options, &folders, &handle, server.token()).await;
         hub.attach_tools(match &tools {
-            Ok((running, _)) => Ok((running.endpoint.clone(), running.ctx.clone())),
+            Ok(running) => Ok((running.endpoint.clone(), running.ctx.clone())),
             Err(why) => Err(why.clone()),
         });
         // `ccbridge link` finds the page, and a token that only makes
@@ -145,32 +101,11 @@ impl Standalone {
         }));
         // Written once the tools are known, so it names them from the start.
         if let Err(e) = server.publish() {
-            if let Ok((running, stop)) = tools {
-                let _ = stop.send(());
+            if let Ok(running) = tools {
                 running.stopped().await;
             }
             return Err(StartError::Engine(e));
         }
-        let companion = match &options.companion {
-            Some(o) => {
-                Some(ccbridge_companion::launch::start(o, &handle, std::future::pending()).await)
-            }
-            None => None,
-        };
-        let codex = options
-            .codex
-            .then(|| ccbridge_codex::start(Arc::new(handle.clone()), std::future::pending()));
-        let agents = offers(options.claude, companion.as_ref(), codex.is_some(), &handle);
-        hub.attach(
-            handle.clone(),
-            ServerView {
-                version,
-                ide_name,
-                workspace_folders: handle.workspace_folders(),
-                ide_port: handle.port(),
-                agents: agents.clone(),
-            },
-        );
         // Before the session review, so its first change reaches them.
         let language_servers = options.language_servers.clone().map(|o| {
             let (servers, published) = ccbridge_lsp::LanguageServers::start(o, folders.clone());
@@ -178,15 +113,28 @@ impl Standalone {
             hub.attach_language_servers(servers.clone());
             servers
         });
-        if options.changes {
-            // Before Claude can connect, so its first edit is seen.
-            match ccbridge_changes::Changes::start(&folders) {
-                Ok(c) => {
-                    c.set_running_agents(ccbridge_changes::running_agents_of(&handle));
-                    hub.attach_changes(c)
-                }
-                Err(e) => tracing::warn!("the session review cannot watch the workspace: {e}"),
-            }
+        let services = ccbridge_services::Services::start(&options, &folders, &handle, tools).await;
+        let workspace_folders = handle.workspace_folders();
+        let agents: Vec<AgentOffer> = services
+            .offers()
+            .iter()
+            .map(|o| AgentOffer {
+                agent: o.agent,
+                env: o.env(handle.port(), &workspace_folders),
+            })
+            .collect();
+        hub.attach(
+            handle.clone(),
+            ServerView {
+                version,
+                ide_name,
+                workspace_folders,
+                ide_port: handle.port(),
+                agents: agents.clone(),
+            },
+        );
+        if let Some(c) = services.changes() {
+            hub.attach_changes(c.clone());
         }
         let token = credentials.new_link().ok_or(StartError::Random)?;
         let url = format!("http://127.0.0.1:{port}/#token={token}");
@@ -202,9 +150,7 @@ impl Standalone {
             listener,
             ui,
             url,
-            tools,
-            companion,
-            codex,
+            services,
             agents,
             language_servers,
         })
@@ -217,15 +163,12 @@ impl Standalone {
 
     /// Why an agent asked for is not served (one line each).
     pub fn agent_problems(&self) -> &[String] {
-        self.companion.as_ref().map_or(&[], |c| c.problems())
+        self.services.agent_problems()
     }
 
     /// The workspace tools server, or why it does not run.
     pub fn tools(&self) -> Result<&ccbridge_protocol::lockfile::McpEndpoint, &str> {
-        match &self.tools {
-            Ok((running, _)) => Ok(&running.endpoint),
-            Err(why) => Err(why),
-        }
+        self.services.tools().map(|running| &running.endpoint)
     }
 
     /// The one-time link to the page.
@@ -261,16 +204,7 @@ impl Standalone {
             let _ = ui_stopped.await;
         }));
         let result = self.server.run(shutdown).await;
-        if let Ok((running, stop)) = self.tools {
-            let _ = stop.send(());
-            running.stopped().await;
-        }
-        if let Some(c) = self.companion {
-            c.stopped().await;
-        }
-        if let Some(c) = self.codex {
-            c.stopped().await;
-        }
+        self.services.stop().await;
         if let Some(l) = &self.language_servers {
             l.stop().await;
         }
@@ -290,62 +224,19 @@ async fn forward_diagnostics(
     hub: Arc<Hub>,
 ) {
     use ccbridge_lsp::Update;
-    use ccbridge_server::EditorEvent;
     while let Some(u) = updates.recv().await {
-        let event = match u {
-            Update::Analyzing { path } => EditorEvent::Analyzing {
-                path,
-                write_pending: false,
-            },
-            Update::Published(p) => EditorEvent::Diagnostics {
-                path: p.path,
-                diagnostics: p.diagnostics,
-            },
-            Update::Proposed(p) => EditorEvent::ProposedDiagnostics {
-                path: p.path,
-                diagnostics: p.diagnostics,
-            },
-            Update::Unavailable { language, why } => {
+        let event = match ccbridge_services::editor_event(u) {
+            Ok(event) => event,
+            Err(Update::Unavailable { language, why }) => {
                 hub.language_server_unavailable(language, why);
                 continue;
             }
             // Logged by the client (on serve's stderr or log file); the
             // servers run with the defaults.
-            Update::BadConfig { .. } => continue,
+            Err(_) => continue,
         };
         if engine.send(event).await.is_err() {
             return;
         }
     }
-}
-
-/// Each agent offered, with the environment of a terminal that starts it
-/// connected to this IDE.
-fn offers(
-    claude: bool,
-    companion: Option<&ccbridge_companion::launch::Running>,
-    codex: bool,
-    engine: &EngineHandle,
-) -> Vec<AgentOffer> {
-    let mut out = Vec::new();
-    if claude {
-        out.push(AgentOffer {
-            agent: AgentKind::Claude,
-            env: ccbridge_protocol::lockfile::claude_env(engine.port()),
-        });
-    }
-    let folders = engine.workspace_folders();
-    for s in companion.map_or(&[][..], |c| c.served()) {
-        out.push(AgentOffer {
-            agent: s.agent.kind(),
-            env: s.agent.env(s.port, &folders).into_iter().collect(),
-        });
-    }
-    if codex {
-        out.push(AgentOffer {
-            agent: AgentKind::Codex,
-            env: ccbridge_codex::Running::env().into_iter().collect(),
-        });
-    }
-    out
 }

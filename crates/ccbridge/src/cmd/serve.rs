@@ -224,14 +224,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .and_then(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
         .unwrap_or_else(std::process::id);
     let config = config_from(&args.server, parent)?;
-    let options = ccbridge_sidecar::Options {
-        tools: args.server.tools(),
-        claude: args.server.claude(),
-        companion: args.server.companion(),
-        codex: args.server.codex(),
-        changes: !args.server.no_changes,
-        language_servers: args.ui.language_servers(),
-    };
+    let options = services(&args.server, &args.ui);
     let reason = ccbridge_sidecar::run_with(
         config,
         options,
@@ -270,16 +263,20 @@ pub async fn start_standalone(
             anyhow::bail!("{why}");
         }
     }
-    let options = ccbridge_webui::Options {
-        ui_port: ui.ui_port,
+    let options = services(server, ui);
+    Ok(ccbridge_webui::Standalone::start_at(config, options, ui.ui_port).await?)
+}
+
+/// What runs beside the engine, as the flags say: the same for both modes.
+fn services(server: &ServerArgs, ui: &UiArgs) -> ccbridge_services::Options {
+    ccbridge_services::Options {
         tools: server.tools(),
         claude: server.claude(),
         companion: server.companion(),
-        changes: !server.no_changes,
         codex: server.codex(),
+        changes: !server.no_changes,
         language_servers: ui.language_servers(),
-    };
-    Ok(ccbridge_webui::Standalone::start(config, options).await?)
+    }
 }
 
 /// Why not to start a second ccbridge: another one, alive and answering,
