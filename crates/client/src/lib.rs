@@ -12,8 +12,10 @@
 //!   CLI does (subprotocol `mcp`, `X-Claude-Code-Ide-Authorization`) and calls
 //!   tools on any IDE server (ccbridge, VS Code, claudecode.nvim, ...).
 
-pub mod discovery;
-pub mod stale;
+/// Lock-file discovery, in a crate of its own (`ccbridge-discovery`) so the
+/// engine's start-up sweep shares it without depending on this client.
+pub use ccbridge_discovery as discovery;
+pub use ccbridge_discovery::stale;
 pub mod ws_client;
 
 pub use discovery::{Env, LockEntry, Scan};

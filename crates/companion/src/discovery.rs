@@ -23,11 +23,11 @@
 //! would block whoever opens it, a link to `/dev/zero`, a huge sparse file.
 //! So a file is only read when it is a regular file of this user, opened
 //! without following links nor blocking and read capped
-//! ([`ccbridge_client::discovery::read_small_file`]); another user's files
+//! ([`ccbridge_discovery::read_small_file`]); another user's files
 //! are left out, anything else that is not a regular file is listed as
 //! skipped, and nothing of either kind is ever removed.
 
-use ccbridge_client::discovery::{pid_alive, read_small_file, Follow, SmallFileError};
+use ccbridge_discovery::{pid_alive, read_small_file, Follow, SmallFileError};
 use ccbridge_server::lockfile::{LockError, PrivateFile};
 use ccbridge_server::AgentKind;
 use serde_json::json;

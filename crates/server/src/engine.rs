@@ -200,7 +200,7 @@ impl Server {
             shutdown: watch::channel(false).0,
             calls_in_flight: Default::default(),
             calls_done: Default::default(),
-            server_process: ccbridge_client::discovery::this_server_process(),
+            server_process: ccbridge_discovery::this_server_process(),
             throttle: AuthThrottle::default(),
             refusals: RefusalLog::new(Instant::now()),
             traffic,

@@ -167,18 +167,18 @@ pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 }
 
 /// Removes the stale lock files in `dir` by `ccbridge clean`'s rule
-/// (`ccbridge_client::stale`): only when neither the editor's pid nor the
+/// (`ccbridge_discovery::stale`): only when neither the editor's pid nor the
 /// recorded server process is known to run *and* the port does not answer,
 /// so a live server's lock is never touched. Files are read capped and
 /// without blocking on FIFOs; the directory scan runs on a blocking thread
 /// and the port probes concurrently, so a hostile lock directory costs at
 /// most about one probe timeout. Returns what was removed.
 pub async fn sweep_stale(dir: PathBuf) -> Vec<PathBuf> {
-    let scanned = tokio::task::spawn_blocking(move || ccbridge_client::discovery::scan(&[dir]));
+    let scanned = tokio::task::spawn_blocking(move || ccbridge_discovery::scan(&[dir]));
     let Ok(scan) = scanned.await else {
         return Vec::new();
     };
-    let report = ccbridge_client::stale::clean_entries(&scan.entries, false).await;
+    let report = ccbridge_discovery::stale::clean_entries(&scan.entries, false).await;
     for o in &report.removed {
         tracing::info!(path = %o.path.display(), "removed a stale lock file: {}", o.reason);
     }

@@ -54,7 +54,7 @@ async fn the_lock_file_is_private_whatever_the_umask() {
     assert_eq!(mode(&dir), 0o700, "lock dir mode");
 
     let me = std::process::id();
-    let started = ccbridge_client::discovery::process_start_time(me).expect("/proc");
+    let started = ccbridge_discovery::process_start_time(me).expect("/proc");
     assert_eq!(
         read_json(&path),
         json!({"pid":4321,"workspaceFolders":["/work/test-workspace"],"ideName":"TestIDE",

@@ -20,7 +20,7 @@
 //!   unparseable file → removed only if the port does not answer;
 //! - a file that changed between the scan and the removal is kept.
 
-use crate::discovery::{ports_answering, scan, LockEntry};
+use crate::{ports_answering, scan, LockEntry};
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -327,15 +327,10 @@ mod tests {
             me,
             ServerProcess {
                 pid: me,
-                start_time: crate::discovery::process_start_time(me).map(|t| t + 1),
+                start_time: crate::process_start_time(me).map(|t| t + 1),
             },
         );
-        let served = write_served_lock(
-            d,
-            closed_port(),
-            dead_pid(),
-            crate::discovery::this_server_process(),
-        );
+        let served = write_served_lock(d, closed_port(), dead_pid(), crate::this_server_process());
         let report = clean(&[d.to_path_buf()], false).await;
         assert!(!orphaned.exists(), "{report:?}");
         assert!(!reused.exists(), "a reused server pid is not the server");

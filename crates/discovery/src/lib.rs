@@ -16,6 +16,10 @@
 //!   rely on the `/mnt/c/Users/*` scan instead of spawning a Windows process;
 //! - lock files are read with a size cap and never block on a FIFO.
 
+pub mod stale;
+
+pub use stale::{clean, Report};
+
 use ccbridge_protocol::lockfile::{LockFile, LockFileError};
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
