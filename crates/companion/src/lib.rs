@@ -1,6 +1,6 @@
 //! The IDE companion server Gemini CLI and Qwen Code connect to:
 //! MCP over Streamable HTTP at `http://127.0.0.1:<port>/mcp`, behind the
-//! same checks as the workspace tools server (`ccbridge_mcp::guard`:
+//! same checks as the workspace tools server (`ccbridge_http::mcp::guard`:
 //! loopback `Host`, no foreign `Origin`, `Authorization: Bearer` in
 //! constant time), advertised in each agent's discovery file.
 //!
@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 pub struct CompanionServer {
     agent: CompanionAgent,
     listener: TcpListener,
-    token: ccbridge_mcp::guard::Token,
+    token: ccbridge_http::mcp::guard::Token,
     engine: EngineHandle,
 }
 
@@ -55,7 +55,7 @@ impl CompanionServer {
         Ok(CompanionServer {
             agent,
             listener,
-            token: ccbridge_mcp::guard::Token::new(token),
+            token: ccbridge_http::mcp::guard::Token::new(token),
             engine,
         })
     }
@@ -78,7 +78,7 @@ impl CompanionServer {
             sessions: Default::default(),
             pending: Default::default(),
         });
-        ccbridge_mcp::guard::serve(
+        ccbridge_http::mcp::guard::serve(
             self.listener,
             service::endpoint(shared),
             self.token,

@@ -15,7 +15,7 @@
 
 use crate::context::ContextTracker;
 use crate::discovery::CompanionAgent;
-use ccbridge_mcp::service::CappedSessions;
+use ccbridge_http::mcp::CappedSessions;
 use ccbridge_server::original::{Original, MAX_ORIGINAL};
 use ccbridge_server::{AgentSession, EngineHandle, Proposal, Verdict};
 use rmcp::model::{
@@ -477,11 +477,11 @@ impl ServerHandler for Companion {
 }
 
 /// The MCP endpoint as a tower service, set up as the tools server's is
-/// (`ccbridge_mcp::service::http_service`: no priming events, which broke
+/// (`ccbridge_http::mcp::http_service`: no priming events, which broke
 /// Gemini CLI's IDE connection; at most `MAX_SESSIONS` sessions).
 pub(crate) fn endpoint(shared: Arc<Shared>) -> StreamableHttpService<Companion, CappedSessions> {
     let stop = shared.stop.child_token();
-    ccbridge_mcp::service::http_service(
+    ccbridge_http::mcp::http_service(
         move || Ok(Companion::new(shared.clone())),
         MAX_BODY_BYTES,
         stop,

@@ -6,9 +6,11 @@
 //! the browser, every web page) can reach them without a token. So they
 //! share one serving policy, [`serve`]: nothing a client without a token
 //! sends can make a server unavailable to the user, or make ccbridge run
-//! out of file descriptors that the IDE port needs.
+//! out of file descriptors that the IDE port needs. The two MCP servers
+//! among them also share their checks and transport ([`mcp`]).
 
 pub mod auth;
+pub mod mcp;
 mod serve;
 
 pub use serve::{serve, Limits, SignedIn};

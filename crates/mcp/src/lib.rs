@@ -1,6 +1,6 @@
 //! The workspace tools server: MCP over Streamable HTTP at
 //! `http://127.0.0.1:<port>/mcp`, for Claude Code and any MCP client.
-//! Loopback only; every request passes [`guard`] (loopback
+//! Loopback only; every request passes `ccbridge_http::mcp::guard` (loopback
 //! `Host`, no browser `Origin`, `Authorization: Bearer <token>` compared in
 //! constant time, never a token in the URL) before the MCP layer
 //! ([`service`], the one module that uses `rmcp`) sees it.
@@ -13,9 +13,10 @@
 //! [`Editor`] trait: writes are reviewed as diffs, commands approved and
 //! their output shown, as the [`ApprovalMode`] says.
 
+use ccbridge_http::mcp::guard;
+
 pub mod approval;
 pub mod editor;
-pub mod guard;
 pub mod launch;
 pub mod registration;
 pub mod service;

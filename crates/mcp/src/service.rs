@@ -2,23 +2,22 @@
 //! (pinned `=3.11.0`; its API changes with every minor release). It declares
 //! the tools with their argument types (the input schemas are generated
 //! from them, the doc comments becoming the descriptions a model reads) and
-//! hands each call to its file in `tools/`. Transport settings (sessions,
-//! Host/Origin, body size) are set here too; the cap on sessions is
-//! [`sessions`].
+//! hands each call to its file in `tools/`. The transport (sessions,
+//! Host/Origin, body size) is `ccbridge_http::mcp`'s, shared with the
+//! companions.
 
 use crate::tools::{self, Context, Reply};
+use ccbridge_http::mcp::{http_service, CappedSessions};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
 use serde::Deserialize;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub mod sessions;
-
-pub use sessions::{CappedSessions, MAX_SESSIONS, SESSION_IDLE};
+pub use ccbridge_http::mcp::{MAX_SESSIONS, SESSION_IDLE};
 /// Larger request bodies are refused with 413.
 pub const MAX_BODY_BYTES: usize = 4 << 20;
 
@@ -237,38 +236,4 @@ pub fn endpoint(
     stop: tokio_util::sync::CancellationToken,
 ) -> StreamableHttpService<WorkspaceTools, CappedSessions> {
     http_service(move || Ok(tools.clone()), MAX_BODY_BYTES, stop)
-}
-
-/// Streamable HTTP as every ccbridge MCP server serves it (this one and the
-/// Gemini/Qwen companion): a handler from `factory` per session, at most
-/// [`MAX_SESSIONS`] sessions (creating one more closes the least recently
-/// used idle one; when all are busy the `initialize` is refused), sessions
-/// closed after [`SESSION_IDLE`] idle (no request in flight, no stream
-/// open), loopback `Host` only (the guard in front checks it first), `Origin` left to the guard (loopback pages pass,
-/// on any port, which rmcp's exact-match list cannot say), bodies up to
-/// `max_body`; cancelling `stop` ends every session.
-///
-/// No event stream starts with a priming event (SEP-1699: an event id, a
-/// `retry`, an empty `data:`), in answers nor on the GET stream: the MCP
-/// SDK in Gemini CLI 0.61.0 (and Qwen Code's MCP client) parses every
-/// event's data as JSON, and its IDE client took the parse error for a
-/// lost connection, so after the first `openDiff` no diff opened again
-/// (found by `real_agents.rs`); the `retry` also made it re-open every
-/// finished stream. Nothing here needs resuming a stream: client and
-/// server are on one host.
-pub fn http_service<S: ServerHandler + Send + 'static>(
-    factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
-    max_body: usize,
-    stop: tokio_util::sync::CancellationToken,
-) -> StreamableHttpService<S, CappedSessions> {
-    // `CappedSessions` sends no priming event on a POST's answer stream either.
-    let sessions = CappedSessions::default();
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
-        .disable_allowed_origins()
-        .with_max_request_body_bytes(max_body)
-        .with_cancellation_token(stop)
-        // `initialize`'s answer and the GET stream.
-        .with_sse_retry(None);
-    StreamableHttpService::new(factory, Arc::new(sessions), config)
 }

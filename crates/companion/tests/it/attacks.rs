@@ -402,7 +402,7 @@ async fn issue20_open_diff_is_bounded_in_size_and_count() {
 
 /// Security issue 20, item 9 (the companion serves its sessions as the
 /// tools server does): more `initialize` requests than
-/// `ccbridge_mcp::service::MAX_SESSIONS` close the oldest idle session,
+/// `ccbridge_http::mcp::MAX_SESSIONS` close the oldest idle session,
 /// not one whose GET stream (where Gemini CLI gets its notifications) is
 /// open, and a new client still gets in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -441,7 +441,7 @@ async fn mcp_sessions_have_no_cap_the_oldest_idle_one_is_closed_for_a_new_one() 
     assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
 
     let mut flood = Vec::new();
-    for _ in 0..=ccbridge_mcp::service::MAX_SESSIONS {
+    for _ in 0..=ccbridge_http::mcp::MAX_SESSIONS {
         flood.push(session(&rig).await);
     }
     // One connected + MAX_SESSIONS + 1: the two oldest idle ones went.

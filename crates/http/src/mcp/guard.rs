@@ -1,4 +1,5 @@
-//! The checks every request to the tools server passes before MCP sees it,
+//! The checks every request to an MCP server of ccbridge (the workspace
+//! tools, the companions) passes before MCP sees it,
 //! in this order, each answered without reading the body:
 //!
 //! 1. `Host` must name the loopback interface (`127.0.0.1`, `localhost`,
@@ -109,7 +110,7 @@ pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &Token) -> Result<
             return Err(Refusal::TokenInUrl);
         }
     }
-    let given = ccbridge_http::auth::bearer(headers).ok_or(Refusal::NoToken)?;
+    let given = crate::auth::bearer(headers).ok_or(Refusal::NoToken)?;
     if token.0.matches(given.as_bytes()) {
         Ok(())
     } else {
@@ -118,15 +119,15 @@ pub fn judge(headers: &HeaderMap, query: Option<&str>, token: &Token) -> Result<
 }
 
 /// Whether a request carries the right bearer token (for
-/// `ccbridge_http::serve`'s signed-in slots; the middleware below still
+/// `crate::serve`'s signed-in slots; the middleware below still
 /// judges every request whole).
-pub fn signed_in(token: &Token) -> ccbridge_http::SignedIn {
+pub fn signed_in(token: &Token) -> crate::SignedIn {
     let token = token.clone();
     std::sync::Arc::new(move |h: &HeaderMap| judge(h, None, &token).is_ok())
 }
 
 /// Serves an MCP `endpoint` at `/mcp` on `listener` behind [`check`] with
-/// `ccbridge_http::serve`'s limits (bounded request heads; clients with
+/// `crate::serve`'s limits (bounded request heads; clients with
 /// the token keep their connection slots), until `shutdown` completes.
 /// The tools server and the companions are served this way.
 pub async fn serve<S>(
@@ -147,14 +148,7 @@ pub async fn serve<S>(
     let app = axum::Router::new()
         .nest_service("/mcp", endpoint)
         .layer(axum::middleware::from_fn_with_state(token, check));
-    ccbridge_http::serve(
-        listener,
-        app,
-        ccbridge_http::Limits::default(),
-        signed_in,
-        shutdown,
-    )
-    .await;
+    crate::serve(listener, app, crate::Limits::default(), signed_in, shutdown).await;
 }
 
 /// The axum middleware around the MCP service.
@@ -166,7 +160,7 @@ pub async fn check(
     match judge(req.headers(), req.uri().query(), &token) {
         Ok(()) => next.run(req).await,
         Err(refusal) => {
-            tracing::info!(?refusal, "tools server refused a request");
+            tracing::info!(?refusal, "an MCP server refused a request");
             refusal.response()
         }
     }

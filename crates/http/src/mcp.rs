@@ -1,0 +1,49 @@
+//! MCP over Streamable HTTP as both of ccbridge's MCP servers serve it
+//! (the workspace tools and the Gemini CLI / Qwen Code companions): the
+//! checks in front of it ([`guard`]), a cap on sessions ([`sessions`]) and
+//! rmcp's transport set up the same way ([`http_service`]). Each server
+//! brings only its handler.
+
+pub mod guard;
+pub mod sessions;
+
+pub use guard::{serve, Token};
+pub use sessions::{CappedSessions, MAX_SESSIONS, SESSION_IDLE};
+
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServerHandler;
+use std::sync::Arc;
+
+/// Streamable HTTP as every ccbridge MCP server serves it (this one and the
+/// Gemini/Qwen companion): a handler from `factory` per session, at most
+/// [`MAX_SESSIONS`] sessions (creating one more closes the least recently
+/// used idle one; when all are busy the `initialize` is refused), sessions
+/// closed after [`SESSION_IDLE`] idle (no request in flight, no stream
+/// open), loopback `Host` only (the guard in front checks it first), `Origin` left to the guard (loopback pages pass,
+/// on any port, which rmcp's exact-match list cannot say), bodies up to
+/// `max_body`; cancelling `stop` ends every session.
+///
+/// No event stream starts with a priming event (SEP-1699: an event id, a
+/// `retry`, an empty `data:`), in answers nor on the GET stream: the MCP
+/// SDK in Gemini CLI 0.61.0 (and Qwen Code's MCP client) parses every
+/// event's data as JSON, and its IDE client took the parse error for a
+/// lost connection, so after the first `openDiff` no diff opened again
+/// (found by `real_agents.rs`); the `retry` also made it re-open every
+/// finished stream. Nothing here needs resuming a stream: client and
+/// server are on one host.
+pub fn http_service<S: ServerHandler + Send + 'static>(
+    factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
+    max_body: usize,
+    stop: tokio_util::sync::CancellationToken,
+) -> StreamableHttpService<S, CappedSessions> {
+    // `CappedSessions` sends no priming event on a POST's answer stream either.
+    let sessions = CappedSessions::default();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(max_body)
+        .with_cancellation_token(stop)
+        // `initialize`'s answer and the GET stream.
+        .with_sse_retry(None);
+    StreamableHttpService::new(factory, Arc::new(sessions), config)
+}
