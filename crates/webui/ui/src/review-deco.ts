@@ -1,0 +1,256 @@
+// The hunks of a review as CodeMirror draws them: a decoration field the
+// card patches hunk by hunk (so a decision redraws one hunk, not 2,000),
+// the marker widget with a hunk's buttons and its mirror on the other side,
+// the accepted and current lines, and the merge view's alignment coalesced
+// to once per task.
+
+import { StateEffect, StateField, Text, type Range as CMRange } from "@codemirror/state";
+import { Decoration, EditorView, WidgetType, type DecorationSet } from "@codemirror/view";
+import { MergeView } from "@codemirror/merge";
+import { h } from "./dom";
+
+
+/** A merge view aligns its two sides (spacer widgets, `measure`) after
+ * every update that changed heights or the viewport, at once, walking every
+ * chunk of the diff: ~8–10 ms a time with 2,000 hunks, and one decision makes
+ * several such updates (the text, the markers of each side, the scroll to
+ * the next hunk). Asked for more than once in one task, it now runs once,
+ * at the task's end (a microtask: before the frame is drawn); and not again
+ * when nothing it reads has changed since it last ran (both states, their
+ * heights and viewports, the chunks): after a reject the merge view asks
+ * once in the update and once more in the next frame. */
+export function coalesceMergeMeasures(): void {
+  const proto = MergeView.prototype as unknown as { measure(this: MergeView): void };
+  const measure = proto.measure;
+  const asked = new WeakSet<MergeView>();
+  const inputs = new WeakMap<MergeView, readonly unknown[]>();
+  const read = (m: MergeView): readonly unknown[] => [
+    m.a.state,
+    m.b.state,
+    m.a.contentHeight,
+    m.b.contentHeight,
+    m.a.viewport.from,
+    m.a.viewport.to,
+    m.b.viewport.from,
+    m.b.viewport.to,
+    m.chunks,
+  ];
+  proto.measure = function (this: MergeView) {
+    if (asked.has(this)) return;
+    asked.add(this);
+    queueMicrotask(() => {
+      asked.delete(this);
+      if ((this.a as unknown as { destroyed: boolean }).destroyed) return;
+      const last = inputs.get(this);
+      if (last && read(this).every((v, i) => v === last[i])) return;
+      measure.call(this);
+      inputs.set(this, read(this));
+    });
+  };
+}
+
+// ---------------------------------------------------------------- hunk decorations
+
+export const setHunkDeco = StateEffect.define<DecorationSet>();
+
+/** The decorations at positions `from`..`to` (inclusive) are replaced by
+ * `add`; the rest of the set is left as it is. */
+export interface HunkPatch {
+  from: number;
+  to: number;
+  add: readonly CMRange<Decoration>[];
+}
+
+/** Replaces the decorations of a few hunks only (positions in the document
+ * after the transaction's changes). A decision changes one or two hunks'
+ * markers: rebuilding the ~4,000 ranges of a 2,000-hunk proposal made
+ * CodeMirror compare both whole sets on every decision, where a patched
+ * set shares all its other chunks with the old one. */
+export const patchHunkDeco = StateEffect.define<readonly HunkPatch[]>();
+
+/** Per editor: hunk markers (proposed side), accepted/current line colours. */
+export const hunkDeco = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    for (const e of tr.effects) if (e.is(setHunkDeco)) return e.value;
+    if (tr.docChanged) deco = deco.map(tr.changes);
+    for (const e of tr.effects) {
+      if (!e.is(patchHunkDeco)) continue;
+      for (const p of e.value) {
+        deco = deco.update({
+          filterFrom: p.from,
+          filterTo: p.to,
+          filter: (from) => from < p.from || from > p.to,
+          add: p.add,
+          sort: true,
+        });
+      }
+    }
+    return deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+export interface MarkerActions {
+  /** Decides the hunk whose marker holds `el`. The number is read from the
+   * marker, not kept by the widget: a marker outlives renumbering (see
+   * `HunkMarker.eq`). */
+  decide(el: HTMLElement, decision: "accept" | "reject"): void;
+  select(el: HTMLElement): void;
+  /** Whether hunk decisions can be made now. */
+  enabled(): boolean;
+  /** The number of the hunk that starts at line `oldStart` of the
+   * original now (a marker may have been made before a reject renumbered
+   * the hunks), and how many hunks there are. */
+  place(oldStart: number): { index: number; total: number } | null;
+}
+
+/** "Hunk 3 of 7", with a tick once accepted. */
+export function markerLabel(index: number, total: number, accepted: boolean): string {
+  return `${accepted ? "✓ " : ""}Hunk ${index + 1} of ${total}`;
+}
+
+/** The hunk marker above each hunk of the proposed side.
+ *
+ * Only what a decision changes about this hunk itself (accepted, current,
+ * its counts) makes two markers differ. Its number, the total and whether
+ * the buttons are enabled are drawn by `toDOM` and then kept up to date on
+ * the markers on screen by `ReviewCard.syncMarkers`: had they been part of
+ * `eq`, every decision on a 2,000-hunk proposal would have replaced every
+ * marker (a reject renumbers all hunks after it), and CodeMirror would have
+ * re-measured the whole document, twice per decision (busy, then done). */
+export class HunkMarker extends WidgetType {
+  constructor(
+    readonly index: number,
+    readonly total: number,
+    /** Where the hunk starts in the original, which no decision moves:
+     * the marker's number is looked up by it when it is drawn. */
+    readonly oldStart: number,
+    readonly accepted: boolean,
+    readonly current: boolean,
+    readonly added: number,
+    readonly removed: number,
+    readonly actions: MarkerActions,
+  ) {
+    super();
+  }
+
+  override eq(o: HunkMarker): boolean {
+    return (
+      o.accepted === this.accepted &&
+      o.current === this.current &&
+      o.added === this.added &&
+      o.removed === this.removed &&
+      o.actions === this.actions
+    );
+  }
+
+  toDOM(): HTMLElement {
+    const place = this.actions.place(this.oldStart) ?? { index: this.index, total: this.total };
+    const n = place.index + 1;
+    const enabled = this.actions.enabled();
+    const counts = h("span", { class: "hunk-counts" });
+    if (this.added) counts.append(h("span", { class: "added" }, `+${this.added}`));
+    if (this.removed) counts.append(h("span", { class: "removed" }, `−${this.removed}`));
+    const accept = h(
+      "button",
+      {
+        type: "button",
+        class: "btn small accept",
+        "data-action": "accept-hunk",
+        "aria-label": `Accept hunk ${n}`,
+        title: "Accept this hunk (a)",
+        disabled: !enabled || this.accepted,
+        onclick: () => this.actions.decide(el, "accept"),
+      },
+      this.accepted ? "Accepted" : "Accept",
+    );
+    const reject = h(
+      "button",
+      {
+        type: "button",
+        class: "btn small reject",
+        "data-action": "reject-hunk",
+        "aria-label": `Reject hunk ${n}`,
+        title: "Reject this hunk: put the original lines back (r)",
+        disabled: !enabled,
+        onclick: () => this.actions.decide(el, "reject"),
+      },
+      "Reject",
+    );
+    const label = h("span", { class: "hunk-label" }, markerLabel(place.index, place.total, this.accepted));
+    const el: HTMLElement = h(
+      "div",
+      {
+        class: "hunk-marker",
+        "data-hunk": place.index,
+        "data-accepted": this.accepted,
+        "data-current": this.current,
+        onmousedown: (e: Event) => {
+          if (!(e.target instanceof HTMLButtonElement)) this.actions.select(el);
+        },
+      },
+      label,
+      counts,
+      accept,
+      reject,
+    );
+    return el;
+  }
+
+  override ignoreEvent(): boolean {
+    return true;
+  }
+
+  override get estimatedHeight(): number {
+    return 28;
+  }
+}
+
+/** The original side's twin of a hunk marker (side by side), so both
+ * sides start a hunk at the same height. Shows, decides nothing. Its
+ * number, like the marker's, is kept up to date by `syncMarkers`. */
+export class HunkMirror extends WidgetType {
+  constructor(
+    readonly index: number,
+    readonly total: number,
+    readonly oldStart: number,
+    readonly accepted: boolean,
+    readonly current: boolean,
+    readonly removed: number,
+    readonly actions: MarkerActions,
+  ) {
+    super();
+  }
+
+  override eq(o: HunkMirror): boolean {
+    return o.accepted === this.accepted && o.current === this.current && o.removed === this.removed;
+  }
+
+  toDOM(): HTMLElement {
+    const place = this.actions.place(this.oldStart) ?? { index: this.index, total: this.total };
+    return h(
+      "div",
+      { class: "hunk-marker mirror", "aria-hidden": "true", "data-accepted-mirror": this.accepted, "data-current": this.current },
+      h("span", { class: "hunk-label" }, markerLabel(place.index, place.total, this.accepted)),
+      h("span", { class: "hunk-counts" }, this.removed ? h("span", { class: "removed" }, `−${this.removed} original`) : h("span", null, "nothing removed")),
+    );
+  }
+
+  override get estimatedHeight(): number {
+    return 28;
+  }
+}
+
+export const acceptedLine = Decoration.line({ class: "cm-hunkAccepted" });
+export const currentLine = Decoration.line({ class: "cm-hunkCurrent" });
+
+export function lineDecos(doc: Text, from: number, to: number, deco: Decoration, out: CMRange<Decoration>[]): void {
+  if (to <= from) return;
+  const end = Math.min(to, doc.length + 1) - 1;
+  for (let pos = from; pos <= Math.min(end, doc.length); ) {
+    const line = doc.lineAt(pos);
+    out.push(deco.range(line.from));
+    pos = line.to + 1;
+  }
+}
