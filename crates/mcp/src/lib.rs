@@ -97,7 +97,7 @@ impl ToolsServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let stop = tokio_util::sync::CancellationToken::new();
-        let endpoint = service::endpoint(WorkspaceTools::new(self.ctx), stop.child_token());
+        let endpoint = service::endpoint(self.ctx, stop.child_token());
         guard::serve(self.listener, endpoint, self.token, async move {
             shutdown.await;
             stop.cancel();

@@ -231,9 +231,17 @@ impl ServerHandler for WorkspaceTools {
 /// [`MAX_SESSIONS`], idle ones closed after [`SESSION_IDLE`]), loopback
 /// `Host` only (again: the guard checks it first), `Origin` left to the
 /// guard, bodies up to [`MAX_BODY_BYTES`]. Cancelling `stop` ends every session.
+///
+/// Each session gets its handler when it starts, as the companions' do:
+/// the tool list and its schemas are made when a client first asks, not
+/// at start-up, so a tools server nobody uses costs only its listener.
 pub fn endpoint(
-    tools: WorkspaceTools,
+    ctx: Arc<Context>,
     stop: tokio_util::sync::CancellationToken,
 ) -> StreamableHttpService<WorkspaceTools, CappedSessions> {
-    http_service(move || Ok(tools.clone()), MAX_BODY_BYTES, stop)
+    http_service(
+        move || Ok(WorkspaceTools::new(ctx.clone())),
+        MAX_BODY_BYTES,
+        stop,
+    )
 }
