@@ -1734,48 +1734,6 @@ async fn a_bad_path_map_is_an_error_before_anything_runs() {
     assert!(!mark.exists(), "the prefix ran");
 }
 
-/// Runs `test/<script>` in `vim -es` (within [`STEP`]) with `out_var` naming
-/// the file it writes its failures to, and returns them ("" when none).
-fn vim_script_failures(script: &str, out_var: &str) -> String {
-    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-script-").unwrap();
-    let out = dir.path().join("errors");
-    let mut child = std::process::Command::new(ccbridge_testkit::vim::vim_bin())
-        .args(["-N", "-u", "NONE", "-i", "NONE", "-es", "-S"])
-        .arg(plugin_dir().join("test").join(script))
-        .env(out_var, &out)
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let status = poll_until(STEP, Duration::from_millis(20), || {
-        child.try_wait().unwrap()
-    });
-    if status.is_none() {
-        let _ = child.kill();
-        panic!("vim -es did not finish test/{script} in {STEP:?}");
-    }
-    std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("test/{script} wrote no result: {e}"))
-}
-
-/// The path map and the command line's quoting (test/remote.vim, run by
-/// `vim -es`: its assertions' failures are the output).
-#[test]
-fn the_remote_helpers_pass_their_unit_tests() {
-    let errors = vim_script_failures("remote.vim", "CCBRIDGE_TEST_OUT");
-    assert_eq!(errors, "", "test/remote.vim failed:\n{errors}");
-}
-
-/// Vim9 script compiles a function when it is first called: every
-/// function of every script is compiled here (test/compile.vim), so a
-/// mistake in a path no other test takes still fails.
-#[test]
-fn every_function_of_the_plugin_compiles_on_this_vim() {
-    let errors = vim_script_failures("compile.vim", "CCBRIDGE_COMPILE_OUT");
-    assert_eq!(errors, "", "the plugin does not compile:\n{errors}");
-}
-
 /// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
 /// review in Vim holds the user's edit: ccbridge asks Vim for the review's
 /// text (`reviewText`) and hands it to the CLI, which writes it.
