@@ -242,6 +242,14 @@ fn main() -> anyhow::Result<()> {
             Some(Target::Below { limit: 10.0 }),
         ));
         rows.push(Row::new(
+            "private memory, `serve --stdio` idle after start",
+            "RssAnon",
+            "MB",
+            mb(&rss.ccbridge.idle_anon_kib),
+            Some(mb(&rss.floor.idle_anon_kib)),
+            None,
+        ));
+        rows.push(Row::new(
             format!("RSS, {} connected clients", plan.rss_clients),
             "VmRSS",
             "MB",
@@ -250,8 +258,9 @@ fn main() -> anyhow::Result<()> {
             None,
         ));
         notes.push(format!(
-            "VmRSS samples (KiB), idle: ccbridge {:?}, floor {:?}; with {} clients: ccbridge {:?}, floor {:?}. MB = 10^6 bytes; the median is reported.",
-            rss.ccbridge.idle_kib, rss.floor.idle_kib, plan.rss_clients, rss.ccbridge.clients_kib, rss.floor.clients_kib
+            "VmRSS samples (KiB), idle: ccbridge {:?}, floor {:?}; with {} clients: ccbridge {:?}, floor {:?}; RssAnon idle: ccbridge {:?}, floor {:?}. MB = 10^6 bytes; the median is reported.",
+            rss.ccbridge.idle_kib, rss.floor.idle_kib, plan.rss_clients, rss.ccbridge.clients_kib, rss.floor.clients_kib,
+            rss.ccbridge.idle_anon_kib, rss.floor.idle_anon_kib
         ));
     }
     drop(rt);

@@ -147,6 +147,14 @@ impl ServerProcess {
         rss_kib(self.pid())
     }
 
+    /// `RssAnon` from `/proc/<pid>/status`, in KiB: the resident memory
+    /// that is the process's own (heap, stacks, written pages), without the
+    /// file pages of its binary and libraries.
+    pub fn rss_anon_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
+        status_field_kib(&status, "RssAnon").context("no RssAnon in /proc/<pid>/status")
+    }
+
     /// Closes stdin (the editor went away) and waits, bounded, for the
     /// process to exit; kills it if it does not.
     pub fn stop(mut self) -> anyhow::Result<()> {

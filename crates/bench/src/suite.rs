@@ -394,10 +394,13 @@ async fn wait_for(c: &mut Client, n: u64, t0: Instant) -> anyhow::Result<Duratio
 pub struct Rss {
     pub idle_kib: Vec<u64>,
     pub clients_kib: Vec<u64>,
+    /// `RssAnon` idle: the process's private memory, without the pages of
+    /// its binary and libraries (shared with the page cache).
+    pub idle_anon_kib: Vec<u64>,
 }
 
 /// `repeats` times per server (alternating): spawn, wait for the lock file,
-/// let it settle 300 ms, read `VmRSS` (idle); open `clients` sessions
+/// let it settle 300 ms, read `VmRSS` and `RssAnon` (idle); open `clients` sessions
 /// (`initialize` + `tools/list`), let it settle 900 ms (past ccbridge's
 /// 600 ms context-replay delay), read `VmRSS` again; close everything.
 pub async fn rss(
@@ -412,6 +415,7 @@ pub async fn rss(
             let (port, token) = tokio::task::block_in_place(|| p.endpoint())?;
             tokio::time::sleep(Duration::from_millis(300)).await;
             let idle = p.rss_kib()?;
+            let idle_anon = p.rss_anon_kib()?;
             let mut cs = Vec::with_capacity(clients);
             for _ in 0..clients {
                 cs.push(Client::session(port, &token).await?);
@@ -424,6 +428,7 @@ pub async fn rss(
             tokio::task::block_in_place(|| p.stop())?;
             let r = out.get_mut(side);
             r.idle_kib.push(idle);
+            r.idle_anon_kib.push(idle_anon);
             r.clients_kib.push(busy);
         }
     }
