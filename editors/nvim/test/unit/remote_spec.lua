@@ -5,6 +5,17 @@ local r = require("ccbridge.remote")
 
 local tests = {}
 
+--- The project at /home/me/proj is /srv/proj over there; its vendor folder
+--- is mapped on its own.
+local function project_map()
+  return (
+    r.normalize({
+      { "/home/me/proj/", "/srv/proj" },
+      { ["local"] = "/home/me/proj/vendor", remote = "/opt/vendor" },
+    })
+  )
+end
+
 function tests.the_path_map(t)
   local map, problems = r.normalize({
     { "/home/me/proj/", "/srv/proj" },
@@ -28,10 +39,7 @@ function tests.the_path_map(t)
 end
 
 function tests.every_path_the_plugin_sends_and_none_of_the_rest(t)
-  local map = r.normalize({
-    { "/home/me/proj/", "/srv/proj" },
-    { ["local"] = "/home/me/proj/vendor", remote = "/opt/vendor" },
-  })
+  local map = project_map()
   t.eq(
     "selection",
     r.outgoing(map, "selectionChanged", { filePath = "/home/me/proj/a", text = "/home/me/proj/a" }),
@@ -85,10 +93,7 @@ function tests.every_path_the_plugin_sends_and_none_of_the_rest(t)
 end
 
 function tests.every_path_received(t)
-  local map = r.normalize({
-    { "/home/me/proj/", "/srv/proj" },
-    { ["local"] = "/home/me/proj/vendor", remote = "/opt/vendor" },
-  })
+  local map = project_map()
   t.eq(
     "showDiff",
     r.incoming(
