@@ -23,7 +23,12 @@
 //!   (the debounce at its default, so the cost is what a user pays);
 //! - Neovim's RSS with the plugin started and Claude connected, beside a
 //!   Neovim with no plugin (ccbridge's sidecar is a separate process; its
-//!   RSS is in the notes).
+//!   RSS is in the notes);
+//! - with `--ssh`, keystroke → `selection_changed` again with the sidecar
+//!   on a second host reached through `ssh -T` (a network namespace
+//!   running Debian's sshd, `ccbridge_testkit::remote`; needs root), the
+//!   Claude-side client on that host, beside the local figure: what the
+//!   SSH hop adds (docs/remote.md).
 
 use anyhow::{bail, Context};
 use ccbridge_bench::process::{find_lock, rss_kib};
@@ -62,6 +67,10 @@ struct Args {
     /// A smoke run with a tenth of the iterations (figures are rough).
     #[arg(long)]
     quick: bool,
+    /// Also measure keystroke → `selection_changed` with the sidecar on a
+    /// second host, through `ssh -T` (needs root and sshd).
+    #[arg(long)]
+    ssh: bool,
 }
 
 /// Which plugin a Neovim runs.
@@ -140,6 +149,12 @@ fn main() -> anyhow::Result<()> {
         }
         None => None,
     };
+    let over_ssh = if args.ssh {
+        eprintln!("ccbridge plugin, the sidecar over ssh -T…");
+        Some(keystrokes_over_ssh(&ccbridge, keys)?)
+    } else {
+        None
+    };
     eprintln!("Neovim without a plugin…");
     let bare = rt.block_on(measure(Plugin::None, &ccbridge, None, 0, 0))?;
 
@@ -203,7 +218,7 @@ fn main() -> anyhow::Result<()> {
         theirs.as_ref().map(|t| mb(t.nvim_rss_kib)),
         None,
     ));
-    let notes = vec![
+    let mut notes = vec![
         format!(
             "Neovim without a plugin, the same file open: {:.2} MB VmRSS ({} KiB); with ccbridge's plugin: +{} KiB{}.",
             mb(bare.nvim_rss_kib),
@@ -230,6 +245,23 @@ fn main() -> anyhow::Result<()> {
             }
         ),
     ];
+    if let Some(remote) = &over_ssh {
+        let (far, near) = (summarize(remote), summarize(&ours.keystrokes));
+        push(
+            "keystroke → selection_changed, the sidecar and Claude on a second host through `ssh -T`",
+            "ccbridge.nvim over ssh",
+            far,
+        );
+        notes.push(format!(
+            "Over `ssh -T` (the sidecar and the Claude-side client on a second host, a network namespace running sshd; N={keys}): keystroke → selection_changed p50 {:.2} ms, p99 {:.2} ms; both local in the same run: p50 {:.2} ms, p99 {:.2} ms ({:.2}× and {:.2}×).",
+            far.p50_us / 1e3,
+            far.p99_us / 1e3,
+            near.p50_us / 1e3,
+            near.p99_us / 1e3,
+            far.p50_us / near.p50_us,
+            far.p99_us / near.p99_us
+        ));
+    }
     let report = Report {
         columns: ["ccbridge.nvim", "claudecode.nvim"],
         machine: Machine::detect(),
@@ -241,6 +273,113 @@ fn main() -> anyhow::Result<()> {
     };
     report.print(args.json)?;
     Ok(())
+}
+
+/// Keystroke → `selection_changed` with the plugin's sidecar on a second
+/// host (`ccbridge_testkit::remote::Host`) started through `ssh -T`, and a
+/// Claude-side client on that host; Neovim here. As the local measure:
+/// linewise Visual `j`/`k`, every debounce 0, 20 warm-up keys.
+fn keystrokes_over_ssh(ccbridge: &Path, keys: usize) -> anyhow::Result<Vec<Duration>> {
+    use ccbridge_testkit::remote::Host;
+    let host = Host::start().map_err(|e| anyhow::anyhow!("no second host: {e}"))?;
+    let dir = tempfile::tempdir()?;
+    let base = std::fs::canonicalize(dir.path())?;
+    let (local, remote, there) = (
+        base.join("local"),
+        base.join("remote"),
+        base.join("remote-side"),
+    );
+    let (home, config) = (there.join("home"), there.join("claude"));
+    for d in [&local, &remote, &home, &base.join("local-home")] {
+        std::fs::create_dir_all(d)?;
+    }
+    let text: String = (0..200)
+        .map(|i| format!("line {i}: the quick brown fox jumps over the lazy dog\n"))
+        .collect();
+    std::fs::write(local.join("file.txt"), &text)?;
+    std::fs::write(remote.join("file.txt"), &text)?;
+    // The remote side's HOME and CLAUDE_CONFIG_DIR, as a login there has.
+    let wrapper = there.join("ccbridge");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nHOME='{}' CLAUDE_CONFIG_DIR='{}' exec '{}' \"$@\"\n",
+            home.display(),
+            config.display(),
+            ccbridge.display()
+        ),
+    )?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let init = ccbridge_testkit::claude::workspace_root().join("editors/nvim/test/init.lua");
+    let local_home = base.join("local-home");
+    let mut nvim = Nvim::start(
+        &init,
+        &local,
+        &[("HOME", local_home.to_str().context("path")?)],
+    )?;
+    nvim.command("edit file.txt");
+    let prefix: Vec<serde_json::Value> = host.ssh_prefix().into_iter().map(Into::into).collect();
+    nvim.lua(
+        r#"local bin, prefix, l, r = ...
+        require("ccbridge").setup({
+          bin = bin,
+          cmd = prefix,
+          path_map = { { ["local"] = l, remote = r } },
+          args = { "--selection-debounce-ms", "0" },
+          selection = { debounce_ms = 0 },
+        })"#,
+        vec![
+            wrapper.to_str().context("path")?.into(),
+            serde_json::Value::Array(prefix),
+            local.to_str().context("path")?.into(),
+            remote.to_str().context("path")?.into(),
+        ],
+    );
+    nvim.wait(
+        "ccbridge's sidecar over ssh",
+        "require('ccbridge').state.status == 'running'",
+        Duration::from_secs(30),
+    );
+    // Claude runs on the other host: the client's socket is made on a
+    // thread in that host's network namespace, where the IDE port is.
+    let ns = host.netns().to_owned();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(move || {
+            ccbridge_testkit::remote::enter(&ns).expect("a thread on the second host")
+        })
+        .build()?;
+    let lock_dir = config.join("ide");
+    let samples = rt.block_on(rt.spawn(async move {
+        let mut client = connect(&lock_dir).await?;
+        let ready = Instant::now();
+        while ready.elapsed() < Duration::from_millis(800) {
+            let _ = client.next_notification(Duration::from_millis(100)).await?;
+        }
+        nvim.input("50GV");
+        drain(&mut client).await?;
+        let mut samples = Vec::with_capacity(keys);
+        for i in 0..keys + 20 {
+            let key = if i % 2 == 0 { "j" } else { "k" };
+            let t0 = Instant::now();
+            nvim.input(key);
+            wait_selection(&mut client).await?;
+            if i >= 20 {
+                samples.push(t0.elapsed());
+            }
+            drain(&mut client).await?;
+        }
+        nvim.input("<Esc>");
+        client.close().await.ok();
+        drop(nvim);
+        anyhow::Ok(samples)
+    }))??;
+    drop(host);
+    Ok(samples)
 }
 
 fn nvim_version() -> String {
