@@ -360,20 +360,7 @@ fn keystrokes_over_ssh(ccbridge: &Path, keys: usize) -> anyhow::Result<Vec<Durat
         while ready.elapsed() < Duration::from_millis(800) {
             let _ = client.next_notification(Duration::from_millis(100)).await?;
         }
-        nvim.input("50GV");
-        drain(&mut client).await?;
-        let mut samples = Vec::with_capacity(keys);
-        for i in 0..keys + 20 {
-            let key = if i % 2 == 0 { "j" } else { "k" };
-            let t0 = Instant::now();
-            nvim.input(key);
-            wait_selection(&mut client).await?;
-            if i >= 20 {
-                samples.push(t0.elapsed());
-            }
-            drain(&mut client).await?;
-        }
-        nvim.input("<Esc>");
+        let samples = keystrokes(&mut nvim, &mut client, keys).await?;
         client.close().await.ok();
         drop(nvim);
         anyhow::Ok(samples)
@@ -480,21 +467,7 @@ async fn measure(
             );
         }
     }
-    nvim.input("50GV");
-    drain(&mut client).await?;
-    let mut keystrokes = Vec::with_capacity(keys);
-    for i in 0..keys + 20 {
-        let key = if i % 2 == 0 { "j" } else { "k" };
-        let t0 = Instant::now();
-        nvim.input(key);
-        wait_selection(&mut client).await?;
-        if i >= 20 {
-            keystrokes.push(t0.elapsed());
-        }
-        // Let the previous update settle before the next key.
-        drain(&mut client).await?;
-    }
-    nvim.input("<Esc>");
+    let keystrokes = keystrokes(&mut nvim, &mut client, keys).await?;
 
     // CursorMoved cost, debounce back at its default.
     match plugin {
@@ -581,6 +554,32 @@ async fn connect(lock_dir: &Path) -> anyhow::Result<IdeClient> {
     c.notify("ide_connected", Some(json!({"pid": std::process::id()})))
         .await?;
     Ok(c)
+}
+
+/// `keys` keystrokes (after 20 warm-up ones) in linewise Visual mode,
+/// `j` and `k` alternately, each timed until its `selection_changed`
+/// reaches `client`.
+async fn keystrokes(
+    nvim: &mut Nvim,
+    client: &mut IdeClient,
+    keys: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    nvim.input("50GV");
+    drain(client).await?;
+    let mut samples = Vec::with_capacity(keys);
+    for i in 0..keys + 20 {
+        let key = if i % 2 == 0 { "j" } else { "k" };
+        let t0 = Instant::now();
+        nvim.input(key);
+        wait_selection(client).await?;
+        if i >= 20 {
+            samples.push(t0.elapsed());
+        }
+        // Let the previous update settle before the next key.
+        drain(client).await?;
+    }
+    nvim.input("<Esc>");
+    Ok(samples)
 }
 
 async fn wait_selection(c: &mut IdeClient) -> anyhow::Result<()> {
