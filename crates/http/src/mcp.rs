@@ -44,6 +44,12 @@ pub fn http_service<S: ServerHandler + Send + 'static>(
         .with_max_request_body_bytes(max_body)
         .with_cancellation_token(stop)
         // `initialize`'s answer and the GET stream.
-        .with_sse_retry(None);
+        .with_sse_retry(None)
+        // A request on the stateless path (clients of the 2026-07-28
+        // revision, which has no sessions) is answered with plain JSON when
+        // the handler's first message is its answer: no event stream to
+        // open, frame and close. Sessions of older clients keep the event
+        // stream their revision defines.
+        .with_json_response(true);
     StreamableHttpService::new(factory, Arc::new(sessions), config)
 }

@@ -111,9 +111,12 @@ async fn result(
 #[tool_router]
 impl WorkspaceTools {
     pub fn new(ctx: Arc<Context>) -> WorkspaceTools {
+        // Made once, when the first client arrives (not at start-up), then
+        // shared: a session, or a stateless request, clones a few `Arc`s.
+        static ROUTER: std::sync::OnceLock<ToolRouter<WorkspaceTools>> = std::sync::OnceLock::new();
         WorkspaceTools {
             ctx,
-            tool_router: Self::tool_router(),
+            tool_router: ROUTER.get_or_init(Self::tool_router).clone(),
         }
     }
 
@@ -232,9 +235,10 @@ impl ServerHandler for WorkspaceTools {
 /// `Host` only (again: the guard checks it first), `Origin` left to the
 /// guard, bodies up to [`MAX_BODY_BYTES`]. Cancelling `stop` ends every session.
 ///
-/// Each session gets its handler when it starts, as the companions' do:
-/// the tool list and its schemas are made when a client first asks, not
-/// at start-up, so a tools server nobody uses costs only its listener.
+/// Each session (or stateless request) gets its handler when it starts, as
+/// the companions' do; the tool list and its schemas are made when the
+/// first client arrives, not at start-up, so a tools server nobody uses
+/// costs only its listener.
 pub fn endpoint(
     ctx: Arc<Context>,
     stop: tokio_util::sync::CancellationToken,

@@ -20,7 +20,10 @@
 //! - `apply_diff` of 10 blocks on a 10 MB file vs ten `str::replacen`;
 //! - the HTTP round trip of a cheap tool (`get_diagnostics`) through the
 //!   tools server (guard, rmcp, session) vs a bare axum handler returning
-//!   the same JSON-RPC answer, one connection per request for both.
+//!   the same JSON-RPC answer, one connection per request for both; and
+//!   the same call as a client of the 2026-07-28 revision makes it (no
+//!   session, its version and capabilities in the request's `_meta`),
+//!   answered with plain JSON. `--only-http` runs these alone.
 //!
 //! Each figure is the median of `--runs` runs (HTTP: of 300 requests).
 
@@ -51,8 +54,8 @@ const GLOB: &str = "*.txt";
 )]
 struct Args {
     /// Where the generated tree lives (made once, reused when it is there).
-    #[arg(long, value_name = "DIR")]
-    tree: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "only_http")]
+    tree: Option<PathBuf>,
     /// Files in the tree.
     #[arg(long, default_value_t = 100_000)]
     files: usize,
@@ -62,6 +65,9 @@ struct Args {
     /// Runs of each measurement (the median is shown).
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Only the HTTP round trips (no tree is made).
+    #[arg(long)]
+    only_http: bool,
 }
 
 /// A deterministic word stream (no dependency on a random crate).
@@ -93,8 +99,9 @@ impl Words {
 
 /// Makes the tree (100 files per folder) unless a marker says it is there.
 fn tree(a: &Args) -> anyhow::Result<PathBuf> {
-    let root = a.tree.join("ws");
-    let marker = a.tree.join(format!("done-{}-{}", a.files, a.file_bytes));
+    let dir = a.tree.as_ref().context("--tree DIR")?;
+    let root = dir.join("ws");
+    let marker = dir.join(format!("done-{}-{}", a.files, a.file_bytes));
     if marker.exists() {
         return Ok(root);
     }
@@ -215,7 +222,7 @@ fn round_trips(port: u16, session: Option<&str>, body: &str, n: usize) -> anyhow
     Ok(summarize(&xs[20..]).p50_us)
 }
 
-fn http_bench(ws: Arc<Workspace>) -> anyhow::Result<(f64, f64)> {
+fn http_bench(ws: Arc<Workspace>) -> anyhow::Result<(f64, f64, f64)> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -242,6 +249,7 @@ fn http_bench(ws: Arc<Workspace>) -> anyhow::Result<(f64, f64)> {
     );
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_diagnostics","arguments":{}}}"#;
     let tools = round_trips(port, Some(&session), call, 300)?;
+    let stateless = stateless_round_trips(port, 300)?;
 
     let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"No diagnostics.\n"}],"isError":false}}"#;
     let app = axum::Router::new().route(
@@ -257,7 +265,43 @@ fn http_bench(ws: Arc<Workspace>) -> anyhow::Result<(f64, f64)> {
     let bare_port = listener.local_addr()?.port();
     rt.spawn(async move { axum::serve(listener, app).await });
     let bare = round_trips(bare_port, None, call, 300)?;
-    Ok((tools, bare))
+    Ok((tools, stateless, bare))
+}
+
+/// p50 of `n` `get_diagnostics` calls as a 2026-07-28 client makes them:
+/// no session, the revision in the `MCP-Protocol-Version` header and, with
+/// the client's capabilities, in the request's `_meta`; the method and the
+/// tool's name in headers. Each answer must be plain JSON.
+fn stateless_round_trips(port: u16, n: usize) -> anyhow::Result<f64> {
+    let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_diagnostics","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}"#;
+    let host = format!("127.0.0.1:{port}");
+    let auth = format!("Bearer {TOKEN}");
+    let headers = [
+        ("Host", host.as_str()),
+        ("Authorization", auth.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        // The revision's routing headers (SEP-2243), as its clients send them.
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "get_diagnostics"),
+    ];
+    let mut xs = Vec::with_capacity(n);
+    for _ in 0..n + 20 {
+        let t = Instant::now();
+        let a = http::post(port, "/mcp", &headers, body, Duration::from_secs(10));
+        xs.push(t.elapsed());
+        if a.status != 200
+            || !a.body.contains("No diagnostics")
+            || !a
+                .head
+                .to_ascii_lowercase()
+                .contains("content-type: application/json")
+        {
+            bail!("not a plain JSON answer: {}\n{}", a.head, a.body);
+        }
+    }
+    Ok(summarize(&xs[20..]).p50_us)
 }
 
 fn rg_available() -> bool {
@@ -270,6 +314,14 @@ fn rg_available() -> bool {
 
 fn main() -> anyhow::Result<()> {
     let a = Args::parse();
+    if a.only_http {
+        let dir = tempfile::tempdir()?;
+        let ws = Arc::new(Workspace::open(&[std::fs::canonicalize(dir.path())?])?);
+        let mut rows = Vec::new();
+        http_rows(ws, &mut rows)?;
+        print_rows(rows);
+        return Ok(());
+    }
     if !rg_available() {
         bail!("`rg` is not installed: apt-get install ripgrep (the baseline for search_files)");
     }
@@ -415,19 +467,36 @@ fn main() -> anyhow::Result<()> {
         "each block checked to match exactly once".into(),
     ]);
 
+    http_rows(ws, &mut rows)?;
+
+    print_rows(rows);
+    Ok(())
+}
+
+/// The HTTP round trips' rows.
+fn http_rows(ws: Arc<Workspace>, rows: &mut Vec<[String; 4]>) -> anyhow::Result<()> {
     eprintln!("HTTP round trips");
-    let (tools, bare) = http_bench(ws)?;
+    let (tools, stateless, bare) = http_bench(ws)?;
     rows.push([
-        "HTTP round trip, `get_diagnostics` (p50 of 300)".into(),
+        "HTTP round trip, `get_diagnostics`, in a session (p50 of 300)".into(),
         format!("{:.0} µs", tools),
         format!("bare axum handler, same JSON: {:.0} µs", bare),
         format!("{:.2}× (target ≤ 1.3×)", tools / bare),
     ]);
+    rows.push([
+        "HTTP round trip, `get_diagnostics`, stateless 2026-07-28 client, plain JSON (p50 of 300)"
+            .into(),
+        format!("{:.0} µs", stateless),
+        format!("bare axum handler, same JSON: {:.0} µs", bare),
+        format!("{:.2}× (issue 21: ≤ 1.5×)", stateless / bare),
+    ]);
+    Ok(())
+}
 
+fn print_rows(rows: Vec<[String; 4]>) {
     println!("| measurement | ccbridge | baseline | notes |");
     println!("|---|---|---|---|");
     for r in rows {
         println!("| {} | {} | {} | {} |", r[0], r[1], r[2], r[3]);
     }
-    Ok(())
 }
