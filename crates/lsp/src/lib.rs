@@ -110,6 +110,18 @@ pub enum Update {
     BadConfig { why: String },
 }
 
+impl Update {
+    /// The file this update is about; `None` for one about a language or
+    /// a configuration.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Update::Analyzing { path } => Some(path),
+            Update::Published(p) | Update::Proposed(p) => Some(&p.path),
+            Update::Unavailable { .. } | Update::BadConfig { .. } => None,
+        }
+    }
+}
+
 /// Files larger than this are not opened in a server.
 pub const MAX_FILE: u64 = 8 << 20;
 const COMMANDS: usize = 1024;

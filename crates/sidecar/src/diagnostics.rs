@@ -19,7 +19,7 @@
 //! `_claude_fs_right:` entries) and a file the session review saw change.
 
 use crate::messages::DiagnosticsSource;
-use ccbridge_server::{EditorEvent, EngineHandle};
+use ccbridge_server::EngineHandle;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Mutex;
@@ -151,9 +151,11 @@ async fn forward(
     use ccbridge_lsp::Update;
     while let Some(u) = updates.recv().await {
         let Some(a) = analysis.upgrade() else { return };
+        if u.path().is_some_and(|p| !a.ours(p)) {
+            continue;
+        }
         let event = match ccbridge_services::editor_event(u) {
-            Ok(event) if event_path(&event).is_some_and(|p| a.ours(p)) => event,
-            Ok(_) => continue,
+            Ok(event) => event,
             Err(Update::Unavailable { language, why }) => {
                 tracing::info!("no diagnostics for {language} files: {why}");
                 continue;
@@ -165,16 +167,6 @@ async fn forward(
         if engine.send(event).await.is_err() {
             return;
         }
-    }
-}
-
-/// The file an event from [`ccbridge_services::editor_event`] is about.
-fn event_path(event: &EditorEvent) -> Option<&str> {
-    match event {
-        EditorEvent::Analyzing { path, .. }
-        | EditorEvent::Diagnostics { path, .. }
-        | EditorEvent::ProposedDiagnostics { path, .. } => Some(path),
-        _ => None,
     }
 }
 

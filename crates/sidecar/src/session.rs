@@ -148,10 +148,6 @@ where
         frontend.analyse_proposals(a.clone());
         a
     });
-    let tools_shared = tools
-        .as_ref()
-        .ok()
-        .map(|t| (t.endpoint.clone(), t.ctx.clone()));
     let services = ccbridge_services::Services::start(&options, &folders, &handle, tools).await;
     let changes = services.changes().cloned();
     let changes_wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -193,7 +189,12 @@ where
         sink.clone(),
         server_info,
     )
-    .with_tools(tools_shared)
+    .with_tools(
+        services
+            .tools()
+            .ok()
+            .map(|t| (t.endpoint.clone(), t.ctx.clone())),
+    )
     .with_agents(services.offers())
     .with_changes(changes, changes_wanted)
     .with_analysis(analysis.clone());
