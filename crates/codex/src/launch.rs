@@ -132,30 +132,16 @@ impl Locations {
     }
 }
 
-/// Starts serving `source` to Codex CLI where it looks, until `shutdown`
-/// completes (or [`Running::stopped`]).
-pub fn start(
-    source: Arc<dyn ContextSource>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Running {
-    start_at(Locations::from_env(), source, shutdown)
+/// Starts serving `source` to Codex CLI where it looks, until
+/// [`Running::stopped`].
+pub fn start(source: Arc<dyn ContextSource>) -> Running {
+    start_at(Locations::from_env(), source)
 }
 
 /// [`start`] with explicit socket paths.
-pub fn start_at(
-    at: Locations,
-    source: Arc<dyn ContextSource>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Running {
+pub fn start_at(at: Locations, source: Arc<dyn ContextSource>) -> Running {
     let stop = CancellationToken::new();
     let (role_tx, role) = watch::channel(Role::Starting);
-    let on_shutdown = stop.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = shutdown => on_shutdown.cancel(),
-            () = on_shutdown.cancelled() => {}
-        }
-    });
     let task = tokio::spawn(supervise(at, source, stop.clone(), role_tx));
     Running { stop, task, role }
 }

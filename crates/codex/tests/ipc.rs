@@ -78,7 +78,7 @@ fn at(p: &Place) -> Locations {
 }
 
 fn run(p: &Place, e: Arc<Editor>) -> Running {
-    start_at(at(p), e, std::future::pending())
+    start_at(at(p), e)
 }
 
 async fn role(r: &Running, pred: impl Fn(&Role) -> bool) -> Role {

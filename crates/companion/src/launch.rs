@@ -19,7 +19,6 @@ use ccbridge_protocol::lockfile::LockFile;
 use ccbridge_server::lockfile::{LockError, LockMirror, PrivateFile};
 use ccbridge_server::token::AuthToken;
 use ccbridge_server::EngineHandle;
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
@@ -129,13 +128,8 @@ impl Running {
 }
 
 /// Starts a companion server for each agent of `options`, advertises each
-/// in its discovery file, and serves until `shutdown` completes (or
-/// [`Running::stopped`]).
-pub async fn start(
-    options: &Options,
-    engine: &EngineHandle,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Running {
+/// in its discovery file, and serves until [`Running::stopped`].
+pub async fn start(options: &Options, engine: &EngineHandle) -> Running {
     let stop = CancellationToken::new();
     let mut problems = Vec::new();
     let mut advertised = Vec::new();
@@ -176,13 +170,6 @@ pub async fn start(
             tokio::spawn(server.run(async move { stop.cancelled().await }))
         })
         .collect();
-    let on_shutdown = stop.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = shutdown => on_shutdown.cancel(),
-            () = on_shutdown.cancelled() => {}
-        }
-    });
     Running {
         served,
         problems,

@@ -18,7 +18,6 @@ use ccbridge_protocol::lockfile::McpEndpoint;
 use ccbridge_server::token::AuthToken;
 use ccbridge_server::EngineHandle;
 use ccbridge_workspace::Workspace;
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -67,8 +66,7 @@ impl Running {
         }
     }
 
-    /// Stops the server (if its `shutdown` has not already), waits for it
-    /// to finish, and removes any registration of it from Claude's
+    /// Stops the server, waits for it to finish, and removes any registration of it from Claude's
     /// `.claude.json` (made by `--register-tools` or `ccbridge mcp-config
     /// --register`): its token dies with it. The same contract as the
     /// companions' and Codex's `stopped`.
@@ -108,15 +106,13 @@ pub fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
 pub struct LaunchError(String);
 
 /// Starts the tools server for `engine`'s `folders` as `options` say,
-/// serving until `shutdown` completes or [`Running::stopped`], and
-/// advertises it. `secrets` (the
+/// serving until [`Running::stopped`], and advertises it. `secrets` (the
 /// IDE server's token) never reach a command's environment.
 pub async fn start(
     options: &Options,
     folders: &[PathBuf],
     engine: &EngineHandle,
     secrets: Vec<String>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, LaunchError> {
     // What the commands of an earlier, killed ccbridge left running (Linux).
     tokio::task::spawn_blocking(|| match ccbridge_tools::command_group::sweep_leftovers() {
@@ -156,12 +152,7 @@ pub async fn start(
     let ctx = server.context();
     let stop = tokio_util::sync::CancellationToken::new();
     let stopping = stop.clone();
-    let task = tokio::spawn(server.run(async move {
-        tokio::select! {
-            () = shutdown => {}
-            () = stopping.cancelled() => {}
-        }
-    }));
+    let task = tokio::spawn(server.run(async move { stopping.cancelled().await }));
     let running = Running {
         endpoint,
         ctx,

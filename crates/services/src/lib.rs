@@ -73,18 +73,12 @@ pub async fn start_tools(
     let Some(tools) = &options.tools else {
         return Err("turned off (--no-tools)".to_owned());
     };
-    ccbridge_mcp::launch::start(
-        tools,
-        folders,
-        engine,
-        vec![secret.to_owned()],
-        std::future::pending(),
-    )
-    .await
-    .map_err(|e| {
-        tracing::warn!("{e}");
-        e.to_string()
-    })
+    ccbridge_mcp::launch::start(tools, folders, engine, vec![secret.to_owned()])
+        .await
+        .map_err(|e| {
+            tracing::warn!("{e}");
+            e.to_string()
+        })
 }
 
 /// An agent that can find this IDE, and the companion port it was given.
@@ -134,14 +128,12 @@ impl Services {
         tools: Result<ccbridge_mcp::launch::Running, String>,
     ) -> Services {
         let companion = match &options.companion {
-            Some(o) => {
-                Some(ccbridge_companion::launch::start(o, engine, std::future::pending()).await)
-            }
+            Some(o) => Some(ccbridge_companion::launch::start(o, engine).await),
             None => None,
         };
         let codex = options
             .codex
-            .then(|| ccbridge_codex::start(Arc::new(engine.clone()), std::future::pending()));
+            .then(|| ccbridge_codex::start(Arc::new(engine.clone())));
         let changes = if options.changes {
             Changes::start(folders)
                 .inspect_err(|e| {

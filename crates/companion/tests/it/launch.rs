@@ -52,7 +52,7 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
         let _ = engine_stopped.await;
     }));
 
-    let running = launch::start(&Options::default(), &engine, std::future::pending()).await;
+    let running = launch::start(&Options::default(), &engine).await;
     assert!(running.problems().is_empty(), "{:?}", running.problems());
     let served = running.served().to_vec();
     assert_eq!(
