@@ -24,7 +24,7 @@ import { baseName, clock, displayPath, flag, h, replace } from "./dom";
 import { note } from "./notes";
 import { prefs, type Layout } from "./prefs";
 
-import { coalesceMergeMeasures, setHunkDeco, patchHunkDeco, hunkDeco, markerLabel, HunkMarker, HunkMirror, acceptedLine, currentLine, lineDecos, type HunkPatch, type MarkerActions } from "./review-deco";
+import { coalesceMergeMeasures, keepingAlignment, sameHeight, setHunkDeco, patchHunkDeco, hunkDeco, markerLabel, HunkMarker, HunkMirror, acceptedLine, currentLine, lineDecos, type HunkPatch, type MarkerActions } from "./review-deco";
 
 installExactChunks();
 coalesceMergeMeasures();
@@ -75,6 +75,8 @@ export class ReviewCard {
   private sepA: string;
   private sepB: string;
   private serverDiff: ServerDiff | null = null;
+  /** The key of the pending "is the current hunk in sight" measure. */
+  private readonly scrollCheck = {};
   private readonly diffConfig = serverDiffConfig(() => this.serverDiff);
   private readonly readOnly = new Compartment();
   private readonly unifiedConf = new Compartment();
@@ -603,9 +605,17 @@ export class ReviewCard {
    * `redraw` would have redrawn every hunk; `goneB`/`goneA`: places (in
    * each document as it is after `changeB`) whose decorations go as well,
    * those of a reverted hunk. `changeB`, a transaction on the proposed
-   * side, is dispatched with the new decorations in one update. Falls
+   * side, is dispatched with the new decorations in one update;
+   * `changeAligned`: it leaves the two sides aligned (see
+   * `keepingAlignment`; a change of markers alone always does). Falls
    * back to `redraw` when the decorations are not the diff's. */
-  private redrawHunks(touched: readonly number[], goneB: [number, number] | null = null, goneA: [number, number] | null = null, changeB: Transaction | null = null): void {
+  private redrawHunks(
+    touched: readonly number[],
+    goneB: [number, number] | null = null,
+    goneA: [number, number] | null = null,
+    changeB: Transaction | null = null,
+    changeAligned = false,
+  ): void {
     const ed = this.editors;
     const d = this.serverDiff;
     if (!ed) return;
@@ -631,12 +641,14 @@ export class ReviewCard {
       patchesA.push({ from: c.fromA, to: Math.max(c.fromA, c.toA - 1), add: addA });
     }
     const annotations = [Remote.of(true), Transaction.addToHistory.of(false)];
-    if (changeB) {
-      ed.b.dispatch([changeB, changeB.state.update({ effects: patchHunkDeco.of(patchesB), annotations })]);
-    } else {
-      ed.b.dispatch({ effects: patchHunkDeco.of(patchesB), annotations });
-    }
-    if (ed.kind === "split" && patchesA.length) ed.a.dispatch({ effects: patchHunkDeco.of(patchesA), annotations });
+    keepingAlignment(ed.kind === "split" ? ed.merge : null, !changeB || changeAligned, () => {
+      if (changeB) {
+        ed.b.dispatch([changeB, changeB.state.update({ effects: patchHunkDeco.of(patchesB), annotations })]);
+      } else {
+        ed.b.dispatch({ effects: patchHunkDeco.of(patchesB), annotations });
+      }
+      if (ed.kind === "split" && patchesA.length) ed.a.dispatch({ effects: patchHunkDeco.of(patchesA), annotations });
+    });
     this.syncMarkers();
     this.renderChrome();
   }
@@ -900,10 +912,13 @@ export class ReviewCard {
       return true;
     }
     const gone = this.serverDiff?.changes?.[d.index];
+    // Taking back a hunk whose two sides are as tall as each other moves
+    // nothing below it: the merge view need not align again.
+    const aligned = !!gone && ed.kind === "split" && sameHeight(ed.a, gone.fromA, gone.toA, ed.b, from, to);
     this.review = after;
     this.serverDiff = this.serverDiff ? this.serverDiff.without(d.index, doc, hunks) : new ServerDiff(a, doc, hunks);
     this.current = pick(after);
-    this.redrawHunks([this.current], [from, from + insert.length], gone ? [gone.fromA, Math.max(gone.fromA, gone.toA - 1)] : null, tr);
+    this.redrawHunks([this.current], [from, from + insert.length], gone ? [gone.fromA, Math.max(gone.fromA, gone.toA - 1)] : null, tr, aligned);
     this.host.changed();
     return true;
   }
@@ -1344,15 +1359,24 @@ export class ReviewCard {
    * view stays put while the hunks it shows are gone through, and does not
    * jump a few lines per decision). */
   scrollToCurrent(): void {
-    // After this task's updates (and the merge view's alignment, which
-    // they queued before): the layout is then read once, and the frame
-    // reuses it.
-    queueMicrotask(() => {
-      const c = this.exact() ? this.serverDiff?.changes?.[this.current] : null;
-      const ed = this.editors;
-      if (!c || !ed) return;
-      if (inMiddleOfView(ed.b, ed.kind === "split" ? ed.merge.dom : ed.b.scrollDOM, c.fromB)) return;
-      this.scrollTo(c.fromB, "third");
+    const ed = this.editors;
+    if (!ed) return;
+    // Read in CodeMirror's next measure, after this task's updates (and the
+    // merge view's alignment they queued), where the layout it reads anyway
+    // serves this check too: read here and now, it forced a layout of its
+    // own after every decision.
+    ed.b.requestMeasure({
+      key: this.scrollCheck,
+      read: () => {
+        const c = this.exact() ? this.serverDiff?.changes?.[this.current] : null;
+        if (!c || this.editors !== ed) return null;
+        return inMiddleOfView(ed.b, ed.kind === "split" ? ed.merge.dom : ed.b.scrollDOM, c.fromB) ? null : c.fromB;
+      },
+      // Not in the measure's write phase itself: a unified view scrolls by
+      // a transaction, which cannot be dispatched from there.
+      write: (pos) => {
+        if (pos !== null) queueMicrotask(() => this.editors === ed && this.scrollTo(pos, "third"));
+      },
     });
   }
 

@@ -10,6 +10,23 @@ import { MergeView } from "@codemirror/merge";
 import { h } from "./dom";
 
 
+/** What a merge view's alignment reads: both states, their heights and
+ * viewports, the chunks. */
+const alignmentInputs = (m: MergeView): readonly unknown[] => [
+  m.a.state,
+  m.b.state,
+  m.a.contentHeight,
+  m.b.contentHeight,
+  m.a.viewport.from,
+  m.a.viewport.to,
+  m.b.viewport.from,
+  m.b.viewport.to,
+  m.chunks,
+];
+
+/** Per merge view, the inputs its spacers are known to be right for. */
+const alignedFor = new WeakMap<MergeView, readonly unknown[]>();
+
 /** A merge view aligns its two sides (spacer widgets, `measure`) after
  * every update that changed heights or the viewport, at once, walking every
  * chunk of the diff: ~8–10 ms a time with 2,000 hunks, and one decision makes
@@ -17,36 +34,53 @@ import { h } from "./dom";
  * the next hunk). Asked for more than once in one task, it now runs once,
  * at the task's end (a microtask: before the frame is drawn); and not again
  * when nothing it reads has changed since it last ran (both states, their
- * heights and viewports, the chunks): after a reject the merge view asks
- * once in the update and once more in the next frame. */
+ * heights and viewports, the chunks), or since `keepAlignment` said the
+ * spacers still hold: after a reject the merge view asks once in the update
+ * and once more in the next frame. */
 export function coalesceMergeMeasures(): void {
   const proto = MergeView.prototype as unknown as { measure(this: MergeView): void };
   const measure = proto.measure;
   const asked = new WeakSet<MergeView>();
-  const inputs = new WeakMap<MergeView, readonly unknown[]>();
-  const read = (m: MergeView): readonly unknown[] => [
-    m.a.state,
-    m.b.state,
-    m.a.contentHeight,
-    m.b.contentHeight,
-    m.a.viewport.from,
-    m.a.viewport.to,
-    m.b.viewport.from,
-    m.b.viewport.to,
-    m.chunks,
-  ];
   proto.measure = function (this: MergeView) {
     if (asked.has(this)) return;
     asked.add(this);
     queueMicrotask(() => {
       asked.delete(this);
       if ((this.a as unknown as { destroyed: boolean }).destroyed) return;
-      const last = inputs.get(this);
-      if (last && read(this).every((v, i) => v === last[i])) return;
+      const last = alignedFor.get(this);
+      if (last && alignmentInputs(this).every((v, i) => v === last[i])) return;
       measure.call(this);
-      inputs.set(this, read(this));
+      alignedFor.set(this, alignmentInputs(this));
     });
   };
+}
+
+/** Runs `update` (dispatches to `m`'s editors) and, when `keep` says they
+ * leave both sides aligned as they were, skips the alignment they would
+ * run next, a walk over every chunk. "Aligned as they were": no height
+ * changed but in places that changed alike on both sides (a hunk's marker
+ * and its mirror; a hunk taken back whose two sides were as tall as each
+ * other). Only when the spacers were right before the update; a later
+ * change of heights or viewport aligns again. */
+export function keepingAlignment(m: MergeView | null, keep: boolean, update: () => void): void {
+  const before = m && keep ? alignedFor.get(m) : undefined;
+  const wasAligned = !!m && !!before && alignmentInputs(m).every((v, i) => v === before[i]);
+  update();
+  if (m && wasAligned) alignedFor.set(m, alignmentInputs(m));
+}
+
+/** Whether lines `fromA`..`toA` of `a` and `fromB`..`toB` of `b` (a hunk's
+ * two sides, `to` exclusive) are drawn as tall as each other, block widgets
+ * at their starts included: so nothing below them needs to move when one
+ * side takes the other's text. From the editors' height maps, no layout. */
+export function sameHeight(a: EditorView, fromA: number, toA: number, b: EditorView, fromB: number, toB: number): boolean {
+  const extent = (v: EditorView, from: number, to: number): number | null => {
+    if (to <= from || to > v.state.doc.length + 1) return null;
+    return v.lineBlockAt(to - 1).bottom - v.lineBlockAt(from).top;
+  };
+  const ea = extent(a, fromA, toA);
+  const eb = extent(b, fromB, toB);
+  return ea !== null && eb !== null && Math.abs(ea - eb) < 0.01;
 }
 
 // ---------------------------------------------------------------- hunk decorations
