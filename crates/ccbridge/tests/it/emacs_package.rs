@@ -16,6 +16,7 @@ use crate::claude_side::{
     assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff,
     verdict, GeminiSide, Step, KEPT_LINE,
 };
+use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
@@ -26,8 +27,6 @@ use std::process::Command;
 use std::time::Duration;
 
 const STEP: Duration = Duration::from_secs(15);
-
-const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
 
 fn package_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs")
@@ -40,7 +39,7 @@ fn lisp_str(s: &str) -> String {
 
 /// Emacs with the package in a fresh git workspace holding hello.py.
 /// Field order is drop order: Emacs (and its sidecar) first.
-struct Rig {
+pub(crate) struct Rig {
     emacs: Emacs,
     ws: PathBuf,
     lock_dir: PathBuf,
@@ -228,6 +227,96 @@ impl Rig {
         self.emacs.keys("M-x");
         self.emacs.type_text(command);
         self.emacs.keys("RET");
+    }
+}
+
+/// The Emacs face of the shared scenarios (`editor_scenarios`): the
+/// package's keys in its smerge review buffer.
+impl EditorUnderTest for Rig {
+    const IDE: &'static str = "Emacs";
+
+    fn start() -> Rig {
+        rig("")
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.ws
+    }
+
+    fn lock_dir(&self) -> &Path {
+        &self.lock_dir
+    }
+
+    fn lock_file(&mut self) -> PathBuf {
+        PathBuf::from(self.info()["lockFile"].as_str().unwrap())
+    }
+
+    async fn claude(&mut self) -> IdeClient {
+        Rig::claude(self).await
+    }
+
+    fn wait_review(&mut self) {
+        self.emacs
+            .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    }
+
+    fn wait_review_closed(&mut self) {
+        self.emacs.wait(
+            "the review to close",
+            "(and (null (car (plist-get (car (ccbridge-info)) :reviews))) \
+                  (not (cl-some (lambda (b) (buffer-local-value 'ccbridge--current-review b)) \
+                                (buffer-list))))",
+            STEP,
+        );
+    }
+
+    fn close_review(&mut self) {
+        self.emacs.keys("C-x k RET");
+    }
+
+    /// The review opens with point on its first hunk.
+    fn to_first_hunk(&mut self) {}
+
+    fn decide_hunk(&mut self, accept: bool) {
+        const LEFT: &str = "(let ((b (ccbridge-test-review-buffer))) \
+            (if b (with-current-buffer b (how-many \"^<<<<<<< \" (point-min) (point-max))) 0))";
+        let before = self.emacs.json(LEFT).as_u64().unwrap();
+        self.emacs.keys(if accept { "C-c C-a" } else { "C-c C-r" });
+        self.emacs
+            .wait("the hunk decided", &format!("(< {LEFT} {before})"), STEP);
+    }
+
+    /// Saving the proposal accepts what is left of it, as C-c C-c does.
+    fn after_last_hunk(&mut self) {
+        self.wait_message("no hunk left");
+        self.emacs.keys("C-x C-s");
+    }
+
+    fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
+        let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &self.ws);
+        let home2 = self.dir.path().join("home2");
+        std::fs::create_dir_all(&home2).unwrap();
+        opts.env.push(("HOME".into(), home2.display().to_string()));
+        let second = Emacs::start(&opts).unwrap();
+        second.eval(&format!(
+            "(setq ccbridge-program {} ccbridge-program-args (list \"--lock-dir\" {})) \
+             (find-file {}) (ccbridge-mode 1)",
+            lisp_str(env!("CARGO_BIN_EXE_ccbridge")),
+            lisp_str(&self.lock_dir.display().to_string()),
+            lisp_str(&self.path("hello.py"))
+        ));
+        let lock = second.wait(
+            "the second sidecar",
+            "(plist-get (car (ccbridge-info)) :lockFile)",
+            STEP,
+        );
+        let lock = PathBuf::from(lock.as_str().unwrap());
+        (Box::new(second), lock)
+    }
+
+    fn quit(self) -> (bool, tempfile::TempDir) {
+        let Rig { emacs, dir, .. } = self;
+        (emacs.quit(), dir)
     }
 }
 
@@ -771,40 +860,13 @@ async fn c_c_c_k_rejects_the_proposal() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_the_review_buffer_rejects_the_proposal() {
-    let (rig, task) = review("", &HELLO.replace("hello ", "hi ")).await;
-    rig.emacs.keys("C-x k RET");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-    assert_review_closed(&rig);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hunks_are_decided_one_by_one_and_saving_the_proposal_accepts_it() {
-    let (rig, task) = review("", TWO_HUNKS).await;
-    // The cursor starts on the first hunk: accept it, reject the second.
-    rig.emacs.keys("C-c C-a");
-    rig.emacs.wait(
-        "one conflict left",
-        "(= 1 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
-        STEP,
-    );
-    rig.emacs.keys("C-c C-r");
-    rig.wait_message("no hunk left");
-    // Saving the proposal accepts it, as C-c C-c does.
-    rig.emacs.keys("C-x C-s");
-    let (_c, text) = verdict(task).await;
-    assert_saved(&text, &HELLO.replace("hello ", "hi "));
-}
-
 /// Issue 21, item 3: the conflicts are the sidecar's hunks (the page's),
 /// not a diff of the package's own. The same line replaced the same way
 /// three times, the first on line 1: the cursor starts on the first hunk
-/// (it started on the second), and accepting the second alone changes the
-/// second alone.
+/// (it started on the second). Deciding them, each at its place, is the
+/// shared scenario `editor_scenarios::emacs::identical_hunks_are_decided_each_at_its_place`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identical_hunks_from_the_sidecar_are_decided_each_at_its_place() {
+async fn the_conflicts_are_the_sidecars_hunks_and_point_starts_on_the_first() {
     let rig = rig("");
     let original = "x = 1\nprint(x)\nx = 1\nprint(x)\nx = 1\n";
     std::fs::write(rig.ws.join("repeat.py"), original).unwrap();
@@ -827,24 +889,9 @@ async fn identical_hunks_from_the_sidecar_are_decided_each_at_its_place() {
         "{}",
         rig.emacs.screen()
     );
-    // Reject the first, accept the second, reject the third.
-    rig.emacs.keys("C-c C-r");
-    rig.emacs.wait(
-        "two conflicts left",
-        "(= 2 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
-        STEP,
-    );
-    rig.emacs.keys("C-c C-a");
-    rig.emacs.wait(
-        "one conflict left",
-        "(= 1 (how-many \"^<<<<<<< \" (point-min) (point-max)))",
-        STEP,
-    );
-    rig.emacs.keys("C-c C-r");
-    rig.wait_message("no hunk left");
-    rig.emacs.keys("C-c C-c");
+    rig.emacs.keys("C-c C-k");
     let (_c, text) = verdict(task).await;
-    assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
 
 /// Issue 19, the session review in Emacs: a change written on disk without
@@ -1399,24 +1446,6 @@ async fn turning_the_mode_off_stops_the_sidecar_and_removes_its_lock_file() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_emacs_removes_the_lock_file() {
-    let Rig {
-        emacs,
-        lock_dir,
-        dir: _dir,
-        ..
-    } = rig("");
-    assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
-    assert!(emacs.quit(), "Emacs did not exit");
-    let gone = poll_until(STEP, Duration::from_millis(20), || {
-        ccbridge_testkit::lock_files(&lock_dir)
-            .is_empty()
-            .then_some(())
-    });
-    assert!(gone.is_some(), "the lock file outlived Emacs");
-}
-
 /// An Emacs whose terminal goes away exits (it once spun at 100% CPU,
 /// waiting for its sidecars in `kill-emacs-hook`), and the sidecar still
 /// removes its lock file.
@@ -1439,36 +1468,6 @@ async fn closing_emacss_terminal_ends_it_and_removes_the_lock_file() {
             .then_some(())
     });
     assert!(gone.is_some(), "the lock file outlived Emacs");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_emacs_in_the_same_project_gets_a_distinct_name() {
-    let first = rig("");
-    assert_eq!(first.lock()["ideName"], "Emacs (ws)");
-    let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &first.ws);
-    let home2 = first.dir.path().join("home2");
-    std::fs::create_dir_all(&home2).unwrap();
-    opts.env.push(("HOME".into(), home2.display().to_string()));
-    let second = Emacs::start(&opts).unwrap();
-    second.eval(&format!(
-        "(setq ccbridge-program {} ccbridge-program-args (list \"--lock-dir\" {})) \
-         (find-file {}) (ccbridge-mode 1)",
-        lisp_str(env!("CARGO_BIN_EXE_ccbridge")),
-        lisp_str(&first.lock_dir.display().to_string()),
-        lisp_str(&first.path("hello.py"))
-    ));
-    second.wait(
-        "the second Emacs numbered",
-        "(equal (plist-get (car (ccbridge-info)) :ideName) \"Emacs (ws) [2]\")",
-        STEP,
-    );
-    let lock = second.string("(plist-get (car (ccbridge-info)) :lockFile)");
-    let named = poll_until(STEP, Duration::from_millis(20), || {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
-        (v["ideName"] == "Emacs (ws) [2]").then_some(())
-    });
-    assert!(named.is_some(), "{lock} never renamed");
-    assert_eq!(first.lock()["ideName"], "Emacs (ws)");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@ mod browser_cswsh;
 mod cli_client;
 mod cli_output;
 mod command_leftovers;
+mod editor_scenarios;
 mod emacs_package;
 mod memory_bounds;
 mod nvim_plugin;

@@ -11,6 +11,7 @@ use crate::claude_side::{
     assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
     GeminiSide, Step, KEPT_LINE,
 };
+use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
@@ -23,7 +24,7 @@ const STEP: Duration = Duration::from_secs(10);
 
 /// Neovim with the plugin set up in a fresh workspace, its sidecar
 /// running. Field order is drop order.
-struct Rig {
+pub(crate) struct Rig {
     nvim: Nvim,
     ws: PathBuf,
     lock_dir: PathBuf,
@@ -137,6 +138,100 @@ impl Rig {
             "vim.tbl_map(function(t) return vim.tbl_map(function(w)
                return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)) end,
                vim.api.nvim_tabpage_list_wins(t)) end, vim.api.nvim_list_tabpages())",
+        )
+    }
+}
+
+/// The Neovim face of the shared scenarios (`editor_scenarios`): the
+/// plugin's commands and Neovim's own keys.
+impl EditorUnderTest for Rig {
+    const IDE: &'static str = "Neovim";
+
+    fn start() -> Rig {
+        let mut rig = rig("");
+        rig.edit("hello.py");
+        rig
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.ws
+    }
+
+    fn lock_dir(&self) -> &Path {
+        &self.lock_dir
+    }
+
+    fn lock_file(&mut self) -> PathBuf {
+        PathBuf::from(self.init()["lockFile"].as_str().unwrap())
+    }
+
+    async fn claude(&mut self) -> IdeClient {
+        Rig::claude(self).await
+    }
+
+    fn wait_review(&mut self) {
+        self.nvim.wait(
+            "the review to open",
+            "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
+            STEP,
+        );
+    }
+
+    fn wait_review_closed(&mut self) {
+        self.nvim.wait(
+            "the review's tab to close",
+            "#test.events_named('CCBridgeDiffClosed') > 0 and #vim.api.nvim_list_tabpages() == 1",
+            STEP,
+        );
+    }
+
+    fn close_review(&mut self) {
+        self.nvim.input(":q<CR>");
+    }
+
+    fn to_first_hunk(&mut self) {
+        self.nvim.input("gg");
+    }
+
+    fn decide_hunk(&mut self, accept: bool) {
+        let before = self.review_texts();
+        let command = if accept { "Accept" } else { "Reject" };
+        self.nvim.input(&format!(":CCBridge{command}Hunk<CR>"));
+        let decided = poll_until(STEP, Duration::from_millis(10), || {
+            (self.review_texts() != before).then_some(())
+        });
+        assert!(decided.is_some(), ":CCBridge{command}Hunk changed nothing");
+    }
+
+    fn after_last_hunk(&mut self) {}
+
+    fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
+        let home = self._dir.path().join("home2");
+        let mut second = plugin_nvim(&self.ws, &self.lock_dir, &home, "");
+        let lock = second.eval("require('ccbridge').state.init.lockFile");
+        let lock = PathBuf::from(lock.as_str().unwrap());
+        (Box::new(second), lock)
+    }
+
+    fn quit(self) -> (bool, tempfile::TempDir) {
+        let Rig { nvim, _dir, .. } = self;
+        (nvim.quit().is_some(), _dir)
+    }
+}
+
+impl Rig {
+    /// The review's original and proposed text, as its two buffers hold
+    /// them ("" for a buffer not there).
+    fn review_texts(&mut self) -> Value {
+        self.nvim.eval(
+            "vim.tbl_map(function(kind)
+               for _, b in ipairs(vim.api.nvim_list_bufs()) do
+                 if vim.api.nvim_buf_get_name(b):find('^ccbridge://%d+/' .. kind .. '/') then
+                   return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n')
+                 end
+               end
+               return ''
+             end, { 'original', 'proposed' })",
         )
     }
 }
@@ -418,19 +513,6 @@ async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_the_proposal_rejects_it() {
-    let (mut rig, task) = review("", &HELLO.replace("hello ", "hi ")).await;
-    rig.nvim.input(":q<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        HELLO
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccbridge_reject_rejects_from_either_side() {
     let (mut rig, task) = review(
         "{ diff = { layout = 'horizontal' } }",
@@ -441,8 +523,6 @@ async fn ccbridge_reject_rejects_from_either_side() {
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
-
-const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn do_on_one_hunk_of_two_writes_only_the_other() {
@@ -455,7 +535,7 @@ async fn do_on_one_hunk_of_two_writes_only_the_other() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
+async fn the_inline_layout_shows_removed_lines_and_decides_hunk_by_hunk() {
     let (mut rig, task) = review("{ diff = { layout = 'inline' } }", TWO_HUNKS).await;
     // Inline: one window, the removed line shown as a virtual line.
     let virt = rig.nvim.eval(
@@ -472,15 +552,6 @@ async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
     let (_c, text) = verdict(task).await;
     let expected = HELLO.replace("greet(\"world\")", "greet(\"everyone\")");
     assert_saved(&text, &expected);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rejecting_every_hunk_is_a_rejection() {
-    let (mut rig, task) = review("", TWO_HUNKS).await;
-    rig.nvim
-        .input("gg:CCBridgeRejectHunk<CR>:CCBridgeRejectHunk<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -850,40 +921,6 @@ async fn status_statusline_and_events_follow_the_sessions() {
         rig.nvim.eval("require('ccbridge').statusline()"),
         "Claude ○"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quitting_neovim_removes_the_lock_file() {
-    let mut rig = rig("");
-    let lock = PathBuf::from(rig.init()["lockFile"].as_str().unwrap());
-    assert!(lock.exists());
-    let lock_dir = rig.lock_dir.clone();
-    let status = rig.nvim.quit();
-    assert!(status.is_some(), "Neovim did not exit");
-    let gone = poll_until(STEP, Duration::from_millis(10), || {
-        (!lock.exists()).then_some(())
-    });
-    assert!(gone.is_some(), "{} left behind", lock.display());
-    assert!(ccbridge_testkit::lock_files(&lock_dir).is_empty());
-}
-
-/// claudecode.nvim #237/#247: every instance was "Neovim" in `/ide`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_neovim_in_the_same_folder_gets_a_distinct_name() {
-    let mut first = rig("");
-    let folder = first.ws.file_name().unwrap().to_str().unwrap().to_owned();
-    assert_eq!(first.lock()["ideName"], format!("Neovim ({folder})"));
-    let home = first._dir.path().join("home2");
-    let mut second = plugin_nvim(&first.ws, &first.lock_dir, &home, "");
-    let lock = second.eval("require('ccbridge').state.init.lockFile");
-    let lock = PathBuf::from(lock.as_str().unwrap());
-    let want = format!("Neovim ({folder}) [2]");
-    let name = poll_until(STEP, Duration::from_millis(10), || {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
-        (v["ideName"] == want.as_str()).then_some(v)
-    });
-    assert!(name.is_some(), "{} never named {want:?}", lock.display());
-    assert_eq!(first.lock()["ideName"], format!("Neovim ({folder})"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

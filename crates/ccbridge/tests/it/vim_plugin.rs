@@ -11,6 +11,7 @@ use crate::claude_side::{
     assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
     start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
 };
+use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::vim::{Vim, VimOptions};
@@ -23,7 +24,7 @@ const STEP: Duration = Duration::from_secs(10);
 
 /// Vim with the plugin started in a fresh workspace. Field order is drop
 /// order: Vim (and with it the sidecar) before the directory.
-struct Rig {
+pub(crate) struct Rig {
     vim: Vim,
     ws: PathBuf,
     lock_dir: PathBuf,
@@ -248,6 +249,95 @@ async fn diagnostics_of(
         .iter()
         .flat_map(|f| f["diagnostics"].as_array().cloned().unwrap_or_default())
         .collect()
+}
+
+/// The Vim face of the shared scenarios (`editor_scenarios`): the
+/// plugin's commands and Vim's own keys, typed into its terminal.
+impl EditorUnderTest for Rig {
+    const IDE: &'static str = "Vim";
+
+    fn start() -> Rig {
+        let mut rig = rig(json!({}));
+        rig.edit("hello.py");
+        rig
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.ws
+    }
+
+    fn lock_dir(&self) -> &Path {
+        &self.lock_dir
+    }
+
+    fn lock_file(&mut self) -> PathBuf {
+        PathBuf::from(self.init()["lockFile"].as_str().unwrap())
+    }
+
+    async fn claude(&mut self) -> IdeClient {
+        Rig::claude(self).await
+    }
+
+    fn wait_review(&mut self) {
+        self.vim.wait(
+            "the review to open",
+            "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
+            STEP,
+        );
+    }
+
+    fn wait_review_closed(&mut self) {
+        self.vim.wait(
+            "the review's tab to close",
+            "len(TestEvents('CCBridgeDiffClosed')) > 0 && tabpagenr('$') == 1 && winnr('$') == 1",
+            STEP,
+        );
+    }
+
+    fn close_review(&mut self) {
+        self.vim.keys(":q<CR>");
+    }
+
+    fn to_first_hunk(&mut self) {
+        self.vim.keys("gg");
+    }
+
+    fn decide_hunk(&mut self, accept: bool) {
+        const TEXTS: &str = "map(['original', 'proposed'], \
+            {_, k -> join(getbufline(bufnr('ccbridge://*/' .. k .. '/*'), 1, '$'), \"\\n\")})";
+        let before = self.vim.eval(TEXTS);
+        let command = if accept { "Accept" } else { "Reject" };
+        self.vim.keys(&format!(":CCBridge{command}Hunk<CR>"));
+        let decided = poll_until(STEP, Duration::from_millis(10), || {
+            (self.vim.eval(TEXTS) != before).then_some(())
+        });
+        assert!(
+            decided.is_some(),
+            ":CCBridge{command}Hunk changed nothing in {before} (cursor: {})\n{}",
+            self.vim
+                .eval("[line('.'), bufname(), diff_hlID(5, 1), diff_filler(6), &diff, v:errmsg]"),
+            self.vim.screen()
+        );
+    }
+
+    fn after_last_hunk(&mut self) {}
+
+    fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
+        let mut second = start_vim(&self.ws, &self.dir.path().join("home2"), &[]);
+        second.ex(&let_options(&options(&self.lock_dir, &json!({}))));
+        second.ex("CCBridgeStart");
+        let lock = second.wait(
+            "the second sidecar",
+            "ccbridge#Status() ==# 'running' ? ccbridge#Init().lockFile : ''",
+            STEP,
+        );
+        let lock = PathBuf::from(lock.as_str().unwrap());
+        (Box::new(second), lock)
+    }
+
+    fn quit(self) -> (bool, tempfile::TempDir) {
+        (self.vim.quit().is_some(), self.dir)
+    }
 }
 
 /// Starts Claude's `openDiff` of `hello.py` → `proposed` and waits until
@@ -809,23 +899,6 @@ async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_the_proposal_rejects_it() {
-    let (mut rig, task) = review(json!({}), &HELLO.replace("hello ", "hi ")).await;
-    rig.vim.keys(":q<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-    rig.vim.wait(
-        "the review's tab to close",
-        "tabpagenr('$') == 1 && winnr('$') == 1",
-        STEP,
-    );
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        HELLO
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ccbridge_reject_rejects_from_either_side() {
     let (mut rig, task) = review(
         json!({"diff": {"layout": "horizontal"}}),
@@ -843,8 +916,6 @@ async fn ccbridge_reject_rejects_from_either_side() {
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
-
-const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn do_on_one_hunk_of_two_writes_only_the_other() {
@@ -869,29 +940,6 @@ async fn dp_and_do_decide_hunk_by_hunk_and_w_writes_the_result() {
     rig.vim.keys("]cdo:w<CR>");
     let (_c, text) = verdict(task).await;
     assert_saved(&text, &HELLO.replace("hello ", "hi "));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hunk_commands_decide_each_hunk_and_the_last_one_ends_the_review() {
-    let (mut rig, task) = review(json!({}), TWO_HUNKS).await;
-    rig.vim.keys("gg:CCBridgeRejectHunk<CR>");
-    rig.vim
-        .wait("the first hunk taken back", "getline(2) =~# 'hello '", STEP);
-    rig.vim.keys(":CCBridgeAcceptHunk<CR>");
-    let (_c, text) = verdict(task).await;
-    assert_saved(
-        &text,
-        &HELLO.replace("greet(\"world\")", "greet(\"everyone\")"),
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rejecting_every_hunk_is_a_rejection() {
-    let (rig, task) = review(json!({}), TWO_HUNKS).await;
-    rig.vim
-        .keys("gg:CCBridgeRejectHunk<CR>:CCBridgeRejectHunk<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1329,43 +1377,6 @@ async fn cd_moves_the_workspace_and_the_name_in_the_lock_file() {
         "{}",
         std::fs::read_to_string(&lock).unwrap()
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quitting_vim_removes_the_lock_file() {
-    let mut rig = rig(json!({}));
-    let lock = PathBuf::from(rig.init()["lockFile"].as_str().unwrap());
-    assert!(lock.exists());
-    assert!(rig.vim.quit().is_some(), "Vim did not exit");
-    let gone = poll_until(STEP, Duration::from_millis(10), || {
-        (!lock.exists()).then_some(())
-    });
-    assert!(gone.is_some(), "{} left behind", lock.display());
-    assert!(ccbridge_testkit::lock_files(&rig.lock_dir).is_empty());
-}
-
-/// claudecode.nvim #237/#247: every instance had the same name in `/ide`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_vim_in_the_same_folder_gets_a_distinct_name() {
-    let mut first = rig(json!({}));
-    let folder = first.ws.file_name().unwrap().to_str().unwrap().to_owned();
-    assert_eq!(first.lock()["ideName"], format!("Vim ({folder})"));
-    let mut second = start_vim(&first.ws, &first.dir.path().join("home2"), &[]);
-    second.ex(&let_options(&options(&first.lock_dir, &json!({}))));
-    second.ex("CCBridgeStart");
-    let lock = second.wait(
-        "the second sidecar",
-        "ccbridge#Status() ==# 'running' ? ccbridge#Init().lockFile : ''",
-        STEP,
-    );
-    let lock = PathBuf::from(lock.as_str().unwrap());
-    let want = format!("Vim ({folder}) [2]");
-    let name = poll_until(STEP, Duration::from_millis(10), || {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&lock).ok()?).ok()?;
-        (v["ideName"] == want.as_str()).then_some(v)
-    });
-    assert!(name.is_some(), "{} never named {want:?}", lock.display());
-    assert_eq!(first.lock()["ideName"], format!("Vim ({folder})"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -401,6 +401,12 @@ export def AcceptCurrent(force: bool)
 enddef
 
 def InHunk(lnum: number): bool
+  # diff_hlID() keeps its answer for a line until the current buffer
+  # changes. A hunk just accepted here went into the other buffer
+  # (`diffput`), so the answer for this line would still be "a hunk", and
+  # the next decision on it would change nothing: ask about another line
+  # first.
+  diff_hlID(0, 1)
   return diff_hlID(lnum, 1) != 0 || diff_filler(lnum) > 0
 enddef
 

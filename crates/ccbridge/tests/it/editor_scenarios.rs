@@ -1,0 +1,218 @@
+//! What every editor face does alike, written once: each scenario is a
+//! generic function over [`EditorUnderTest`], and `every_face!` runs it in
+//! Neovim, Vim and Emacs (`editor_scenarios::nvim::<scenario>`, `::vim::`,
+//! `::emacs::`).
+//!
+//! A face is its driver (the `EditorUnderTest` impl beside its own tests, in
+//! `nvim_plugin.rs`, `vim_plugin.rs`, `emacs_package.rs`): how that editor
+//! is started, and which keys a user presses there to close a review or
+//! decide a hunk. What the scenario checks is what Claude gets back, what is
+//! on disk and which lock files exist, so a new face gets these scenarios by
+//! writing a driver, and its own file keeps only what is its own (its diff
+//! layouts, its help, its options).
+
+use crate::claude_side::{assert_saved, start_open_diff, verdict};
+use ccbridge_client::ws_client::IdeClient;
+use ccbridge_testkit::poll_until;
+use ccbridge_testkit::HELLO_PY as HELLO;
+use serde_json::Value;
+use std::any::Any;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(15);
+
+/// `HELLO` with two hunks: the message on line 2, the call on the last line.
+pub(crate) const TWO_HUNKS: &str = "def greet(name):\n    message = \"hi \" + name\n    print(message)\n    return message\n\n\ngreet(\"everyone\")\n";
+
+/// One editor face, driven as its user drives it.
+pub(crate) trait EditorUnderTest: Sized {
+    /// The face's name in `/ide` before the folder: "Neovim (ws)".
+    const IDE: &'static str;
+
+    /// A fresh workspace holding `hello.py` (`HELLO_PY`), the editor
+    /// visiting it, the plugin started and its sidecar answering.
+    fn start() -> Self;
+
+    fn workspace(&self) -> &Path;
+
+    fn lock_dir(&self) -> &Path;
+
+    /// This editor's lock file, as its sidecar reported it.
+    fn lock_file(&mut self) -> PathBuf;
+
+    /// This test as a Claude session, connected, and the editor told.
+    #[allow(async_fn_in_trait)]
+    async fn claude(&mut self) -> IdeClient;
+
+    /// Waits until the editor shows the review Claude opened.
+    fn wait_review(&mut self);
+
+    /// Waits until the review's windows or buffers are gone.
+    fn wait_review_closed(&mut self);
+
+    /// Closes the review's window or buffer, as a user gets rid of it.
+    fn close_review(&mut self);
+
+    /// Puts the cursor before the first hunk.
+    fn to_first_hunk(&mut self);
+
+    /// Accepts (or rejects) the hunk at the cursor, or the next one, and
+    /// waits until it is decided.
+    fn decide_hunk(&mut self, accept: bool);
+
+    /// What the user does once no hunk is left: nothing where the last
+    /// hunk's decision ends the review (Neovim, Vim), a save where the
+    /// review stays for a last look (Emacs).
+    fn after_last_hunk(&mut self);
+
+    /// A second editor of this kind in the same workspace and lock
+    /// directory (another `HOME`), its sidecar started: it, kept alive by
+    /// the first value, and its lock file.
+    fn second(&mut self) -> (Box<dyn Any>, PathBuf);
+
+    /// Quits the editor as its user does: whether it exited, and the
+    /// rig's directory (the lock directory is in it), kept for a look.
+    fn quit(self) -> (bool, tempfile::TempDir);
+}
+
+/// The editor visiting `rel` (written with `text`), Claude connected and
+/// its proposal of `proposed` open for review. The task returns the
+/// tool's text.
+async fn review<E: EditorUnderTest>(
+    rel: &str,
+    text: &str,
+    proposed: &str,
+) -> (E, tokio::task::JoinHandle<(IdeClient, String)>) {
+    let mut e = E::start();
+    let path = e.workspace().join(rel);
+    std::fs::write(&path, text).unwrap();
+    let c = e.claude().await;
+    let task = start_open_diff(c, path.display().to_string(), proposed);
+    e.wait_review();
+    (e, task)
+}
+
+pub(crate) async fn closing_the_review_rejects_it<E: EditorUnderTest>() {
+    let (mut e, task) = review::<E>("hello.py", HELLO, &HELLO.replace("hello ", "hi ")).await;
+    e.close_review();
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    e.wait_review_closed();
+    assert_eq!(
+        std::fs::read_to_string(e.workspace().join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+pub(crate) async fn hunk_decisions_write_only_the_accepted_hunk<E: EditorUnderTest>() {
+    let (mut e, task) = review::<E>("hello.py", HELLO, TWO_HUNKS).await;
+    e.to_first_hunk();
+    e.decide_hunk(false);
+    e.decide_hunk(true);
+    e.after_last_hunk();
+    let (_c, text) = verdict(task).await;
+    assert_saved(
+        &text,
+        &HELLO.replace("greet(\"world\")", "greet(\"everyone\")"),
+    );
+}
+
+pub(crate) async fn rejecting_every_hunk_is_a_rejection<E: EditorUnderTest>() {
+    let (mut e, task) = review::<E>("hello.py", HELLO, TWO_HUNKS).await;
+    e.to_first_hunk();
+    e.decide_hunk(false);
+    e.decide_hunk(false);
+    e.after_last_hunk();
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(e.workspace().join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+/// Issue 19: a decision applies to the hunk it was made on, never to
+/// another that looks the same. The same line replaced the same way
+/// three times: reject the first, accept the second, reject the third.
+pub(crate) async fn identical_hunks_are_decided_each_at_its_place<E: EditorUnderTest>() {
+    let original = "x = 1\nprint(x)\nx = 1\nprint(x)\nx = 1\n";
+    let (mut e, task) =
+        review::<E>("repeat.py", original, &original.replace("x = 1", "x = 2")).await;
+    e.to_first_hunk();
+    e.decide_hunk(false);
+    e.decide_hunk(true);
+    e.decide_hunk(false);
+    e.after_last_hunk();
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
+}
+
+pub(crate) async fn quitting_the_editor_removes_the_lock_file<E: EditorUnderTest>() {
+    let mut e = E::start();
+    let lock = e.lock_file();
+    assert!(lock.exists(), "{} was never written", lock.display());
+    let lock_dir = e.lock_dir().to_owned();
+    let (exited, _dir) = e.quit();
+    assert!(exited, "the editor did not exit");
+    let gone = poll_until(STEP, Duration::from_millis(10), || {
+        ccbridge_testkit::lock_files(&lock_dir)
+            .is_empty()
+            .then_some(())
+    });
+    assert!(gone.is_some(), "{} outlived the editor", lock.display());
+}
+
+/// claudecode.nvim #237/#247: every instance had the same name in `/ide`.
+pub(crate) async fn a_second_editor_in_the_same_folder_gets_a_distinct_name<E: EditorUnderTest>() {
+    let mut first = E::start();
+    let folder = first
+        .workspace()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let name = format!("{} ({folder})", E::IDE);
+    let ide_name = |lock: &Path| -> Option<Value> {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(lock).ok()?).ok()?;
+        Some(v["ideName"].clone())
+    };
+    let first_lock = first.lock_file();
+    assert_eq!(ide_name(&first_lock), Some(Value::from(name.clone())));
+    let (_second, lock) = first.second();
+    let want = format!("{name} [2]");
+    let named = poll_until(STEP, Duration::from_millis(10), || {
+        (ide_name(&lock)? == want.as_str()).then_some(())
+    });
+    assert!(named.is_some(), "{} never named {want:?}", lock.display());
+    assert_eq!(ide_name(&first_lock), Some(Value::from(name)));
+}
+
+/// Every scenario above, once per face, as `<face>::<scenario>`.
+macro_rules! every_face {
+    ($($scenario:ident),* $(,)?) => {
+        every_face!(@face nvim, crate::nvim_plugin::Rig, $($scenario),*);
+        every_face!(@face vim, crate::vim_plugin::Rig, $($scenario),*);
+        every_face!(@face emacs, crate::emacs_package::Rig, $($scenario),*);
+    };
+    (@face $face:ident, $rig:ty, $($scenario:ident),*) => {
+        mod $face {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario::<$rig>().await
+                }
+            )*
+        }
+    };
+}
+
+every_face!(
+    closing_the_review_rejects_it,
+    hunk_decisions_write_only_the_accepted_hunk,
+    rejecting_every_hunk_is_a_rejection,
+    identical_hunks_are_decided_each_at_its_place,
+    quitting_the_editor_removes_the_lock_file,
+    a_second_editor_in_the_same_folder_gets_a_distinct_name,
+);
