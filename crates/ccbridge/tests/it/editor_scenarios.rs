@@ -11,11 +11,11 @@
 //! writing a driver, and its own file keeps only what is its own (its diff
 //! layouts, its help, its options).
 
-use crate::claude_side::{assert_saved, start_open_diff, verdict};
+use crate::claude_side::{assert_saved, poll_tool, start_open_diff, verdict};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,6 +44,15 @@ pub(crate) trait EditorUnderTest: Sized {
     /// This test as a Claude session, connected, and the editor told.
     #[allow(async_fn_in_trait)]
     async fn claude(&mut self) -> IdeClient;
+
+    /// Visits `rel` in the workspace, as the user opens a file.
+    fn visit(&mut self, rel: &str);
+
+    /// Types `line` as a new first line of the file being edited.
+    fn type_line_at_top(&mut self, line: &str);
+
+    /// Saves the file being edited, with the editor's key for it.
+    fn save(&mut self);
 
     /// Waits until the editor shows the review Claude opened.
     fn wait_review(&mut self);
@@ -91,6 +100,51 @@ async fn review<E: EditorUnderTest>(
     let task = start_open_diff(c, path.display().to_string(), proposed);
     e.wait_review();
     (e, task)
+}
+
+/// The files open in the editor, which one is active, and whether one has
+/// unsaved changes: what Claude's `getOpenEditors` and `checkDocumentDirty`
+/// answer.
+pub(crate) async fn open_files_and_unsaved_changes_reach_claude<E: EditorUnderTest>() {
+    let mut e = E::start();
+    std::fs::write(e.workspace().join("other.txt"), "ö x\n").unwrap();
+    e.visit("other.txt");
+    e.visit("hello.py");
+    let mut c = e.claude().await;
+    let hello = e.workspace().join("hello.py").display().to_string();
+
+    let editors = poll_tool(&mut c, "getOpenEditors", json!({}), |v| {
+        v["tabs"].as_array().is_some_and(|t| t.len() == 2)
+    })
+    .await;
+    let tabs = editors["tabs"].as_array().unwrap();
+    let active: Vec<&Value> = tabs.iter().filter(|t| t["isActive"] == true).collect();
+    assert_eq!(active.len(), 1, "{editors}");
+    assert!(active[0]["uri"].as_str().unwrap().ends_with("hello.py"));
+
+    // Typing makes the buffer dirty; Claude's checkDocumentDirty says so.
+    e.type_line_at_top("import os");
+    let dirty = poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == true,
+    )
+    .await;
+    assert_eq!(dirty["success"], true);
+    // Saved: clean again, and on disk.
+    e.save();
+    poll_tool(
+        &mut c,
+        "checkDocumentDirty",
+        json!({"filePath": hello}),
+        |v| v["isDirty"] == false,
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&hello).unwrap(),
+        format!("import os\n{HELLO}")
+    );
 }
 
 pub(crate) async fn closing_the_review_rejects_it<E: EditorUnderTest>() {
@@ -209,6 +263,7 @@ macro_rules! every_face {
 }
 
 every_face!(
+    open_files_and_unsaved_changes_reach_claude,
     closing_the_review_rejects_it,
     hunk_decisions_write_only_the_accepted_hunk,
     rejecting_every_hunk_is_a_rejection,
