@@ -54,6 +54,17 @@ pub(crate) trait EditorUnderTest: Sized {
     /// Saves the file being edited, with the editor's key for it.
     fn save(&mut self);
 
+    /// Waits until the editor follows changes on disk (some faces start
+    /// to once Claude is connected).
+    fn wait_following_disk(&mut self);
+
+    /// The text of `rel`'s buffer, its lines joined by newlines.
+    fn buffer_text(&mut self, rel: &str) -> String;
+
+    /// How many times the editor told its user something containing
+    /// `needle`, once it has at least once.
+    fn wait_told(&mut self, needle: &str) -> usize;
+
     /// Waits until the editor shows the review Claude opened.
     fn wait_review(&mut self);
 
@@ -145,6 +156,44 @@ pub(crate) async fn open_files_and_unsaved_changes_reach_claude<E: EditorUnderTe
         std::fs::read_to_string(&hello).unwrap(),
         format!("import os\n{HELLO}")
     );
+}
+
+/// Claude writes the file the editor shows (the way editors and Claude
+/// write: a new file renamed over the old one): the buffer follows. With
+/// unsaved changes it is left alone and the user is told, once.
+pub(crate) async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_one_notice<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    let _c = e.claude().await;
+    e.wait_following_disk();
+    let hello = e.workspace().join("hello.py");
+    let write_as_claude = |text: &str| {
+        let tmp = hello.with_extension("tmp-claude");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &hello).unwrap();
+    };
+    let new = HELLO.replace("hello ", "hey ");
+    write_as_claude(&new);
+    let shown = poll_until(STEP, Duration::from_millis(10), || {
+        (e.buffer_text("hello.py") == new.trim_end()).then_some(())
+    });
+    assert!(
+        shown.is_some(),
+        "never reloaded: {:?}",
+        e.buffer_text("hello.py")
+    );
+
+    e.type_line_at_top("# mine");
+    let mine = format!("# mine\n{}", new.trim_end());
+    let typed = poll_until(STEP, Duration::from_millis(10), || {
+        (e.buffer_text("hello.py") == mine).then_some(())
+    });
+    assert!(typed.is_some(), "{:?}", e.buffer_text("hello.py"));
+    write_as_claude(HELLO);
+    let told = e.wait_told("hello.py changed on disk but has unsaved changes");
+    assert_eq!(told, 1);
+    assert_eq!(e.buffer_text("hello.py"), mine);
 }
 
 pub(crate) async fn closing_the_review_rejects_it<E: EditorUnderTest>() {
@@ -264,6 +313,7 @@ macro_rules! every_face {
 
 every_face!(
     open_files_and_unsaved_changes_reach_claude,
+    buffers_reload_when_claude_writes_and_unsaved_ones_get_one_notice,
     closing_the_review_rejects_it,
     hunk_decisions_write_only_the_accepted_hunk,
     rejecting_every_hunk_is_a_rejection,

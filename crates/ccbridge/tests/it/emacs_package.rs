@@ -180,10 +180,6 @@ impl Rig {
         c
     }
 
-    fn messages(&self) -> String {
-        self.emacs.string("(ccbridge-test-messages)")
-    }
-
     fn wait_message(&self, needle: &str) {
         self.emacs.wait(
             &format!("the message {needle:?}"),
@@ -267,6 +263,24 @@ impl EditorUnderTest for Rig {
 
     fn save(&mut self) {
         self.emacs.keys("C-x C-s");
+    }
+
+    fn wait_following_disk(&mut self) {
+        self.emacs.wait(
+            "the directory watched",
+            "(> (hash-table-count ccbridge--watches) 0)",
+            STEP,
+        );
+    }
+
+    fn buffer_text(&mut self, rel: &str) -> String {
+        let text = Rig::buffer_text(self, rel);
+        text.as_str().unwrap().trim_end_matches('\n').to_owned()
+    }
+
+    fn wait_told(&mut self, needle: &str) -> usize {
+        self.wait_message(needle);
+        emacs_count(self, needle) as usize
     }
 
     fn wait_review(&mut self) {
@@ -1127,47 +1141,6 @@ async fn a_proposal_for_a_modified_buffer_needs_a_prefix_to_be_accepted() {
 // ───────────────────────── reload ─────────────────────────
 
 /// Writes `text` to `path` as Claude does: a temporary file renamed over it.
-fn write_as_claude(path: &Path, text: &str) {
-    let tmp = path.with_extension("tmp-claude");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn buffers_revert_when_claude_writes_and_modified_ones_get_a_message() {
-    let rig = rig("");
-    let _c = rig.claude().await;
-    let hello = rig.ws.join("hello.py");
-    let new = HELLO.replace("hello ", "hey ");
-    write_as_claude(&hello, &new);
-    rig.emacs.wait(
-        "the buffer to show the new text",
-        &format!(
-            "(equal (ccbridge-test-file-text {}) {})",
-            lisp_str(&rig.path("hello.py")),
-            lisp_str(&new)
-        ),
-        STEP,
-    );
-    assert_eq!(rig.emacs.json("(buffer-modified-p)"), Value::Null);
-    // With unsaved changes: left alone, and told once.
-    rig.emacs.keys("M->");
-    rig.emacs.type_text("# mine");
-    rig.emacs
-        .wait("the buffer modified", "(buffer-modified-p)", STEP);
-    write_as_claude(&hello, HELLO);
-    rig.wait_message("hello.py changed on disk but has unsaved changes here");
-    let own = rig.buffer_text("hello.py");
-    assert!(own.as_str().unwrap().ends_with("# mine"), "{own}");
-    assert!(own.as_str().unwrap().contains("hey "), "{own}");
-    assert_eq!(
-        emacs_count(&rig, "changed on disk but has unsaved"),
-        1,
-        "{}",
-        rig.messages()
-    );
-}
-
 fn emacs_count(rig: &Rig, needle: &str) -> u64 {
     rig.emacs
         .json(&format!(

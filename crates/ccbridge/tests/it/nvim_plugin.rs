@@ -181,6 +181,33 @@ impl EditorUnderTest for Rig {
         self.nvim.input(":w<CR>");
     }
 
+    fn wait_following_disk(&mut self) {
+        self.nvim.wait(
+            "the directory watched",
+            "next(vim.tbl_keys(require('ccbridge.reload')._watched())) ~= nil",
+            STEP,
+        );
+    }
+
+    fn buffer_text(&mut self, rel: &str) -> String {
+        let path = self.path(rel);
+        Rig::buffer_text(self, &path)
+    }
+
+    fn wait_told(&mut self, needle: &str) -> usize {
+        let count = format!(
+            "#vim.tbl_filter(function(n) return n.msg:find({needle:?}, 1, true) end, test.notes)"
+        );
+        self.nvim
+            .wait(
+                &format!("the notice {needle:?}"),
+                &format!("{count} > 0 and {count}"),
+                STEP,
+            )
+            .as_u64()
+            .unwrap() as usize
+    }
+
     fn wait_review(&mut self) {
         self.nvim.wait(
             "the review to open",
@@ -653,24 +680,16 @@ async fn claude_closing_its_diff_leaves_the_users_own_diff_windows_alone() {
     assert_eq!(diffs, 2, "the user's diff windows lost diff mode");
 }
 
+/// The reload itself is the shared scenario
+/// `editor_scenarios::nvim::buffers_reload_when_claude_writes_and_unsaved_ones_get_one_notice`;
+/// here, that it leaves the user's `'autoread'` as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
-    let mut rig = rig("");
-    std::fs::write(rig.ws.join("other.txt"), "one\n").unwrap();
-    rig.edit("other.txt");
-    rig.edit("hello.py");
+async fn a_reload_leaves_no_buffer_local_autoread_behind() {
+    let mut rig = <Rig as EditorUnderTest>::start();
     let _c = rig.claude().await;
-    rig.nvim.wait(
-        "the directory watched",
-        "next(vim.tbl_keys(require('ccbridge.reload')._watched())) ~= nil",
-        STEP,
-    );
-    // Written the way editors and Claude write: a new file renamed over.
-    let hello = rig.ws.join("hello.py");
-    let tmp = rig.ws.join(".hello.py.tmp");
-    std::fs::write(&tmp, "print('rewritten')\n").unwrap();
-    std::fs::rename(&tmp, &hello).unwrap();
+    rig.wait_following_disk();
     let path = rig.path("hello.py");
+    std::fs::write(rig.ws.join("hello.py"), "print('rewritten')\n").unwrap();
     rig.nvim.wait(
         "hello.py reloaded",
         &format!(
@@ -678,19 +697,7 @@ async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_a_notice() {
         ),
         STEP,
     );
-    // An unsaved buffer is not reloaded; the user is told once.
-    rig.nvim
-        .command(&format!("buffer {}", rig.path("other.txt")));
-    rig.nvim.input("Amine<Esc>");
-    std::fs::write(rig.ws.join("other.txt"), "theirs\n").unwrap();
-    rig.nvim.wait(
-        "the notice",
-        "test.noted('other.txt changed on disk but has unsaved changes') ~= nil",
-        STEP,
-    );
-    let other = rig.path("other.txt");
-    assert_eq!(rig.buffer_text(&other), "onemine");
-    // The reload left no buffer-local 'autoread' behind (-1: none).
+    // -1: no buffer-local value.
     let local = rig.nvim.lua(
         "return vim.fn.getbufvar(require('ccbridge.editors').buffer_for(...), '&l:autoread')",
         vec![path.into()],

@@ -290,6 +290,25 @@ impl EditorUnderTest for Rig {
         self.vim.keys(":w<CR>");
     }
 
+    fn wait_following_disk(&mut self) {
+        self.vim
+            .wait("the reload check", "ccbridge#reload#Running()", STEP);
+    }
+
+    fn buffer_text(&mut self, rel: &str) -> String {
+        let path = self.path(rel);
+        Rig::buffer_text(self, &path)
+    }
+
+    fn wait_told(&mut self, needle: &str) -> usize {
+        let v = self.vim.wait(
+            &format!("the notice {needle:?}"),
+            &format!("TestNoted({})", vim_str(needle)),
+            STEP,
+        );
+        v.as_array().unwrap().len()
+    }
+
     fn wait_review(&mut self) {
         self.vim.wait(
             "the review to open",
