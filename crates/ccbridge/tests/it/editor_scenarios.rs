@@ -11,7 +11,9 @@
 //! writing a driver, and its own file keeps only what is its own (its diff
 //! layouts, its help, its options).
 
-use crate::claude_side::{assert_saved, poll_tool, start_open_diff, verdict};
+use crate::claude_side::{
+    assert_saved, poll_tool, start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
+};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
@@ -64,6 +66,12 @@ pub(crate) trait EditorUnderTest: Sized {
     /// How many times the editor told its user something containing
     /// `needle`, once it has at least once.
     fn wait_told(&mut self, needle: &str) -> usize;
+
+    /// The port Gemini CLI is told (its terminal's environment).
+    fn gemini_port(&mut self) -> u16;
+
+    /// Adds `line` at the end of the review's proposed text, unsaved.
+    fn append_to_proposal(&mut self, line: &str);
 
     /// Waits until the editor shows the review Claude opened.
     fn wait_review(&mut self);
@@ -292,6 +300,24 @@ pub(crate) async fn a_second_editor_in_the_same_folder_gets_a_distinct_name<E: E
     assert_eq!(ide_name(&first_lock), Some(Value::from(name)));
 }
 
+/// Issue 19: Gemini CLI applies the `content` of its `closeDiff` answer
+/// when the user answers in its terminal: the review's text, with what the
+/// user changed in the editor, not Gemini's own proposal.
+pub(crate) async fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    let gemini = GeminiSide::connect(e.gemini_port());
+    let path = e.workspace().join("hello.py").display().to_string();
+    gemini.answered_in_terminal(&path, HELLO, |step| match step {
+        Step::Edit => {
+            e.wait_review();
+            e.append_to_proposal(KEPT_LINE);
+        }
+        Step::Closed => e.wait_review_closed(),
+    });
+}
+
 /// Every scenario above, once per face, as `<face>::<scenario>`.
 macro_rules! every_face {
     ($($scenario:ident),* $(,)?) => {
@@ -320,4 +346,5 @@ every_face!(
     identical_hunks_are_decided_each_at_its_place,
     quitting_the_editor_removes_the_lock_file,
     a_second_editor_in_the_same_folder_gets_a_distinct_name,
+    answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text,
 );

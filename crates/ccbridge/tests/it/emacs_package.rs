@@ -13,8 +13,7 @@
 //! instruction; none is skipped.
 
 use crate::claude_side::{
-    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff,
-    verdict, GeminiSide, Step, KEPT_LINE,
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff, verdict,
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
@@ -281,6 +280,24 @@ impl EditorUnderTest for Rig {
     fn wait_told(&mut self, needle: &str) -> usize {
         self.wait_message(needle);
         emacs_count(self, needle) as usize
+    }
+
+    fn gemini_port(&mut self) -> u16 {
+        let port = self.emacs.string(
+            "(let* ((s (car (hash-table-values ccbridge--sessions))) \
+                    (a (seq-find (lambda (a) (equal (plist-get a :id) \"gemini\")) \
+                                 (plist-get (ccbridge--session-init s) :agents)))) \
+               (plist-get (plist-get a :env) :GEMINI_CLI_IDE_SERVER_PORT))",
+        );
+        port.parse().expect("Gemini CLI's port")
+    }
+
+    fn append_to_proposal(&mut self, line: &str) {
+        self.emacs.eval(&format!(
+            "(with-current-buffer (ccbridge-test-review-buffer) \
+               (save-excursion (goto-char (point-max)) (insert {} \"\\n\")))",
+            lisp_str(line)
+        ));
     }
 
     fn wait_review(&mut self) {
@@ -1625,38 +1642,4 @@ async fn the_workspace_tools_ask_in_emacs_and_show_the_commands_output() {
         ),
         STEP,
     );
-}
-
-/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
-/// review in Emacs holds the user's edit: ccbridge asks Emacs for the
-/// review's text (`reviewText`) and hands it to the CLI, which writes it.
-#[test]
-fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
-    let rig = rig("");
-    let port = rig.emacs.string(
-        "(let* ((s (car (hash-table-values ccbridge--sessions))) \
-                (a (seq-find (lambda (a) (equal (plist-get a :id) \"gemini\")) \
-                             (plist-get (ccbridge--session-init s) :agents)))) \
-           (plist-get (plist-get a :env) :GEMINI_CLI_IDE_SERVER_PORT))",
-    );
-    let gemini = GeminiSide::connect(port.parse().expect("Gemini CLI's port"));
-    let path = rig.path("hello.py");
-    gemini.answered_in_terminal(&path, HELLO, |step| match step {
-        Step::Edit => {
-            rig.emacs
-                .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
-            rig.emacs.eval(&format!(
-                "(with-current-buffer (window-buffer) \
-                   (save-excursion (goto-char (point-max)) (insert {} \"\\n\")))",
-                lisp_str(KEPT_LINE)
-            ));
-        }
-        Step::Closed => {
-            rig.emacs.wait(
-                "the review to close",
-                "(null (car (plist-get (car (ccbridge-info)) :reviews)))",
-                STEP,
-            );
-        }
-    });
 }

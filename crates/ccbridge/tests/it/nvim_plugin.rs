@@ -9,7 +9,7 @@
 
 use crate::claude_side::{
     assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
-    GeminiSide, Step, KEPT_LINE,
+    GeminiSide,
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
@@ -206,6 +206,18 @@ impl EditorUnderTest for Rig {
             )
             .as_u64()
             .unwrap() as usize
+    }
+
+    fn gemini_port(&mut self) -> u16 {
+        GeminiSide::port_of(&self.init())
+    }
+
+    fn append_to_proposal(&mut self, line: &str) {
+        self.nvim.lua(
+            "local r = require('ccbridge.diff').pending()[1]
+             vim.api.nvim_buf_set_lines(r.prop, -1, -1, false, { ... })",
+            vec![line.into()],
+        );
     }
 
     fn wait_review(&mut self) {
@@ -1228,35 +1240,4 @@ async fn an_edit_accepted_in_the_review_is_listed_as_reviewed() {
         text.contains("(kept), reviewed") && !text.contains("not reviewed"),
         "{text}"
     );
-}
-
-/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
-/// review in Neovim holds the user's edit: ccbridge asks Neovim for the
-/// review's text (`reviewText`) and hands it to the CLI, which writes it.
-#[test]
-fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
-    let mut rig = rig("{}");
-    let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
-    let path = rig.path("hello.py");
-    gemini.answered_in_terminal(&path, HELLO, |step| match step {
-        Step::Edit => {
-            rig.nvim.wait(
-                "the review to open",
-                "#require('ccbridge.diff').pending() == 1",
-                STEP,
-            );
-            rig.nvim.lua(
-                "local r = require('ccbridge.diff').pending()[1]
-                 vim.api.nvim_buf_set_lines(r.prop, -1, -1, false, { ... })",
-                vec![KEPT_LINE.into()],
-            );
-        }
-        Step::Closed => {
-            rig.nvim.wait(
-                "the review to close",
-                "#require('ccbridge.diff').pending() == 0",
-                STEP,
-            );
-        }
-    });
 }

@@ -9,7 +9,7 @@
 
 use crate::claude_side::{
     assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
-    start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
+    start_open_diff, verdict, GeminiSide,
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
@@ -307,6 +307,17 @@ impl EditorUnderTest for Rig {
             STEP,
         );
         v.as_array().unwrap().len()
+    }
+
+    fn gemini_port(&mut self) -> u16 {
+        GeminiSide::port_of(&self.init())
+    }
+
+    fn append_to_proposal(&mut self, line: &str) {
+        self.vim.ex(&format!(
+            "call appendbufline(ccbridge#review#Pending()[0].prop, '$', {})",
+            vim_str(line)
+        ));
     }
 
     fn wait_review(&mut self) {
@@ -1745,34 +1756,4 @@ async fn a_bad_path_map_is_an_error_before_anything_runs() {
     );
     assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
     assert!(!mark.exists(), "the prefix ran");
-}
-
-/// Gemini CLI answered in its own terminal (it sends `closeDiff`) while the
-/// review in Vim holds the user's edit: ccbridge asks Vim for the review's
-/// text (`reviewText`) and hands it to the CLI, which writes it.
-#[test]
-fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text() {
-    let mut rig = rig(json!({}));
-    let gemini = GeminiSide::connect(GeminiSide::port_of(&rig.init()));
-    let path = rig.path("hello.py");
-    gemini.answered_in_terminal(&path, HELLO, |step| match step {
-        Step::Edit => {
-            rig.vim.wait(
-                "the review to open",
-                "len(ccbridge#review#Pending()) == 1",
-                STEP,
-            );
-            rig.vim.ex(&format!(
-                "call appendbufline(ccbridge#review#Pending()[0].prop, '$', {})",
-                vim_str(KEPT_LINE)
-            ));
-        }
-        Step::Closed => {
-            rig.vim.wait(
-                "the review to close",
-                "len(ccbridge#review#Pending()) == 0",
-                STEP,
-            );
-        }
-    });
 }
