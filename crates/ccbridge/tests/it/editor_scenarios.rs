@@ -79,6 +79,13 @@ pub(crate) trait EditorUnderTest: Sized {
     /// Waits until the review's windows or buffers are gone.
     fn wait_review_closed(&mut self);
 
+    /// Accepts the review as it stands, with the face's key for it.
+    fn accept_review(&mut self);
+
+    /// Accepts the review although the file's buffer has unsaved changes,
+    /// as the face's refusal says to.
+    fn accept_review_anyway(&mut self);
+
     /// Closes the review's window or buffer, as a user gets rid of it.
     fn close_review(&mut self);
 
@@ -202,6 +209,36 @@ pub(crate) async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_one_n
     let told = e.wait_told("hello.py changed on disk but has unsaved changes");
     assert_eq!(told, 1);
     assert_eq!(e.buffer_text("hello.py"), mine);
+}
+
+/// A proposal for a file whose buffer has unsaved changes: the user is
+/// warned when it opens, a plain accept is refused (writing the file would
+/// lose nothing of the buffer's, but the buffer would no longer be what is
+/// on disk) until the user insists, and the buffer keeps the user's edit.
+pub(crate) async fn a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    e.type_line_at_top("# mine");
+    let typed = poll_until(STEP, Duration::from_millis(10), || {
+        e.buffer_text("hello.py")
+            .starts_with("# mine\n")
+            .then_some(())
+    });
+    assert!(typed.is_some(), "{:?}", e.buffer_text("hello.py"));
+    let c = e.claude().await;
+    let path = e.workspace().join("hello.py").display().to_string();
+    let task = start_open_diff(c, path, &HELLO.replace("hello ", "hi "));
+    e.wait_review();
+    e.wait_told("which has unsaved changes here");
+    e.accept_review();
+    e.wait_told("accept anyway with");
+    assert!(!task.is_finished(), "accepted despite the unsaved buffer");
+    e.accept_review_anyway();
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
+    // The user's buffer kept its edit.
+    assert!(e.buffer_text("hello.py").starts_with("# mine\n"));
 }
 
 pub(crate) async fn closing_the_review_rejects_it<E: EditorUnderTest>() {
@@ -340,6 +377,7 @@ macro_rules! every_face {
 every_face!(
     open_files_and_unsaved_changes_reach_claude,
     buffers_reload_when_claude_writes_and_unsaved_ones_get_one_notice,
+    a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting,
     closing_the_review_rejects_it,
     hunk_decisions_write_only_the_accepted_hunk,
     rejecting_every_hunk_is_a_rejection,
