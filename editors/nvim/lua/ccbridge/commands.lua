@@ -7,7 +7,7 @@ local M = {}
 
 local config = require("ccbridge.config")
 
---- Output views by run id: `{ buf, chan }`.
+--- Output views by run id: `{ buf, chan, pending? }`.
 local runs = {}
 
 --- Shown instead of a command the sidecar did not render (an older one).
@@ -52,6 +52,39 @@ function M.approve(p, reply)
   end)
 end
 
+--- Sends `data` to the run's terminal, or keeps it until the terminal has
+--- drawn its header.
+local function send(run, data)
+  if run.pending then
+    table.insert(run.pending, data)
+  else
+    vim.api.nvim_chan_send(run.chan, data)
+  end
+end
+
+--- Neovim before 0.12 loses the lines that scroll off a terminal opened by
+--- `nvim_open_term` before its first refresh (its scrollback is made then:
+--- neovim/neovim#37573): the header and first lines of a quick command
+--- with more lines than the view were blank. Output waits until the header
+--- is drawn (a refresh comes every 10 ms), for half a second at most.
+local function when_drawn(run, tries)
+  if not vim.api.nvim_buf_is_valid(run.buf) then
+    return
+  end
+  local first = vim.api.nvim_buf_get_lines(run.buf, 0, 1, false)[1]
+  if (first ~= nil and first ~= "") or tries <= 0 then
+    local pending = run.pending or {}
+    run.pending = nil
+    for _, data in ipairs(pending) do
+      vim.api.nvim_chan_send(run.chan, data)
+    end
+    return
+  end
+  vim.defer_fn(function()
+    when_drawn(run, tries - 1)
+  end, 5)
+end
+
 local function open_view(id, command, cwd)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = "wipe"
@@ -67,7 +100,9 @@ local function open_view(id, command, cwd)
   -- The sidecar's rendering: no escape or control character reaches the
   -- terminal from the command.
   vim.api.nvim_chan_send(chan, ("$ %s\r\n(in %s)\r\n"):format((command:gsub("\n", "\r\n")), cwd))
-  runs[id] = { buf = buf, chan = chan }
+  local run = { buf = buf, chan = chan, pending = {} }
+  runs[id] = run
+  when_drawn(run, 100)
 end
 
 --- Shows a `commandEvent`.
@@ -86,13 +121,13 @@ function M.event(p)
   end
   if p.event == "output" then
     local data = (p.data or ""):gsub("\r?\n", "\r\n")
-    vim.api.nvim_chan_send(run.chan, data)
+    send(run, data)
   elseif p.event == "exited" then
     local how = p.timedOut and "stopped: it ran too long"
       or p.cancelled and "stopped: Claude cancelled it"
       or p.exitCode ~= vim.NIL and p.exitCode ~= nil and ("exit " .. p.exitCode)
       or "ended by a signal"
-    vim.api.nvim_chan_send(run.chan, ("\r\n[%s]\r\n"):format(how))
+    send(run, ("\r\n[%s]\r\n"):format(how))
     runs[p.id] = nil
   end
 end
