@@ -217,6 +217,10 @@ local function decide(r, decision, text)
     return
   end
   r.decided = decision
+  if decision == "accepted" then
+    -- Before the answer: the file's stamp is the one before the write.
+    require("ccbridge.reload").expect(r.path)
+  end
   bridge().notify("diffResolved", { id = r.id, decision = decision, contents = text })
   if api.nvim_buf_is_valid(r.prop) then
     vim.bo[r.prop].modified = false

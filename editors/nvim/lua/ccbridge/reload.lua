@@ -7,7 +7,8 @@
 --- without unsaved edits is reloaded the way 'autoread' does it (undo
 --- history, marks and cursor kept), and a buffer with unsaved edits is left
 --- alone with one notice per change. Nothing is watched when no session is
---- connected.
+--- connected, but for a file about to be written because its review was
+--- accepted (`expect`).
 local config = require("ccbridge.config")
 
 local M = {}
@@ -137,6 +138,50 @@ function M.update()
   end
   for dir in pairs(dirs) do
     watch(dir)
+  end
+end
+
+--- Paths about to be written, with their stamp then and when to give up.
+---@type table<string, { stamp: string?, stop: integer }>
+local expected = {}
+local expect_timer
+
+local function poll_expected()
+  local bufs = file_buffers()
+  local now = uv.now()
+  for path, e in pairs(expected) do
+    local buf = bufs[path]
+    if not buf or now > e.stop then
+      expected[path] = nil
+    elseif stamp(path) ~= e.stamp then
+      expected[path] = nil
+      check(buf, path)
+    end
+  end
+  if next(expected) == nil and expect_timer then
+    expect_timer:stop()
+  end
+end
+
+--- `path` is about to be written (its review was accepted: Claude, or
+--- ccbridge for the workspace tools, writes it next): its buffer follows
+--- as soon as it is, whether or not a Claude session is connected (the
+--- workspace tools write without one). Checked every 50 ms for 5 s.
+---@param path string
+function M.expect(path)
+  if not config.options.reload then
+    return
+  end
+  path = vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
+  if not file_buffers()[path] then
+    return
+  end
+  expected[path] = { stamp = stamp(path), stop = uv.now() + 5000 }
+  if not expect_timer then
+    expect_timer = uv.new_timer()
+  end
+  if not expect_timer:is_active() then
+    expect_timer:start(50, 50, vim.schedule_wrap(poll_expected))
   end
 end
 
