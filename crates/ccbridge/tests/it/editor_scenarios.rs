@@ -73,6 +73,23 @@ pub(crate) trait EditorUnderTest: Sized {
     /// Adds `line` at the end of the review's proposed text, unsaved.
     fn append_to_proposal(&mut self, line: &str);
 
+    /// The workspace tools' port and token, as the sidecar reported them
+    /// to the editor; the editor made ready to be asked.
+    fn tools(&mut self) -> (u16, String);
+
+    /// Waits until the editor asks its user to approve a command; the text
+    /// it shows.
+    fn wait_approval(&mut self) -> String;
+
+    /// Answers the approval shown, as its user does.
+    fn answer_approval(&mut self, allow: bool);
+
+    /// The view of the commands' output, once it contains `needle`.
+    fn wait_command_output(&mut self, needle: &str) -> String;
+
+    /// Leaves one window, on the file being edited.
+    fn only_window(&mut self);
+
     /// Waits until the editor shows the review Claude opened.
     fn wait_review(&mut self);
 
@@ -355,6 +372,145 @@ pub(crate) async fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_ed
     });
 }
 
+/// A caller of the workspace tools at `port`, one call per thread (it
+/// waits for the editor's user).
+fn tools_caller(
+    port: u16,
+    token: String,
+) -> impl Fn(&str, Value) -> std::thread::JoinHandle<Value> {
+    move |name: &str, args: Value| {
+        let (name, token) = (name.to_owned(), token.clone());
+        std::thread::spawn(move || {
+            ccbridge_testkit::http::mcp_call(port, &token, &name, args, Duration::from_secs(60))
+                ["result"]
+                .clone()
+        })
+    }
+}
+
+/// The text of a tool's answer, parsed.
+fn tool_json(result: &Value) -> Value {
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {result}"))
+}
+
+/// The workspace tools in the editor: a command runs once its user allows
+/// it, its output (colours rendered, no escapes) in a view of its own; a
+/// denied one does not run; a write is reviewed like Claude's edits, and
+/// what the user changed in the review is what is written, and reported.
+pub(crate) async fn workspace_tools_ask_the_user_and_show_the_commands_output<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    let (port, token) = e.tools();
+    let call = tools_caller(port, token);
+    let run = call(
+        "execute_command",
+        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
+    );
+    let asked = e.wait_approval();
+    assert!(asked.contains("printf 'plain"), "{asked}");
+    e.answer_approval(true);
+    let r = tool_json(&run.join().unwrap());
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["output"], "plain red\n");
+    let shown = e.wait_command_output("[exit 0]");
+    assert!(shown.contains("plain red"), "{shown}");
+    assert!(!shown.contains('\u{1b}'), "escapes left in: {shown:?}");
+
+    // Denied: not run.
+    let run = call("execute_command", json!({"command": "touch ran"}));
+    e.wait_approval();
+    e.answer_approval(false);
+    let result = run.join().unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"rejected\""),
+        "{result}"
+    );
+    assert!(!e.workspace().join("ran").exists());
+
+    // write_file: reviewed; the user's line is written and reported.
+    e.only_window();
+    e.visit("hello.py");
+    let proposed = HELLO.replace("hello ", "hi ");
+    let write = call(
+        "write_file",
+        json!({"path": "hello.py", "content": proposed}),
+    );
+    e.wait_review();
+    e.append_to_proposal("greet(\"you\")");
+    e.accept_review();
+    let r = tool_json(&write.join().unwrap());
+    assert_eq!(r["status"], "accepted", "{r}");
+    assert!(
+        r["user_edits"]
+            .as_str()
+            .unwrap()
+            .contains("+greet(\"you\")"),
+        "{r}"
+    );
+    let expected = format!("{proposed}greet(\"you\")\n");
+    assert_eq!(
+        std::fs::read_to_string(e.workspace().join("hello.py")).unwrap(),
+        expected
+    );
+    e.wait_review_closed();
+    let follows = poll_until(STEP, Duration::from_millis(10), || {
+        (e.buffer_text("hello.py") == expected.trim_end()).then_some(())
+    });
+    assert!(follows.is_some(), "{:?}", e.buffer_text("hello.py"));
+}
+
+/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
+/// after the `#`, as if commented out. The approval shows the sidecar's
+/// rendering (markers, a warning, every line), never the raw characters;
+/// so does the run's output view; and what was shown is what runs.
+pub(crate) async fn a_command_hiding_text_with_bidi_characters_is_shown_with_markers<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    let (port, token) = e.tools();
+    let run = tools_caller(port, token)(
+        "execute_command",
+        json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
+    );
+    let asked = e.wait_approval();
+    assert!(
+        asked.contains("3 hidden or look-alike characters"),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains("echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}"),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains("echo second line\u{27E8}U+000D\u{27E9}"),
+        "{asked:?}"
+    );
+    assert!(
+        !asked.contains(['\u{2067}', '\u{2069}', '\r']),
+        "raw characters in the approval: {asked:?}"
+    );
+    e.answer_approval(true);
+    run.join().unwrap();
+    assert!(
+        e.workspace().join("X").exists(),
+        "what was shown is what ran"
+    );
+    let view = e.wait_command_output("$ echo");
+    let view = &view[view.find("$ echo").unwrap()..];
+    assert!(
+        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
+        "{view:?}"
+    );
+    // The header (the command's output is the command's own business).
+    let header = &view[..view.find("second line").unwrap()];
+    assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
+}
+
 /// Every scenario above, once per face, as `<face>::<scenario>`.
 macro_rules! every_face {
     ($($scenario:ident),* $(,)?) => {
@@ -385,4 +541,6 @@ every_face!(
     quitting_the_editor_removes_the_lock_file,
     a_second_editor_in_the_same_folder_gets_a_distinct_name,
     answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text,
+    workspace_tools_ask_the_user_and_show_the_commands_output,
+    a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
 );

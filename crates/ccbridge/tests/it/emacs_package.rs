@@ -300,6 +300,57 @@ impl EditorUnderTest for Rig {
         ));
     }
 
+    fn tools(&mut self) -> (u16, String) {
+        let tools = self.emacs.json(
+            "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
+        );
+        let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
+        (port, tools["token"].as_str().unwrap().to_owned())
+    }
+
+    /// The approval buffer's text; Emacs shows it in logical order.
+    fn wait_approval(&mut self) -> String {
+        self.emacs.wait(
+            "the approval buffer",
+            "(eq major-mode 'ccbridge-approval-mode)",
+            STEP,
+        );
+        assert_eq!(
+            self.emacs.string("(format \"%s\" bidi-display-reordering)"),
+            "nil"
+        );
+        self.emacs
+            .string("(buffer-substring-no-properties (point-min) (point-max))")
+    }
+
+    fn answer_approval(&mut self, allow: bool) {
+        self.emacs.keys(if allow { "y" } else { "n" });
+        self.emacs.wait(
+            "the approval answered",
+            "(not (eq major-mode 'ccbridge-approval-mode))",
+            STEP,
+        );
+    }
+
+    fn wait_command_output(&mut self, needle: &str) -> String {
+        let shown = self.emacs.wait(
+            &format!("{needle:?} in the output buffer"),
+            &format!(
+                "(let ((b (cl-find-if (lambda (b) (string-prefix-p \"*ccbridge command\" (buffer-name b))) \
+                                      (buffer-list)))) \
+                   (and b (string-search {} (ccbridge-test-buffer-text b)) \
+                        (ccbridge-test-buffer-text b)))",
+                lisp_str(needle)
+            ),
+            STEP,
+        );
+        shown.as_str().unwrap().to_owned()
+    }
+
+    fn only_window(&mut self) {
+        self.emacs.eval("(delete-other-windows)");
+    }
+
     fn wait_review(&mut self) {
         self.emacs
             .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
@@ -1470,163 +1521,3 @@ async fn a_missing_binary_is_reported_once_with_what_to_do() {
 }
 
 // ───────────────────────── workspace tools ─────────────────────────
-
-/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
-/// after the `#`, as if commented out. Emacs's approval buffer shows the
-/// sidecar's rendering (markers, a warning, every line) in logical order,
-/// never the raw characters; so does the run's output buffer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_emacs() {
-    let rig = rig("");
-    let init_tools = rig.emacs.json(
-        "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
-    );
-    let port = ccbridge_testkit::http::url_port(init_tools["url"].as_str().unwrap());
-    let token = init_tools["token"].as_str().unwrap().to_owned();
-    let run = std::thread::spawn(move || {
-        ccbridge_testkit::http::mcp_call(
-            port,
-            &token,
-            "execute_command",
-            json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
-            Duration::from_secs(60),
-        )
-    });
-    rig.emacs.wait(
-        "the approval buffer",
-        "(eq major-mode 'ccbridge-approval-mode)",
-        STEP,
-    );
-    let asked = rig
-        .emacs
-        .string("(buffer-substring-no-properties (point-min) (point-max))");
-    assert!(
-        asked.starts_with("\u{26A0} This contains 3 hidden or look-alike characters"),
-        "{asked:?}"
-    );
-    assert!(
-        asked.contains(
-            "    echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\n    echo second line\u{27E8}U+000D\u{27E9}\n"
-        ),
-        "{asked:?}"
-    );
-    assert!(
-        !asked.contains(['\u{2067}', '\u{2069}', '\r']),
-        "raw characters in the approval: {asked:?}"
-    );
-    assert_eq!(
-        rig.emacs.string("(format \"%s\" bidi-display-reordering)"),
-        "nil"
-    );
-    rig.emacs.keys("y");
-    run.join().unwrap();
-    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
-    let view = rig.emacs.wait(
-        "the output buffer",
-        "(let ((b (cl-find-if (lambda (b) (string-prefix-p \"*ccbridge command\" (buffer-name b))) \
-                              (buffer-list)))) \
-           (and b (ccbridge-test-buffer-text b)))",
-        STEP,
-    );
-    let view = view.as_str().unwrap();
-    assert!(
-        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
-        "{view:?}"
-    );
-    // The header (the command's output is the command's own business).
-    let header = &view[..view.find("\n(in ").unwrap()];
-    assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_workspace_tools_ask_in_emacs_and_show_the_commands_output() {
-    let rig = rig("");
-    let init_tools = rig.emacs.json(
-        "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
-    );
-    let port = ccbridge_testkit::http::url_port(init_tools["url"].as_str().unwrap());
-    let token = init_tools["token"].as_str().unwrap().to_owned();
-    let call = |tool: &str, args: Value| {
-        let (tool, token) = (tool.to_owned(), token.clone());
-        std::thread::spawn(move || {
-            ccbridge_testkit::http::mcp_call(port, &token, &tool, args, Duration::from_secs(60))
-                ["result"]
-                .clone()
-        })
-    };
-    let run = call(
-        "execute_command",
-        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
-    );
-    rig.emacs.wait(
-        "the approval buffer",
-        "(eq major-mode 'ccbridge-approval-mode)",
-        STEP,
-    );
-    let asked = rig
-        .emacs
-        .string("(buffer-substring-no-properties (point-min) (point-max))");
-    assert!(asked.contains("printf 'plain"), "{asked}");
-    rig.emacs.keys("y");
-    let result = run.join().unwrap();
-    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(r["exit_code"], 0, "{r}");
-    let shown = rig.emacs.wait(
-        "the output to end",
-        "(let ((b (cl-find-if (lambda (b) (string-prefix-p \"*ccbridge command\" (buffer-name b))) \
-                              (buffer-list)))) \
-           (and b (string-search \"[exit 0]\" (ccbridge-test-buffer-text b)) \
-                (ccbridge-test-buffer-text b)))",
-        STEP,
-    );
-    let shown = shown.as_str().unwrap();
-    assert!(shown.contains("plain red"), "{shown}");
-    assert!(!shown.contains('\u{1b}'), "escapes left: {shown:?}");
-
-    // Denied: not run.
-    let run = call("execute_command", json!({"command": "touch ran"}));
-    rig.emacs.wait(
-        "the approval buffer",
-        "(eq major-mode 'ccbridge-approval-mode)",
-        STEP,
-    );
-    rig.emacs.keys("n");
-    let result = run.join().unwrap();
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("\"rejected\""),
-        "{result}"
-    );
-    assert!(!rig.ws.join("ran").exists());
-
-    // write_file: reviewed like Claude's edits; the accepted text is
-    // written by ccbridge and the buffer reverts.
-    rig.emacs.eval("(delete-other-windows)");
-    rig.visit("hello.py");
-    let write = call(
-        "write_file",
-        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
-    );
-    rig.emacs
-        .wait("the review", "(ccbridge-test-review-buffer)", STEP);
-    rig.emacs.keys("C-c C-c");
-    let result = write.join().unwrap();
-    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(r["status"], "accepted", "{r}");
-    let expected = HELLO.replace("hello ", "hi ");
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        expected
-    );
-    rig.emacs.wait(
-        "the buffer reverted",
-        &format!(
-            "(equal (ccbridge-test-file-text {}) {})",
-            lisp_str(&rig.path("hello.py")),
-            lisp_str(&expected)
-        ),
-        STEP,
-    );
-}

@@ -220,6 +220,51 @@ impl EditorUnderTest for Rig {
         );
     }
 
+    /// Approvals go through `vim.ui.select`, as a picker plugin would
+    /// take them: the stub keeps what it was asked and the answer.
+    fn tools(&mut self) -> (u16, String) {
+        self.nvim.lua(
+            "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
+            vec![],
+        );
+        let tools = self.init()["tools"].clone();
+        let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
+        (port, tools["token"].as_str().unwrap().to_owned())
+    }
+
+    fn wait_approval(&mut self) -> String {
+        self.nvim
+            .wait("the approval prompt", "test.asked ~= nil", STEP);
+        assert_eq!(self.nvim.eval("test.asked.items"), json!(["Allow", "Deny"]));
+        let prompt = self.nvim.eval("test.asked.prompt");
+        prompt.as_str().unwrap().to_owned()
+    }
+
+    fn answer_approval(&mut self, allow: bool) {
+        let answer = if allow { "Allow" } else { "Deny" };
+        self.nvim.lua(
+            "local cb = test.answer; test.asked = nil; test.answer = nil; cb(...)",
+            vec![answer.into()],
+        );
+    }
+
+    fn wait_command_output(&mut self, needle: &str) -> String {
+        let view = "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+               if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
+                 return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') end end \
+               return '' end)()";
+        let shown = self.nvim.wait(
+            &format!("{needle:?} in the output view"),
+            &format!("{view}:find({needle:?}, 1, true) and {view}"),
+            STEP,
+        );
+        shown.as_str().unwrap().to_owned()
+    }
+
+    fn only_window(&mut self) {
+        self.nvim.command("only");
+    }
+
     fn wait_review(&mut self) {
         self.nvim.wait(
             "the review to open",
@@ -960,190 +1005,38 @@ async fn the_help_file_builds_its_tags() {
     }
 }
 
-/// Opens an MCP session with the plugin's tools server; returns a caller
-/// of one tool on its own thread (it waits for Neovim's user).
-fn tools_caller(rig: &mut Rig) -> impl Fn(&str, Value) -> std::thread::JoinHandle<Value> {
-    let tools = rig.init()["tools"].clone();
-    let url = tools["url"]
-        .as_str()
-        .expect("the tools are served")
-        .to_owned();
-    let port: u16 = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
-    let token = tools["token"].as_str().unwrap().to_owned();
-    let post = move |session: Option<&str>, body: Value| {
-        let body = body.to_string();
-        ccbridge_testkit::http::mcp_post(port, &token, session, &body, Duration::from_secs(30))
-    };
-    let init = post(
-        None,
-        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
-    );
-    let session = init.header("mcp-session-id").expect("a session");
-    let post = std::sync::Arc::new(post);
-    move |name: &str, args: Value| {
-        let (post, session) = (post.clone(), session.clone());
-        let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
-                          "params":{"name": name, "arguments": args}});
-        std::thread::spawn(move || post(Some(&session), body).message()["result"].clone())
-    }
-}
-
-/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
-/// after the `#`, as if commented out. Neovim's prompt shows the sidecar's
-/// rendering (markers, a warning), never the raw characters; so does the
-/// output view of the run.
+/// Neovim before 0.12 blanked what scrolled off a terminal view before
+/// its first refresh (neovim/neovim#37573): the header and first lines of
+/// a quick command with more lines than the view were lost. Found by the
+/// shared bidi scenario, whose command prints more lines than the view has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_neovims_prompt() {
-    let mut rig = rig("");
-    rig.nvim.lua(
-        "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
-        vec![],
-    );
-    let call = tools_caller(&mut rig);
-    let run = call(
-        "execute_command",
-        json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\nprintf '\\033]0;t\\007'\r"}),
-    );
-    rig.nvim
-        .wait("the approval prompt", "test.asked ~= nil", STEP);
-    let prompt = rig.nvim.eval("test.asked.prompt");
-    let prompt = prompt.as_str().unwrap();
-    assert!(
-        prompt.contains(
-            "echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\u{27E8}U+000A\u{27E9}printf"
-        ),
-        "{prompt:?}"
-    );
-    assert!(prompt.contains("\u{27E8}U+000D\u{27E9}"), "{prompt:?}");
-    assert!(
-        prompt.contains("3 hidden or look-alike characters"),
-        "{prompt:?}"
-    );
-    assert!(
-        !prompt.contains(['\u{2067}', '\u{2069}', '\r', '\n']),
-        "raw characters in the prompt: {prompt:?}"
-    );
-    rig.nvim.lua("test.answer('Allow')", vec![]);
+async fn a_quick_commands_first_lines_stay_in_the_output_view() {
+    let mut rig = <Rig as EditorUnderTest>::start();
+    let (port, token) = rig.tools();
+    let run = std::thread::spawn(move || {
+        ccbridge_testkit::http::mcp_call(
+            port,
+            &token,
+            "execute_command",
+            json!({"command": "seq 1 40"}),
+            Duration::from_secs(30),
+        )
+    });
+    rig.wait_approval();
+    rig.answer_approval(true);
     run.join().unwrap();
-    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
-    let view_lines = "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
-           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
-             return table.concat(vim.api.nvim_buf_get_lines(b, 0, 2, false), '\\n') end end end)()";
-    rig.nvim.wait(
-        "the output view",
-        &format!("({view_lines} or ''):find('$ echo', 1, true) ~= nil"),
-        STEP,
-    );
-    let view = rig.nvim.eval(view_lines);
-    let view = view.as_str().unwrap();
-    assert!(
-        view.starts_with("$ echo safe \u{27E8}U+2067\u{27E9}; touch X"),
-        "{view:?}"
-    );
-    assert!(!view.contains(['\u{2067}', '\u{2069}']), "{view:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_workspace_tools_ask_neovims_user_and_show_the_commands_output() {
-    let mut rig = rig("");
-    // The prompt goes through vim.ui.select, as a picker plugin would take it.
-    rig.nvim.lua(
-        "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
-        vec![],
-    );
-    let call = tools_caller(&mut rig);
-    let run = call(
-        "execute_command",
-        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
-    );
-    rig.nvim
-        .wait("the approval prompt", "test.asked ~= nil", STEP);
-    let prompt = rig.nvim.eval("test.asked.prompt");
-    assert!(
-        prompt.as_str().unwrap().contains("printf 'plain"),
-        "{prompt}"
-    );
-    assert_eq!(rig.nvim.eval("test.asked.items"), json!(["Allow", "Deny"]));
-    rig.nvim.lua("test.answer('Allow')", vec![]);
-    let result = run.join().unwrap();
-    let text = result["content"][0]["text"].as_str().unwrap();
-    let r: Value = serde_json::from_str(text).unwrap();
-    assert_eq!(r["exit_code"], 0, "{r}");
-    assert_eq!(r["output"], "plain red\n");
-    // The output, coloured, in a terminal buffer below.
-    rig.nvim.wait(
-        "the output view to end",
-        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
-           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
-             return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n'):find('[exit 0]', 1, true) ~= nil \
-           end end return false end)()",
-        STEP,
-    );
-    let shown = rig.nvim.eval(
-        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
-           if vim.api.nvim_buf_get_name(b):find('ccbridge://command/', 1, true) then \
-             return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') end end end)()",
-    );
-    let shown = shown.as_str().unwrap();
-    assert!(shown.contains("plain red"), "{shown}");
-    assert!(
-        !shown.contains('\u{1b}'),
-        "the terminal rendered the escapes: {shown}"
-    );
-
-    // Denied: not run.
-    rig.nvim.lua("test.asked = nil", vec![]);
-    let run = call("execute_command", json!({"command": "touch ran"}));
-    rig.nvim
-        .wait("the approval prompt", "test.asked ~= nil", STEP);
-    rig.nvim.lua("test.answer('Deny')", vec![]);
-    let result = run.join().unwrap();
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("\"rejected\""),
-        "{result}"
-    );
-    assert!(!rig.ws.join("ran").exists());
-
-    // write_file: reviewed in the plugin's diff view; :w after an edit
-    // accepts the edited text, written by ccbridge, the buffer reloaded.
-    rig.edit("hello.py");
-    let write = call(
-        "write_file",
-        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
-    );
-    rig.nvim.wait(
-        "the review to open",
-        "#test.events_named('CCBridgeDiffOpened') > 0 and vim.b.ccbridge_review",
-        STEP,
-    );
-    rig.nvim.input("Gogreet(\"you\")<Esc>:w<CR>");
-    let result = write.join().unwrap();
-    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(r["status"], "accepted", "{r}");
-    assert!(
-        r["user_edits"]
-            .as_str()
-            .unwrap()
-            .contains("+greet(\"you\")"),
-        "{r}"
-    );
-    let expected = format!("{}greet(\"you\")\n", HELLO.replace("hello ", "hi "));
+    let view = rig.wait_command_output("[exit 0]");
+    let lines: Vec<&str> = view.lines().collect();
+    assert_eq!(lines.first(), Some(&"$ seq 1 40"), "{view}");
+    let numbers: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.parse::<u32>().is_ok())
+        .collect();
     assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        expected
-    );
-    rig.nvim.wait(
-        "the review to close",
-        "#test.events_named('CCBridgeDiffClosed') > 0",
-        STEP,
+        numbers,
+        (1..=40).map(|n| n.to_string()).collect::<Vec<_>>(),
+        "{view}"
     );
 }
 

@@ -323,6 +323,44 @@ impl EditorUnderTest for Rig {
         ));
     }
 
+    fn tools(&mut self) -> (u16, String) {
+        let tools = self.init()["tools"].clone();
+        let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
+        (port, tools["token"].as_str().unwrap().to_owned())
+    }
+
+    /// The popup's text, once it is on the screen.
+    fn wait_approval(&mut self) -> String {
+        self.vim
+            .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
+        self.vim.wait_for_text("wants to run", STEP).unwrap();
+        let text = self.vim.eval("ccbridge#tools#PendingText()[0]");
+        text.as_str().unwrap().to_owned()
+    }
+
+    fn answer_approval(&mut self, allow: bool) {
+        self.vim.keys(if allow { "y" } else { "n" });
+        self.vim
+            .wait("the dialog to close", "ccbridge#tools#Pending() == 0", STEP);
+    }
+
+    fn wait_command_output(&mut self, needle: &str) -> String {
+        let view = "join(map(filter(range(1, bufnr('$')), \
+              {_, b -> bufexists(b) && bufname(b) =~# '^ccbridge://command/'}), \
+              {_, b -> join(getbufline(b, 1, '$'), \"\\n\")}), \"\\n\")";
+        let shown = self.vim.wait(
+            &format!("{needle:?} in the output view"),
+            &format!("stridx({view}, {}) >= 0 ? {view} : ''", vim_str(needle)),
+            STEP,
+        );
+        shown.as_str().unwrap().to_owned()
+    }
+
+    fn only_window(&mut self) {
+        self.vim.keys(":only<CR>");
+        self.sync();
+    }
+
     fn wait_review(&mut self) {
         self.vim.wait(
             "the review to open",
@@ -1476,150 +1514,6 @@ async fn claude_opens_and_saves_files_in_vim() {
         "first one\ntwo\nthree\n"
     );
     assert_eq!(rig.vim.eval("&modified"), 0);
-}
-
-/// Security issue 20, item 3: a right-to-left isolate drew `; touch X; :`
-/// after the `#`, as if commented out. Vim's popup shows the sidecar's
-/// rendering (markers, a warning, every line), never the raw characters.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_hiding_text_with_bidi_characters_shows_markers_in_vims_popup() {
-    let mut rig = rig(json!({}));
-    let tools = rig.init()["tools"].clone();
-    let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
-    let token = tools["token"].as_str().unwrap().to_owned();
-    let run = std::thread::spawn(move || {
-        ccbridge_testkit::http::mcp_call(
-            port,
-            &token,
-            "execute_command",
-            json!({"command": "echo safe \u{2067}; touch X; : #\u{2069}\necho second line\r"}),
-            Duration::from_secs(30),
-        )
-    });
-    rig.vim
-        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
-    let text = rig.vim.eval("ccbridge#tools#PendingText()[0]");
-    let text = text.as_str().unwrap();
-    assert!(
-        text.contains("3 hidden or look-alike characters"),
-        "{text:?}"
-    );
-    assert!(
-        text.contains(
-            "   echo safe \u{27E8}U+2067\u{27E9}; touch X; : #\u{27E8}U+2069\u{27E9}\n   echo second line\u{27E8}U+000D\u{27E9}\n"
-        ),
-        "{text:?}"
-    );
-    assert!(
-        !text.contains(['\u{2067}', '\u{2069}', '\r']),
-        "raw characters in the popup: {text:?}"
-    );
-    rig.vim.wait_for_text("touch X", STEP).unwrap();
-    let screen = rig.vim.screen();
-    assert!(screen.contains("U+2067"), "{screen}");
-    rig.vim.keys("y");
-    run.join().unwrap();
-    assert!(rig.ws.join("X").exists(), "what was shown is what ran");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_workspace_tools_ask_vims_user_and_show_the_commands_output() {
-    let mut rig = rig(json!({}));
-    let tools = rig.init()["tools"].clone();
-    let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
-    let token = tools["token"].as_str().unwrap().to_owned();
-    let call = move |name: &str, args: Value| {
-        let (name, token) = (name.to_owned(), token.clone());
-        std::thread::spawn(move || {
-            ccbridge_testkit::http::mcp_call(port, &token, &name, args, Duration::from_secs(30))
-                ["result"]
-                .clone()
-        })
-    };
-    let run = call(
-        "execute_command",
-        json!({"command": "printf 'plain \\033[31mred\\033[0m\\n'"}),
-    );
-    rig.vim
-        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
-    rig.vim.wait_for_text("Claude wants to run:", STEP).unwrap();
-    assert!(
-        rig.vim.screen().contains("printf 'plain"),
-        "{}",
-        rig.vim.screen()
-    );
-    rig.vim.keys("y");
-    let result = run.join().unwrap();
-    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(r["exit_code"], 0, "{r}");
-    assert_eq!(r["output"], "plain red\n");
-    // The output, escapes removed, in a buffer below.
-    let shown = rig.vim.wait(
-        "the output view to end",
-        "join(map(filter(range(1, bufnr('$')), {_, b -> bufexists(b) && bufname(b) =~# '^ccbridge://command/'}), \
-          {_, b -> join(getbufline(b, 1, '$'), \"\\n\")}), \"\\n\") =~# '\\[exit 0\\]' \
-          ? join(getbufline(bufnr('ccbridge://command/*'), 1, '$'), \"\\n\") : ''",
-        STEP,
-    );
-    let shown = shown.as_str().unwrap();
-    assert!(shown.contains("plain red"), "{shown}");
-    assert!(!shown.contains('\u{1b}'), "escapes left in: {shown}");
-
-    // Denied: not run.
-    let run = call("execute_command", json!({"command": "touch ran"}));
-    rig.vim
-        .wait("the approval dialog", "ccbridge#tools#Pending() > 0", STEP);
-    rig.vim.keys("n");
-    let result = run.join().unwrap();
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("\"rejected\""),
-        "{result}"
-    );
-    assert!(!rig.ws.join("ran").exists());
-
-    // write_file: reviewed in the plugin's diff view; :w after an edit
-    // accepts the edited text, written by ccbridge, the buffer reloaded
-    // (no Claude session is connected: the review asks for it).
-    rig.vim.keys(":only<CR>");
-    rig.edit("hello.py");
-    let write = call(
-        "write_file",
-        json!({"path": "hello.py", "content": HELLO.replace("hello ", "hi ")}),
-    );
-    rig.vim.wait(
-        "the review to open",
-        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
-        STEP,
-    );
-    rig.vim.keys("Gogreet(\"you\")<Esc>:w<CR>");
-    let result = write.join().unwrap();
-    let r: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(r["status"], "accepted", "{r}");
-    assert!(
-        r["user_edits"]
-            .as_str()
-            .unwrap()
-            .contains("+greet(\"you\")"),
-        "{r}"
-    );
-    let expected = format!("{}greet(\"you\")\n", HELLO.replace("hello ", "hi "));
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        expected
-    );
-    let path = rig.path("hello.py");
-    rig.vim.wait(
-        "the buffer to follow the file",
-        &format!(
-            "TestBufferText({}) ==# {}",
-            vim_str(&path),
-            vim_str(expected.trim_end())
-        ),
-        STEP,
-    );
 }
 
 /// A stand-in for `ssh -T host`: a real prefix process that leaves a mark
