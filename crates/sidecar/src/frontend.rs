@@ -71,8 +71,11 @@ impl Drop for WithdrawOnDrop {
 }
 
 /// How long an agent answered in its terminal waits for the editor's
-/// `reviewText` before it takes its own proposal.
-const REVIEW_TEXT_TIMEOUT: Duration = Duration::from_secs(2);
+/// `reviewText` before it takes its own proposal (and the user's edits in
+/// the view are lost). An editor answers in a millisecond when it is idle;
+/// 2 s was missed by a Vim busy beside forty other editors (the shared
+/// editor scenarios), and an editor over SSH adds its round trips.
+const REVIEW_TEXT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What an editor is assumed to do before it says: show diffs.
 pub fn default_capabilities() -> Capabilities {

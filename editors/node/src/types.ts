@@ -61,7 +61,7 @@ export interface RequestHandlers {
   closeDiff?: CloseDiffHandler;
   /**
    * The proposed side of the open diff view `id` as the user left it, or
-   * `null` when it is gone. Answer at once: the agent waits at most 2 s.
+   * `null` when it is gone. Answer at once: the agent waits at most 5 s.
    */
   reviewText?: (params: ReviewTextParams) => Awaitable<string | null | undefined>;
   /** Resolve with the file's info, or `null`. */

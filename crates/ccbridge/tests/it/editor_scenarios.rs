@@ -12,7 +12,7 @@
 //! layouts, its help, its options).
 
 use crate::claude_side::{
-    assert_saved, poll_tool, start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
+    assert_saved, connect, poll_tool, start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
 };
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
@@ -40,12 +40,34 @@ pub(crate) trait EditorUnderTest: Sized {
 
     fn lock_dir(&self) -> &Path;
 
-    /// This editor's lock file, as its sidecar reported it.
-    fn lock_file(&mut self) -> PathBuf;
+    /// The sidecar's answer to the editor's `initialize` (its port, lock
+    /// file, workspace tools, agents), as the editor keeps it.
+    fn init(&mut self) -> Value;
 
-    /// This test as a Claude session, connected, and the editor told.
+    /// Waits until the editor knows a Claude session connected.
+    fn wait_claude_connected(&mut self);
+
+    /// This editor's lock file, as its sidecar reported it.
+    fn lock_file(&mut self) -> PathBuf {
+        PathBuf::from(self.init()["lockFile"].as_str().unwrap())
+    }
+
+    /// The lock file's contents.
+    fn lock(&mut self) -> Value {
+        let text = std::fs::read_to_string(self.lock_file()).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// This test as a Claude session: connected, tools listed, pid
+    /// reported, and the editor told.
     #[allow(async_fn_in_trait)]
-    async fn claude(&mut self) -> IdeClient;
+    async fn claude(&mut self) -> IdeClient {
+        let port = self.init()["port"].as_u64().unwrap() as u16;
+        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
+        let c = connect(port, &token).await;
+        self.wait_claude_connected();
+        c
+    }
 
     /// Visits `rel` in the workspace, as the user opens a file.
     fn visit(&mut self, rel: &str);
@@ -68,14 +90,18 @@ pub(crate) trait EditorUnderTest: Sized {
     fn wait_told(&mut self, needle: &str) -> usize;
 
     /// The port Gemini CLI is told (its terminal's environment).
-    fn gemini_port(&mut self) -> u16;
+    fn gemini_port(&mut self) -> u16 {
+        GeminiSide::port_of(&self.init())
+    }
 
     /// Adds `line` at the end of the review's proposed text, unsaved.
     fn append_to_proposal(&mut self, line: &str);
 
     /// The workspace tools' port and token, as the sidecar reported them
     /// to the editor; the editor made ready to be asked.
-    fn tools(&mut self) -> (u16, String);
+    fn tools(&mut self) -> (u16, String) {
+        tools_of(&self.init())
+    }
 
     /// Waits until the editor asks its user to approve a command; the text
     /// it shows.
@@ -370,6 +396,16 @@ pub(crate) async fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_ed
         }
         Step::Closed => e.wait_review_closed(),
     });
+}
+
+/// The workspace tools' port and token in an `initialize` answer.
+pub(crate) fn tools_of(init: &Value) -> (u16, String) {
+    let tools = &init["tools"];
+    let url = tools["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no tools in {init}"));
+    let port = ccbridge_testkit::http::url_port(url);
+    (port, tools["token"].as_str().unwrap().to_owned())
 }
 
 /// A caller of the workspace tools at `port`, one call per thread (it

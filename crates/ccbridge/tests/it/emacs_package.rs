@@ -242,12 +242,17 @@ impl EditorUnderTest for Rig {
         &self.lock_dir
     }
 
-    fn lock_file(&mut self) -> PathBuf {
-        PathBuf::from(self.info()["lockFile"].as_str().unwrap())
+    fn init(&mut self) -> Value {
+        self.emacs
+            .json("(ccbridge--session-init (ccbridge--session (ccbridge--buffer-root)))")
     }
 
-    async fn claude(&mut self) -> IdeClient {
-        Rig::claude(self).await
+    fn wait_claude_connected(&mut self) {
+        self.emacs.wait(
+            "Emacs to see Claude connected",
+            "(> (plist-get (car (ccbridge-info)) :clients) 0)",
+            STEP,
+        );
     }
 
     fn visit(&mut self, rel: &str) {
@@ -282,30 +287,12 @@ impl EditorUnderTest for Rig {
         emacs_count(self, needle) as usize
     }
 
-    fn gemini_port(&mut self) -> u16 {
-        let port = self.emacs.string(
-            "(let* ((s (car (hash-table-values ccbridge--sessions))) \
-                    (a (seq-find (lambda (a) (equal (plist-get a :id) \"gemini\")) \
-                                 (plist-get (ccbridge--session-init s) :agents)))) \
-               (plist-get (plist-get a :env) :GEMINI_CLI_IDE_SERVER_PORT))",
-        );
-        port.parse().expect("Gemini CLI's port")
-    }
-
     fn append_to_proposal(&mut self, line: &str) {
         self.emacs.eval(&format!(
             "(with-current-buffer (ccbridge-test-review-buffer) \
                (save-excursion (goto-char (point-max)) (insert {} \"\\n\")))",
             lisp_str(line)
         ));
-    }
-
-    fn tools(&mut self) -> (u16, String) {
-        let tools = self.emacs.json(
-            "(plist-get (ccbridge--session-init (ccbridge--session (ccbridge--buffer-root))) :tools)",
-        );
-        let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
-        (port, tools["token"].as_str().unwrap().to_owned())
     }
 
     /// The approval buffer's text; Emacs shows it in logical order.

@@ -8,10 +8,9 @@
 //! without it every test fails with that instruction.
 
 use crate::claude_side::{
-    assert_saved, connect, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
-    GeminiSide,
+    assert_saved, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
 };
-use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
+use crate::editor_scenarios::{tools_of, EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
@@ -92,29 +91,6 @@ impl Rig {
         self.ws.join(rel).display().to_string()
     }
 
-    fn init(&mut self) -> Value {
-        self.nvim.eval("require('ccbridge').state.init")
-    }
-
-    fn lock(&mut self) -> Value {
-        let path = self.init()["lockFile"].as_str().unwrap().to_owned();
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
-
-    /// This test as a Claude session: connected, tools listed, pid
-    /// reported, and the plugin told (`CCBridgeConnected`).
-    async fn claude(&mut self) -> IdeClient {
-        let port = self.init()["port"].as_u64().unwrap() as u16;
-        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
-        let c = connect(port, &token).await;
-        self.nvim.wait(
-            "CCBridgeConnected",
-            "#test.events_named('CCBridgeConnected') > 0",
-            STEP,
-        );
-        c
-    }
-
     fn edit(&mut self, rel: &str) {
         let p = self.path(rel);
         self.nvim.command(&format!("edit {p}"));
@@ -161,12 +137,16 @@ impl EditorUnderTest for Rig {
         &self.lock_dir
     }
 
-    fn lock_file(&mut self) -> PathBuf {
-        PathBuf::from(self.init()["lockFile"].as_str().unwrap())
+    fn init(&mut self) -> Value {
+        self.nvim.eval("require('ccbridge').state.init")
     }
 
-    async fn claude(&mut self) -> IdeClient {
-        Rig::claude(self).await
+    fn wait_claude_connected(&mut self) {
+        self.nvim.wait(
+            "CCBridgeConnected",
+            "#test.events_named('CCBridgeConnected') > 0",
+            STEP,
+        );
     }
 
     fn visit(&mut self, rel: &str) {
@@ -208,10 +188,6 @@ impl EditorUnderTest for Rig {
             .unwrap() as usize
     }
 
-    fn gemini_port(&mut self) -> u16 {
-        GeminiSide::port_of(&self.init())
-    }
-
     fn append_to_proposal(&mut self, line: &str) {
         self.nvim.lua(
             "local r = require('ccbridge.diff').pending()[1]
@@ -227,9 +203,7 @@ impl EditorUnderTest for Rig {
             "vim.ui.select = function(items, opts, cb) test.asked = { items = items, prompt = opts.prompt }; test.answer = cb end",
             vec![],
         );
-        let tools = self.init()["tools"].clone();
-        let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
-        (port, tools["token"].as_str().unwrap().to_owned())
+        tools_of(&self.init())
     }
 
     fn wait_approval(&mut self) -> String {

@@ -8,8 +8,8 @@
 //! them every test fails with the instruction (see `ccbridge_testkit::vim`).
 
 use crate::claude_side::{
-    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, selection_with,
-    start_open_diff, verdict, GeminiSide,
+    assert_saved, next_note, open_file_at_text, poll_tool, range, selection_with, start_open_diff,
+    verdict,
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
@@ -110,29 +110,6 @@ fn rig_with_env(extra: Value, env: &[(&str, String)]) -> Rig {
 impl Rig {
     fn path(&self, rel: &str) -> String {
         self.ws.join(rel).display().to_string()
-    }
-
-    fn init(&mut self) -> Value {
-        self.vim.eval("ccbridge#Init()")
-    }
-
-    fn lock(&mut self) -> Value {
-        let path = self.init()["lockFile"].as_str().unwrap().to_owned();
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
-
-    /// This test as a Claude session: connected, tools listed, pid
-    /// reported, and the plugin told (`CCBridgeConnected`).
-    async fn claude(&mut self) -> IdeClient {
-        let port = self.init()["port"].as_u64().unwrap() as u16;
-        let token = self.lock()["authToken"].as_str().unwrap().to_owned();
-        let c = connect(port, &token).await;
-        self.vim.wait(
-            "CCBridgeConnected",
-            "len(TestEvents('CCBridgeConnected')) > 0",
-            STEP,
-        );
-        c
     }
 
     fn edit(&mut self, rel: &str) {
@@ -270,12 +247,16 @@ impl EditorUnderTest for Rig {
         &self.lock_dir
     }
 
-    fn lock_file(&mut self) -> PathBuf {
-        PathBuf::from(self.init()["lockFile"].as_str().unwrap())
+    fn init(&mut self) -> Value {
+        self.vim.eval("ccbridge#Init()")
     }
 
-    async fn claude(&mut self) -> IdeClient {
-        Rig::claude(self).await
+    fn wait_claude_connected(&mut self) {
+        self.vim.wait(
+            "CCBridgeConnected",
+            "len(TestEvents('CCBridgeConnected')) > 0",
+            STEP,
+        );
     }
 
     fn visit(&mut self, rel: &str) {
@@ -312,21 +293,11 @@ impl EditorUnderTest for Rig {
         v.as_array().unwrap().len()
     }
 
-    fn gemini_port(&mut self) -> u16 {
-        GeminiSide::port_of(&self.init())
-    }
-
     fn append_to_proposal(&mut self, line: &str) {
         self.vim.ex(&format!(
             "call appendbufline(ccbridge#review#Pending()[0].prop, '$', {})",
             vim_str(line)
         ));
-    }
-
-    fn tools(&mut self) -> (u16, String) {
-        let tools = self.init()["tools"].clone();
-        let port = ccbridge_testkit::http::url_port(tools["url"].as_str().unwrap());
-        (port, tools["token"].as_str().unwrap().to_owned())
     }
 
     /// The popup's text, once it is on the screen.
