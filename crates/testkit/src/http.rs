@@ -159,6 +159,34 @@ pub fn mcp_post(
     post(port, "/mcp", &headers, body, timeout)
 }
 
+/// A JSON-RPC `body` (a request of `method`; a tool call names its tool,
+/// `name`) POSTed as a client of the 2026-07-28 MCP revision sends it: no
+/// session, the revision in `MCP-Protocol-Version`, and the revision's
+/// routing headers (`Mcp-Method`, `Mcp-Name`; SEP-2243). The revision's
+/// `_meta` (protocol version, client capabilities) is the body's business.
+pub fn mcp_post_stateless(
+    port: u16,
+    token: &str,
+    (method, name): (&str, Option<&str>),
+    body: &str,
+    timeout: Duration,
+) -> Answer {
+    let host = format!("127.0.0.1:{port}");
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Host", host.as_str()),
+        ("Authorization", auth.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    post(port, "/mcp", &headers, body, timeout)
+}
+
 /// The port of an MCP server's URL as ccbridge reports it
 /// (`http://127.0.0.1:<port>/mcp`). Panics on anything else.
 pub fn url_port(url: &str) -> u16 {

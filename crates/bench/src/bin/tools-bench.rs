@@ -274,22 +274,16 @@ fn http_bench(ws: Arc<Workspace>) -> anyhow::Result<(f64, f64, f64)> {
 /// tool's name in headers. Each answer must be plain JSON.
 fn stateless_round_trips(port: u16, n: usize) -> anyhow::Result<f64> {
     let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_diagnostics","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}"#;
-    let host = format!("127.0.0.1:{port}");
-    let auth = format!("Bearer {TOKEN}");
-    let headers = [
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        // The revision's routing headers (SEP-2243), as its clients send them.
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "get_diagnostics"),
-    ];
     let mut xs = Vec::with_capacity(n);
     for _ in 0..n + 20 {
         let t = Instant::now();
-        let a = http::post(port, "/mcp", &headers, body, Duration::from_secs(10));
+        let a = http::mcp_post_stateless(
+            port,
+            TOKEN,
+            ("tools/call", Some("get_diagnostics")),
+            body,
+            Duration::from_secs(10),
+        );
         xs.push(t.elapsed());
         if a.status != 200
             || !a.body.contains("No diagnostics")
