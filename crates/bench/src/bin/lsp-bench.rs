@@ -349,74 +349,34 @@ struct ServeMemory {
 /// ccbridge and of every process it started.
 async fn serve_memory(ccbridge: &Path, bin: &Path, servers: bool) -> anyhow::Result<ServeMemory> {
     use ccbridge_bench::client::Client;
-    let config = tempfile::tempdir()?;
-    let dir = tempfile::tempdir()?;
-    let ws = dir.path().canonicalize()?;
-    for lang in [&PYTHON, &TYPESCRIPT] {
-        for (name, text) in lang
-            .extra
-            .iter()
-            .filter(|(n, _)| !n.starts_with(".ccbridge"))
-        {
-            std::fs::write(ws.join(name), text)?;
-        }
-        std::fs::write(ws.join(lang.file), lang.good)?;
-    }
-    let mut command = std::process::Command::new(ccbridge);
-    command
-        .args(["serve", "--workspace"])
-        .arg(&ws)
-        .current_dir(&ws)
-        .env("CLAUDE_CONFIG_DIR", config.path())
-        .env_remove("CCBRIDGE_LOG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    if servers {
+    let args: Vec<std::ffi::OsString> = if servers {
         // As a user with the usual Python pair installed: pyright and ruff.
-        command
-            .arg("--language-server-dir")
-            .arg(bin)
-            .arg("--language-server-dir")
-            .arg(ccbridge_testkit::ruff_bin_dir());
+        vec![
+            "--language-server-dir".into(),
+            bin.into(),
+            "--language-server-dir".into(),
+            ccbridge_testkit::ruff_bin_dir().into(),
+        ]
     } else {
-        command.arg("--no-language-servers");
-    }
-    let child = command.spawn().context("cannot start ccbridge serve")?;
-    let pid = child.id();
-    let mut serve = Serve(child);
-    let lock_dir = config.path().join("ide");
-    let deadline = Instant::now() + TIMEOUT;
-    let lock = loop {
-        if let Some(p) = ccbridge_bench::process::find_lock(&lock_dir) {
-            if let Ok(text) = std::fs::read_to_string(&p) {
-                if let Ok(lock) = serde_json::from_str::<serde_json::Value>(&text) {
-                    break (p, lock);
-                }
-            }
-        }
-        if let Some(status) = serve.0.try_wait()? {
-            bail!("ccbridge serve exited before writing its lock file: {status}");
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "ccbridge serve wrote no lock file in {}",
-                lock_dir.display()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        vec!["--no-language-servers".into()]
     };
-    let port: u16 = lock
-        .0
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .and_then(|s| s.parse().ok())
-        .context("the lock file's name is its port")?;
-    let token = lock.1["authToken"]
-        .as_str()
-        .context("authToken")?
-        .to_owned();
-    let mut claude = Client::session(port, &token).await?;
+    let fill = |ws: &Path| -> anyhow::Result<()> {
+        for lang in [&PYTHON, &TYPESCRIPT] {
+            for (name, text) in lang
+                .extra
+                .iter()
+                .filter(|(n, _)| !n.starts_with(".ccbridge"))
+            {
+                std::fs::write(ws.join(name), text)?;
+            }
+            std::fs::write(ws.join(lang.file), lang.good)?;
+        }
+        Ok(())
+    };
+    let serve = ccbridge_bench::ui::UiServer::spawn_with(ccbridge, fill, &args)?;
+    let (ws, pid) = (serve.workspace().to_owned(), serve.pid());
+    let mut claude = Client::session(serve.port, &serve.token).await?;
+    let deadline = Instant::now() + TIMEOUT;
     for (i, lang) in [&PYTHON, &TYPESCRIPT].into_iter().enumerate() {
         let path = ws.join(lang.file).to_string_lossy().into_owned();
         let open = serde_json::json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call",
@@ -467,31 +427,12 @@ async fn serve_memory(ccbridge: &Path, bin: &Path, servers: bool) -> anyhow::Res
         (0, Vec::new())
     };
     claude.close().await;
-    drop(serve);
+    serve.stop()?;
     Ok(ServeMemory {
         ccbridge_kib: samples[1],
         servers_kib: servers_bytes / 1024,
         servers: names,
     })
-}
-
-/// `ccbridge serve`, stopped as a user stops it (SIGTERM) when dropped.
-struct Serve(std::process::Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let pid = rustix::process::Pid::from_child(&self.0);
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if matches!(self.0.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The pids whose parent is `pid`.

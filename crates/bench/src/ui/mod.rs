@@ -135,6 +135,11 @@ struct Dirs {
 
 impl Dirs {
     fn new(fixture: &Fixture) -> anyhow::Result<Dirs> {
+        Dirs::with(|work| Ok(fixture.write(work)?))
+    }
+
+    /// The tree, `fill` writing the workspace's files.
+    fn with(fill: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<Dirs> {
         let root = tempfile::Builder::new()
             .prefix("ccbridge-ui-bench-")
             .tempdir()?;
@@ -143,7 +148,7 @@ impl Dirs {
         for d in [&config, &home, &work] {
             std::fs::create_dir_all(d)?;
         }
-        fixture.write(&work)?;
+        fill(&work)?;
         Ok(Dirs {
             _root: root,
             config,
@@ -178,13 +183,28 @@ pub struct UiServer {
 }
 
 impl UiServer {
-    /// Starts `serve --multi-client --selection-debounce-ms 0` and reads the
-    /// link it prints.
+    /// Starts `serve --multi-client --selection-debounce-ms 0` in a
+    /// workspace with the fixture's files and reads the link it prints.
     pub fn spawn(bin: &Path, fixture: &Fixture) -> anyhow::Result<UiServer> {
-        let dirs = Dirs::new(fixture)?;
+        UiServer::start(bin, Dirs::new(fixture)?, &[])
+    }
+
+    /// As [`UiServer::spawn`], in a workspace `fill` writes, with `args`
+    /// after the usual ones (`--no-language-servers`, say).
+    pub fn spawn_with(
+        bin: &Path,
+        fill: impl FnOnce(&Path) -> anyhow::Result<()>,
+        args: &[std::ffi::OsString],
+    ) -> anyhow::Result<UiServer> {
+        UiServer::start(bin, Dirs::with(fill)?, args)
+    }
+
+    fn start(bin: &Path, dirs: Dirs, args: &[std::ffi::OsString]) -> anyhow::Result<UiServer> {
         let mut child = Command::new(bin)
             .args(["serve", "--multi-client", "--selection-debounce-ms", "0"])
-            .args(["--ide-name", "ccbridge-ui-bench", "--workspace"])
+            .args(["--ide-name", "ccbridge-ui-bench"])
+            .args(args)
+            .arg("--workspace")
             .arg(&dirs.work)
             .current_dir(&dirs.work)
             .env("CLAUDE_CONFIG_DIR", &dirs.config)
@@ -232,6 +252,10 @@ impl UiServer {
         &self.dirs.work
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
         rss_kib(self.child.id())
     }
@@ -254,12 +278,24 @@ impl UiServer {
     }
 }
 
+/// Not stopped by [`UiServer::stop`] (a failed run): SIGTERM first, so
+/// ccbridge stops what it started (its language servers), then SIGKILL.
 impl Drop for UiServer {
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
         }
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
