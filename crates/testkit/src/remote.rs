@@ -264,6 +264,59 @@ pub fn processes_of(exe: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Writes `at`, the remote ccbridge as a login shell there starts it: a
+/// script that runs `exe` with the remote side's own `HOME` and
+/// `CLAUDE_CONFIG_DIR` (where its lock file goes).
+pub fn write_remote_ccbridge(
+    at: &Path,
+    exe: &Path,
+    home: &Path,
+    config: &Path,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        at,
+        format!(
+            "#!/bin/sh\nHOME='{}' CLAUDE_CONFIG_DIR='{}' exec '{}' \"$@\"\n",
+            home.display(),
+            config.display(),
+            exe.display()
+        ),
+    )?;
+    std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o755))
+}
+
+/// Sets up the Neovim plugin (`editors/nvim`) in `nvim` as docs/remote.md
+/// says for SSH: its sidecar is `bin` on `host`, started through `ssh -T`
+/// (`cmd`), and `path_map` gives the workspace's two names, `(local,
+/// remote)`. Every debounce 0. The sidecar answers soon after (its
+/// `state.status` is then `running`).
+pub fn setup_nvim_plugin_over_ssh(
+    nvim: &mut crate::nvim::Nvim,
+    host: &Host,
+    bin: &Path,
+    (local, remote): (&Path, &Path),
+) {
+    let prefix: Vec<serde_json::Value> = host.ssh_prefix().into_iter().map(Into::into).collect();
+    let path = |p: &Path| serde_json::Value::from(p.display().to_string());
+    nvim.lua(
+        r#"local bin, prefix, l, r = ...
+        require("ccbridge").setup({
+          bin = bin,
+          cmd = prefix,
+          path_map = { { ["local"] = l, remote = r } },
+          args = { "--selection-debounce-ms", "0" },
+          selection = { debounce_ms = 0 },
+        })"#,
+        vec![
+            path(bin),
+            serde_json::Value::Array(prefix),
+            path(local),
+            path(remote),
+        ],
+    );
+}
+
 impl Drop for Host {
     fn drop(&mut self) {
         for pid in self.pids() {

@@ -300,19 +300,7 @@ fn keystrokes_over_ssh(ccbridge: &Path, keys: usize) -> anyhow::Result<Vec<Durat
     std::fs::write(remote.join("file.txt"), &text)?;
     // The remote side's HOME and CLAUDE_CONFIG_DIR, as a login there has.
     let wrapper = there.join("ccbridge");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nHOME='{}' CLAUDE_CONFIG_DIR='{}' exec '{}' \"$@\"\n",
-            home.display(),
-            config.display(),
-            ccbridge.display()
-        ),
-    )?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))?;
-    }
+    ccbridge_testkit::remote::write_remote_ccbridge(&wrapper, ccbridge, &home, &config)?;
     let init = ccbridge_testkit::claude::workspace_root().join("editors/nvim/test/init.lua");
     let local_home = base.join("local-home");
     let mut nvim = Nvim::start(
@@ -321,22 +309,11 @@ fn keystrokes_over_ssh(ccbridge: &Path, keys: usize) -> anyhow::Result<Vec<Durat
         &[("HOME", local_home.to_str().context("path")?)],
     )?;
     nvim.command("edit file.txt");
-    let prefix: Vec<serde_json::Value> = host.ssh_prefix().into_iter().map(Into::into).collect();
-    nvim.lua(
-        r#"local bin, prefix, l, r = ...
-        require("ccbridge").setup({
-          bin = bin,
-          cmd = prefix,
-          path_map = { { ["local"] = l, remote = r } },
-          args = { "--selection-debounce-ms", "0" },
-          selection = { debounce_ms = 0 },
-        })"#,
-        vec![
-            wrapper.to_str().context("path")?.into(),
-            serde_json::Value::Array(prefix),
-            local.to_str().context("path")?.into(),
-            remote.to_str().context("path")?.into(),
-        ],
+    ccbridge_testkit::remote::setup_nvim_plugin_over_ssh(
+        &mut nvim,
+        &host,
+        &wrapper,
+        (&local, &remote),
     );
     nvim.wait(
         "ccbridge's sidecar over ssh",

@@ -94,20 +94,7 @@ fn folders_for(claude: Option<&Sandbox>) -> Folders {
     let remote_exe = there.join("bin/ccbridge-real");
     std::fs::copy(env!("CARGO_BIN_EXE_ccbridge"), &remote_exe).unwrap();
     let wrapper = there.join("bin/ccbridge");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nHOME='{h}' CLAUDE_CONFIG_DIR='{c}' exec '{x}' \"$@\"\n",
-            h = home.display(),
-            c = config.display(),
-            x = remote_exe.display()
-        ),
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    ccbridge_testkit::remote::write_remote_ccbridge(&wrapper, &remote_exe, &home, &config).unwrap();
     Folders {
         base,
         local,
@@ -149,22 +136,11 @@ fn start_with(host: Host, folders: Folders) -> Sides {
         ],
     )
     .expect("start nvim");
-    let prefix: Vec<Value> = host.ssh_prefix().into_iter().map(Value::from).collect();
-    nvim.lua(
-        r#"local bin, prefix, l, r = ...
-        require("ccbridge").setup({
-          bin = bin,
-          cmd = prefix,
-          path_map = { { ["local"] = l, remote = r } },
-          args = { "--selection-debounce-ms", "0" },
-          selection = { debounce_ms = 0 },
-        })"#,
-        vec![
-            wrapper.to_str().unwrap().into(),
-            Value::Array(prefix),
-            local.to_str().unwrap().into(),
-            remote.to_str().unwrap().into(),
-        ],
+    ccbridge_testkit::remote::setup_nvim_plugin_over_ssh(
+        &mut nvim,
+        &host,
+        &wrapper,
+        (&local, &remote),
     );
     let mut sides = Sides {
         nvim: Some(nvim),
