@@ -144,19 +144,14 @@ pub fn mcp_post(
     body: &str,
     timeout: Duration,
 ) -> Answer {
-    let host = format!("127.0.0.1:{port}");
-    let auth = format!("Bearer {token}");
-    let mut headers = vec![
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-    ];
-    if let Some(s) = session {
-        headers.push(("Mcp-Session-Id", s));
-        headers.push(("MCP-Protocol-Version", "2025-11-25"));
-    }
-    post(port, "/mcp", &headers, body, timeout)
+    let session: &[(&str, &str)] = match session {
+        Some(s) => &[
+            ("Mcp-Session-Id", s),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        None => &[],
+    };
+    mcp_post_with(port, token, session, body, timeout)
 }
 
 /// A JSON-RPC `body` (a request of `method`; a tool call names its tool,
@@ -171,6 +166,25 @@ pub fn mcp_post_stateless(
     body: &str,
     timeout: Duration,
 ) -> Answer {
+    let mut extra = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = name {
+        extra.push(("Mcp-Name", name));
+    }
+    mcp_post_with(port, token, &extra, body, timeout)
+}
+
+/// `body` POSTed to `/mcp` with a client's `Host`, `Authorization`,
+/// `Accept` and `Content-Type`, then `extra`.
+fn mcp_post_with(
+    port: u16,
+    token: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Answer {
     let host = format!("127.0.0.1:{port}");
     let auth = format!("Bearer {token}");
     let mut headers = vec![
@@ -178,12 +192,8 @@ pub fn mcp_post_stateless(
         ("Authorization", auth.as_str()),
         ("Accept", "application/json, text/event-stream"),
         ("Content-Type", "application/json"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
     ];
-    if let Some(name) = name {
-        headers.push(("Mcp-Name", name));
-    }
+    headers.extend_from_slice(extra);
     post(port, "/mcp", &headers, body, timeout)
 }
 
