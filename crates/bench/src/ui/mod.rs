@@ -262,20 +262,30 @@ impl UiServer {
 
     /// SIGTERM, then waits (bounded) for a clean exit.
     pub fn stop(mut self) -> anyhow::Result<()> {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait()? {
-                if !status.success() {
-                    bail!("`ccbridge serve` exited with {status}");
-                }
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        match terminate(&mut self.child, Duration::from_secs(5))? {
+            Some(status) if !status.success() => bail!("`ccbridge serve` exited with {status}"),
+            Some(_) => Ok(()),
+            None => bail!("`ccbridge serve` did not exit within 5 s of SIGTERM"),
         }
-        bail!("`ccbridge serve` did not exit within 5 s of SIGTERM")
     }
+}
+
+/// Sends `child` SIGTERM (as a user stops ccbridge) and waits up to
+/// `within` for it to exit; its status, or `None` while it still runs.
+fn terminate(
+    child: &mut Child,
+    within: Duration,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
+    let pid = rustix::process::Pid::from_child(child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(None)
 }
 
 /// Not stopped by [`UiServer::stop`] (a failed run): SIGTERM first, so
@@ -285,14 +295,8 @@ impl Drop for UiServer {
         if self.child.try_wait().ok().flatten().is_some() {
             return;
         }
-        let pid = rustix::process::Pid::from_child(&self.child);
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Ok(Some(_)) = terminate(&mut self.child, Duration::from_secs(10)) {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
