@@ -34,7 +34,7 @@ const alignedFor = new WeakMap<MergeView, readonly unknown[]>();
  * the next hunk). Asked for more than once in one task, it now runs once,
  * at the task's end (a microtask: before the frame is drawn); and not again
  * when nothing it reads has changed since it last ran (both states, their
- * heights and viewports, the chunks), or since `keepAlignment` said the
+ * heights and viewports, the chunks), or since `keepingAlignment` said the
  * spacers still hold: after a reject the merge view asks once in the update
  * and once more in the next frame. */
 export function coalesceMergeMeasures(): void {
