@@ -1,4 +1,5 @@
-//! The sidecar's LSP framing (`FrameReader`) and the oversized-body
+//! LSP framing (`ccbridge_lsp::framing::FrameReader`, which reads the
+//! sidecar's editor and ccbridge's language servers) and the oversized-body
 //! sniffer (`sniff`) on arbitrary bytes.
 //!
 //! The input is the editor's whole stdin. It is read three ways: with the
@@ -15,9 +16,9 @@
 
 #![no_main]
 
+use ccbridge_lsp::framing::{Frame, FrameReader, FramingError};
+use ccbridge_lsp::sniff::{sniff, Sniffed, Sniffer};
 use ccbridge_protocol::jsonrpc::Message;
-use ccbridge_sidecar::framing::{Frame, FrameReader, FramingError};
-use ccbridge_sidecar::sniff::{sniff, Sniffed, Sniffer};
 use libfuzzer_sys::fuzz_target;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -146,7 +147,7 @@ fuzz_target!(|data: &[u8]| {
     read_all(
         FrameReader::new(data),
         data.len(),
-        ccbridge_sidecar::framing::MAX_BODY_BYTES,
+        ccbridge_lsp::framing::MAX_BODY_BYTES,
     );
 
     // Small limits taken from the input's first bytes, so the fuzzer finds

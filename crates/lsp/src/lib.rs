@@ -4,7 +4,9 @@
 //! the page's Diagnostics view and the workspace tools' `new_diagnostics`.
 //!
 //! The client is ccbridge's own, small on purpose: LSP framing
-//! ([`framing`]), the handful of messages it sends and reads ([`message`],
+//! ([`framing`], with [`sniff`] for the id of a message too large to keep;
+//! the sidecar speaks the same framing to its editor and uses them too),
+//! the handful of messages it sends and reads ([`message`],
 //! whose doc says why not `lsp-types`), and one task, [`LanguageServers`],
 //! that owns every server process. A caller only *involves* a file
 //! ([`LanguageServers::involve`], never blocking: a bounded queue, dropped
@@ -43,8 +45,10 @@ pub mod config;
 pub mod framing;
 pub mod message;
 pub mod servers;
+pub mod sniff;
 
 use ccbridge_protocol::editor::Diagnostic;
+use framing::{encode_frame, Frame, FrameReader};
 use message::Incoming;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -962,43 +966,40 @@ fn spawn(program: &Path, args: &[String], root: &Path) -> std::io::Result<Spawne
 
 async fn write_messages(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Receiver<Vec<u8>>) {
     while let Some(body) = rx.recv().await {
-        if stdin.write_all(&framing::encode(&body)).await.is_err() || stdin.flush().await.is_err() {
+        if stdin.write_all(&encode_frame(&body)).await.is_err() || stdin.flush().await.is_err() {
             return;
         }
     }
 }
 
 async fn read_messages(
-    mut stdout: tokio::process::ChildStdout,
+    stdout: tokio::process::ChildStdout,
     key: Key,
     gen: u64,
     events: mpsc::Sender<Event>,
 ) {
-    let mut decoder = framing::Decoder::default();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut frames = FrameReader::new(stdout);
     loop {
-        let n = match stdout.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        let msg = match frames.read_frame().await {
+            Ok(Some(Frame::Body(body))) => Incoming::parse(&body),
+            Ok(Some(Frame::TooLarge { length, .. })) => {
+                tracing::debug!("language server output: a message of {length} bytes, skipped");
+                None
+            }
+            Err(e) if e.is_recoverable() => {
+                tracing::debug!("language server output: {e}");
+                None
+            }
+            Ok(None) | Err(_) => break,
         };
-        decoder.push(&buf[..n]);
-        while let Some(frame) = decoder.next_frame() {
-            let msg = match frame {
-                Ok(body) => Incoming::parse(&body),
-                Err(e) => {
-                    tracing::debug!("language server output: {e}");
-                    None
-                }
+        if let Some(msg) = msg {
+            let ev = Event::Message {
+                key: key.clone(),
+                gen,
+                msg,
             };
-            if let Some(msg) = msg {
-                let ev = Event::Message {
-                    key: key.clone(),
-                    gen,
-                    msg,
-                };
-                if events.send(ev).await.is_err() {
-                    return;
-                }
+            if events.send(ev).await.is_err() {
+                return;
             }
         }
     }

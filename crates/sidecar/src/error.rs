@@ -5,7 +5,7 @@
 //! what the binary should report and exit non-zero for. Each message
 //! includes its cause, so a report prints it once.
 
-use crate::framing::FramingError;
+use ccbridge_lsp::framing::FramingError;
 use ccbridge_server::ServerError;
 
 #[derive(Debug, thiserror::Error)]

@@ -19,10 +19,10 @@
 //! - Methods the editor did not declare in `initialize.capabilities` are
 //!   refused here, without a round trip.
 
-use crate::framing::{FrameSink, SendError};
 use crate::messages::{self, method};
 use crate::pending::{Outcome, PendingRequests};
 use async_trait::async_trait;
+use ccbridge_lsp::framing::{FrameSink, SendError};
 use ccbridge_protocol::jsonrpc::{code, Message, Notification, RawJson, Request, RequestId};
 use ccbridge_protocol::mcp::Content;
 use ccbridge_protocol::tools::OpenFileArgs;
@@ -62,7 +62,7 @@ pub struct ShownDiff {
 }
 
 /// Withdraws a queued request when its call ends.
-struct WithdrawOnDrop(crate::framing::Cancel);
+struct WithdrawOnDrop(ccbridge_lsp::framing::Cancel);
 
 impl Drop for WithdrawOnDrop {
     fn drop(&mut self) {
@@ -449,7 +449,7 @@ impl Frontend for StdioFrontend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framing::{spawn_writer, Frame, FrameReader};
+    use ccbridge_lsp::framing::{spawn_writer, Frame, FrameReader};
     use ccbridge_protocol::jsonrpc::ErrorObject;
     use serde_json::json;
     use serde_json::Value;
@@ -639,7 +639,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn regression_stalled_editor_fails_fast_and_gets_no_stale_requests() {
         let (ours, editor) = tokio::io::duplex(4096);
-        let (sink, _task) = crate::framing::spawn_writer_with_limit(ours, 64 * 1024);
+        let (sink, _task) = ccbridge_lsp::framing::spawn_writer_with_limit(ours, 64 * 1024);
         let fe = Arc::new(StdioFrontend::new(sink, Duration::from_secs(30)));
         fe.set_capabilities(Capabilities::all());
         let long_path = format!("/w/{}", "p".repeat(4096));

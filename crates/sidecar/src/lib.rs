@@ -8,9 +8,9 @@
 //! reports its state as notifications and answers a few requests (show a
 //! diff, open a file, ...).
 //!
-//! - [`framing`]: Content-Length frames, total on hostile input, and the
-//!   single writer task that owns stdout.
-//! - [`sniff`]: the id of a frame too large to keep.
+//! - `ccbridge_lsp::framing`: Content-Length frames, total on hostile
+//!   input, and the single writer task that owns stdout (the same LSP base
+//!   protocol ccbridge speaks to language servers, so it lives there).
 //! - [`messages`]: every method and its params/result types.
 //! - [`pending`]: our requests awaiting the editor's answers.
 //! - [`frontend`]: [`StdioFrontend`], the engine's `Frontend` over the wire.
@@ -23,12 +23,10 @@
 
 pub mod diagnostics;
 pub mod error;
-pub mod framing;
 pub mod frontend;
 pub mod messages;
 pub mod pending;
 pub mod session;
-pub mod sniff;
 
 pub use error::SidecarError;
 pub use frontend::StdioFrontend;

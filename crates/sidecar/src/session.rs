@@ -16,13 +16,15 @@
 //! editor, close the output.
 
 use crate::error::SidecarError;
-use crate::framing::{close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES};
 use crate::frontend::StdioFrontend;
 use crate::messages::{
     self, check_folders, claude_env, method, AgentEnv, Checked, InitializeParams, InitializeResult,
     ServerInfo, StatusResult, ToolsEndpoint, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use async_trait::async_trait;
+use ccbridge_lsp::framing::{
+    close_output, spawn_writer, Frame, FrameReader, FrameSink, MAX_BODY_BYTES,
+};
 use ccbridge_protocol::jsonrpc::{
     code, ErrorObject, Message, Notification, Request, RequestId, Response,
 };
@@ -174,7 +176,7 @@ where
                     );
                     // A full queue (an editor not reading) drops this one:
                     // the next change sends the newest revision again.
-                    if let Err(crate::framing::SendError::Closed) =
+                    if let Err(ccbridge_lsp::framing::SendError::Closed) =
                         sink.send(Message::from(n).to_json())
                     {
                         return;

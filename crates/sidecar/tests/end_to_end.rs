@@ -2,9 +2,9 @@
 //! real WebSocket client playing the Claude Code CLI, a lock file in a
 //! temporary directory.
 
+use ccbridge_lsp::framing::{encode_frame, Frame, FrameReader};
 use ccbridge_protocol::lockfile::LockFile;
 use ccbridge_server::Config;
-use ccbridge_sidecar::framing::{encode_frame, Frame, FrameReader};
 use ccbridge_sidecar::{run, run_with, ExitReason, SidecarError};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};

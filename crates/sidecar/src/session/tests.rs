@@ -1,7 +1,7 @@
 //! The dispatch loop against a fake engine, over in-memory pipes.
 
 use super::*;
-use crate::framing::encode_frame;
+use ccbridge_lsp::framing::encode_frame;
 use ccbridge_protocol::editor::{Position, Range, Selection};
 use ccbridge_server::{
     Capabilities, ClientId, DiffDecision, DiffId, DiffView, Frontend, FrontendError,
