@@ -11,7 +11,8 @@
 //! found through `CCBRIDGE_CLAUDE_BIN` or in [`crate::e2e_dir`]; a missing
 //! binary is a hard failure that says how to install it, never a skip.
 
-use crate::mock_anthropic::{MockAnthropic, Turn};
+use crate::mock_anthropic::MockAnthropic;
+use crate::mock_model::Reply;
 use crate::sandbox::{checked_once, write_under, SandboxDir};
 use crate::tmux::{StartOptions, Timeout, Tmux};
 use serde_json::json;
@@ -444,8 +445,8 @@ impl Claude {
         new: &str,
         timeout: Duration,
     ) -> Result<(), Timeout> {
-        mock.push(Turn::edit(path, old, new).with_text("Editing."));
-        mock.push(Turn::text("Edit finished."));
+        mock.push(Reply::edit(path, old, new).with_text("Editing."));
+        mock.push(Reply::text("Edit finished."));
         self.type_and_submit("change it", timeout)
     }
 

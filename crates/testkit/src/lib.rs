@@ -10,7 +10,8 @@
 //!       (scripted model)        (real CLI)                     (under test)          (scripted editor)
 //! ```
 //!
-//! - [`mock_anthropic`]: scripted Messages API, records what the model was sent;
+//! - [`mock_anthropic`]: scripted Messages API, records what the model was sent
+//!   (a format of the [`mock_model`] every agent's model API shares);
 //! - [`tmux`]: runs the CLI in a real terminal, types into it and reads the screen;
 //! - [`claude`]: a sandboxed `HOME`/`CLAUDE_CONFIG_DIR` so no first-run screen appears;
 //! - [`editor`]: a scripted editor speaking the stdio editor protocol to ccbridge;
@@ -20,8 +21,8 @@
 //! - [`vscode`]: a real VS Code (code-server) with the extension installed,
 //!   its page driven by Chromium ([`browser`]);
 //! - [`agents`], [`mock_gemini`], [`mock_openai`]: the same for Gemini CLI
-//!   and Qwen Code (their sandboxes, and their model APIs on the shared
-//!   [`mock_model`] script), for the IDE companion server;
+//!   and Qwen Code (their sandboxes, and their model APIs in the
+//!   [`mock_model`] formats), for the IDE companion server;
 //! - [`sandbox`], [`stub_http`]: what the CLIs' sandboxes and the model
 //!   mocks share;
 //! - [`alone`]: a test that needs its process to itself (its environment,

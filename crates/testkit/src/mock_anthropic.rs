@@ -1,71 +1,40 @@
-//! A scripted stand-in for the Anthropic Messages API.
+//! The Anthropic Messages API as an [`Api`] of [`crate::mock_model`]: the
+//! scripted model the real Claude Code CLI talks to.
 //!
 //! Why: the real CLI only reaches the IDE paths we test (diffs, diagnostics,
 //! selection attachments) from inside a model turn, and the tests must run
-//! offline and deterministically. The CLI honours `ANTHROPIC_BASE_URL`, so this
-//! server plays the model: each `POST /v1/messages` pops the next scripted
-//! [`Turn`] and streams it back as server-sent events in exactly the shape the
-//! CLI's SDK parses (`message_start`, `content_block_*`, `message_delta`,
-//! `message_stop`). An empty script answers a plain "ok" text turn. Every
-//! request body is recorded so tests can assert on what the model was *sent*
-//! (the `selected_lines` system text, tool results, ...).
+//! offline and deterministically. The CLI honours `ANTHROPIC_BASE_URL`, so
+//! this server plays the model: each `POST /v1/messages` is an agent turn
+//! that takes the next scripted [`Reply`] and streams it back as
+//! server-sent events in exactly the shape the CLI's SDK parses
+//! (`message_start`, `content_block_*`, `message_delta`, `message_stop`,
+//! each with its `event:` name, which the SDK dispatches on). With nothing
+//! scripted the answer is the text `ok`. Every request is recorded, so tests
+//! can assert on what the model was *sent*: a request's
+//! [`text`](crate::mock_model::RecordedRequest::text)
+//! is [`request_text`], the system prompt included (the `selected_lines`
+//! system text), and [`tool_results`] picks out what Claude was told a tool
+//! did. Any other path gets `200 {}`.
 //!
-//! It is a small blocking HTTP/1.1 server on std threads (one per connection),
-//! which keeps the harness free of an async runtime; any other path gets
-//! `200 {}`.
+//! The script, the log, the waits and the server are [`MockModel`]'s, shared
+//! with the Gemini, OpenAI and Responses formats.
 
-use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Listener, Request};
+use crate::mock_model::{Api, Incoming, MockModel, Reply, RequestTimeout, Response, Served};
 use serde_json::{json, Value};
-use std::collections::VecDeque;
-use std::io::{self, BufReader};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-/// A tool call the scripted model makes.
-#[derive(Clone, Debug)]
-pub struct ToolUse {
-    pub name: String,
-    pub input: Value,
-}
+/// The Messages API format.
+pub struct Anthropic;
 
-/// One scripted model answer: optional text, then optionally one tool call
-/// (which makes the stop reason `tool_use`, otherwise `end_turn`).
-#[derive(Clone, Debug, Default)]
-pub struct Turn {
-    pub text: Option<String>,
-    pub tool_use: Option<ToolUse>,
-}
+/// A running scripted Messages API on 127.0.0.1 (`ANTHROPIC_BASE_URL` is
+/// its [`MockModel::url`]).
+pub type MockAnthropic = MockModel<Anthropic>;
 
-impl Turn {
-    /// A text-only turn that ends the model's turn.
-    pub fn text(text: impl Into<String>) -> Self {
-        Turn {
-            text: Some(text.into()),
-            tool_use: None,
-        }
-    }
-
-    /// A turn that calls `name` with `input`.
-    pub fn tool(name: impl Into<String>, input: Value) -> Self {
-        Turn {
-            text: None,
-            tool_use: Some(ToolUse {
-                name: name.into(),
-                input,
-            }),
-        }
-    }
-
-    /// Adds text before the tool call.
-    pub fn with_text(mut self, text: impl Into<String>) -> Self {
-        self.text = Some(text.into());
-        self
-    }
-
+/// Claude Code's own file tools, as scripted calls.
+impl Reply {
     /// `Edit {file_path, old_string, new_string}`.
     pub fn edit(file_path: &str, old_string: &str, new_string: &str) -> Self {
-        Turn::tool(
+        Reply::call(
             "Edit",
             json!({"file_path": file_path, "old_string": old_string, "new_string": new_string}),
         )
@@ -73,200 +42,88 @@ impl Turn {
 
     /// `Write {file_path, content}`.
     pub fn write(file_path: &str, content: &str) -> Self {
-        Turn::tool("Write", json!({"file_path": file_path, "content": content}))
+        Reply::call("Write", json!({"file_path": file_path, "content": content}))
     }
 }
 
-/// One HTTP request the mock received.
-#[derive(Clone, Debug)]
-pub struct RecordedRequest {
-    pub method: String,
-    /// Path including the query (`/v1/messages?beta=true`).
-    pub path: String,
-    /// The body parsed as JSON; a non-JSON body is kept as a JSON string;
-    /// no body is `null`.
-    pub body: Value,
-    /// The tool_use id the mock answered with, if the answer was a tool call.
-    pub answered_tool_use_id: Option<String>,
+/// A `POST /v1/messages` (the model loop), with or without a query.
+fn is_messages(req: &Incoming) -> bool {
+    req.method == "POST" && req.path.split('?').next() == Some("/v1/messages")
 }
 
-impl RecordedRequest {
-    /// A `POST /v1/messages` (the model loop), with or without a query.
-    pub fn is_messages(&self) -> bool {
-        self.method == "POST"
-            && (self.path == "/v1/messages" || self.path.starts_with("/v1/messages?"))
-    }
-}
+impl Api for Anthropic {
+    const NAME: &'static str = "anthropic";
 
-#[derive(Default)]
-struct Inner {
-    script: VecDeque<Turn>,
-    requests: Vec<RecordedRequest>,
-    next_id: u64,
-}
-
-struct Shared {
-    inner: Mutex<Inner>,
-    changed: Condvar,
-}
-
-/// The running mock. Dropping it stops accepting connections.
-pub struct MockAnthropic {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    _listener: Listener,
-}
-
-/// A condition on the recorded requests did not hold in time.
-pub struct RequestTimeout {
-    pub what: String,
-    pub requests: Vec<RecordedRequest>,
-}
-
-impl std::fmt::Debug for RequestTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "timed out waiting for {}; the mock API saw {} request(s):",
-            self.what,
-            self.requests.len()
-        )?;
-        for r in &self.requests {
-            let text = request_text(&r.body);
-            writeln!(
-                f,
-                "--- {} {} (last 1500 chars of its text):\n{}",
-                r.method,
-                r.path,
-                last_chars(&text, 1500)
-            )?;
+    fn classify(req: &Incoming) -> Served {
+        if is_messages(req) {
+            Served::Turn
+        } else {
+            Served::Other
         }
-        Ok(())
-    }
-}
-
-impl std::fmt::Display for RequestTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
-    }
-}
-
-impl std::error::Error for RequestTimeout {}
-
-impl MockAnthropic {
-    /// Binds 127.0.0.1:0 and starts serving with an empty script.
-    pub fn start() -> io::Result<Self> {
-        let shared = Arc::new(Shared {
-            inner: Mutex::new(Inner::default()),
-            changed: Condvar::new(),
-        });
-        let conn_shared = shared.clone();
-        let listener = Listener::start("mock-anthropic", move |stream| {
-            let _ = serve_connection(stream, &conn_shared);
-        })?;
-        Ok(MockAnthropic {
-            addr: listener.addr(),
-            shared,
-            _listener: listener,
-        })
     }
 
-    /// Starts with `turns` queued.
-    pub fn with_script(turns: impl IntoIterator<Item = Turn>) -> io::Result<Self> {
-        let mock = Self::start()?;
-        for t in turns {
-            mock.push(t);
+    fn respond(
+        req: &Incoming,
+        served: Served,
+        reply: Option<&Reply>,
+        n: u64,
+    ) -> (Response, Option<String>) {
+        if served != Served::Turn {
+            return (Response::Json(json!({})), None);
         }
-        Ok(mock)
+        let fallback = Reply::text(crate::mock_model::DEFAULT_TEXT);
+        let reply = reply.unwrap_or(&fallback);
+        let model = req
+            .body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("claude-mock");
+        let tool_id = reply
+            .call
+            .as_ref()
+            .map(|_| format!("toolu_mock{n:04}{:x}", std::process::id()));
+        let response = if req.body.get("stream").and_then(Value::as_bool) == Some(true) {
+            Response::NamedSse(sse_events(reply, model, n, tool_id.as_deref()))
+        } else {
+            Response::Json(message_json(reply, model, n, tool_id.as_deref()))
+        };
+        (response, tool_id)
     }
 
-    /// `http://127.0.0.1:<port>`, for `ANTHROPIC_BASE_URL`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+    fn request_text(body: &Value) -> String {
+        request_text(body)
     }
 
-    /// Queues a turn; requests pop turns in order.
-    pub fn push(&self, turn: Turn) {
-        self.shared.inner.lock().unwrap().script.push_back(turn);
-    }
-
-    /// Turns not yet served.
-    pub fn remaining_turns(&self) -> usize {
-        self.shared.inner.lock().unwrap().script.len()
-    }
-
-    /// Every request received so far, in order.
-    pub fn all_requests(&self) -> Vec<RecordedRequest> {
-        self.shared.inner.lock().unwrap().requests.clone()
-    }
-
-    /// The `POST /v1/messages` requests received so far, in order.
-    pub fn message_requests(&self) -> Vec<RecordedRequest> {
-        self.all_requests()
+    /// The last user message's own text (tool results left out).
+    fn last_user_text(body: &Value) -> String {
+        body.get("messages")
+            .and_then(Value::as_array)
             .into_iter()
-            .filter(RecordedRequest::is_messages)
-            .collect()
+            .flatten()
+            .rev()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .map(|m| match m.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter(|i| i.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|i| i.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            })
+            .find(|t| !t.is_empty())
+            .unwrap_or_default()
     }
+}
 
-    /// Waits until some `POST /v1/messages` request (already received or
-    /// arriving within `timeout`) satisfies `pred`; returns the first such.
-    pub fn wait_for_request(
-        &self,
-        what: &str,
-        timeout: Duration,
-        pred: impl Fn(&RecordedRequest) -> bool,
-    ) -> Result<RecordedRequest, RequestTimeout> {
-        crate::wait_on(&self.shared.inner, &self.shared.changed, timeout, |inner| {
-            inner
-                .requests
-                .iter()
-                .find(|r| r.is_messages() && pred(r))
-                .cloned()
-        })
-        .map_err(|inner| RequestTimeout {
-            what: what.to_string(),
-            requests: inner.requests.clone(),
-        })
-    }
-
-    /// Waits for a messages request whose text (see [`request_text`]) contains `needle`.
-    pub fn wait_for_request_containing(
-        &self,
-        needle: &str,
-        timeout: Duration,
-    ) -> Result<RecordedRequest, RequestTimeout> {
-        self.wait_for_request(&format!("a request containing {needle:?}"), timeout, |r| {
-            request_text(&r.body).contains(needle)
-        })
-    }
-
-    /// Waits until at least `n` messages requests have arrived; returns them all.
-    pub fn wait_for_message_count(
-        &self,
-        n: usize,
-        timeout: Duration,
-    ) -> Result<Vec<RecordedRequest>, RequestTimeout> {
-        crate::wait_on(&self.shared.inner, &self.shared.changed, timeout, |inner| {
-            let msgs: Vec<_> = inner
-                .requests
-                .iter()
-                .filter(|r| r.is_messages())
-                .cloned()
-                .collect();
-            (msgs.len() >= n).then_some(msgs)
-        })
-        .map_err(|inner| RequestTimeout {
-            what: format!("{n} messages request(s)"),
-            requests: inner.requests.clone(),
-        })
-    }
-
-    /// The texts of the tool results the `n`-th (1-based) Messages request
+impl MockModel<Anthropic> {
+    /// The texts of the tool results the `n`-th (1-based) agent turn
     /// carried, one per line, once that request arrived: what the model was
     /// told a tool did.
     pub fn tool_results_of(&self, n: usize, timeout: Duration) -> Result<String, RequestTimeout> {
-        let reqs = self.wait_for_message_count(n, timeout)?;
-        Ok(tool_results(&reqs[n - 1].body)
+        let turns = self.wait_for_turn_count(n, timeout)?;
+        Ok(tool_results(&turns[n - 1].body)
             .into_iter()
             .map(|(_, t)| t)
             .collect::<Vec<_>>()
@@ -359,65 +216,6 @@ pub fn tool_results(body: &Value) -> Vec<(String, String)> {
     out
 }
 
-fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut writer = stream;
-    loop {
-        let Some(Request {
-            method, path, body, ..
-        }) = read_request(&mut reader)?
-        else {
-            return Ok(()); // peer closed
-        };
-        let mut record = RecordedRequest {
-            method,
-            path,
-            body,
-            answered_tool_use_id: None,
-        };
-        if record.is_messages() {
-            let (turn, n) = {
-                let mut inner = shared.inner.lock().unwrap();
-                inner.next_id += 1;
-                let n = inner.next_id;
-                (
-                    inner.script.pop_front().unwrap_or_else(|| Turn::text("ok")),
-                    n,
-                )
-            };
-            let model = record
-                .body
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or("claude-mock")
-                .to_string();
-            let tool_id = turn
-                .tool_use
-                .as_ref()
-                .map(|_| format!("toolu_mock{n:04}{:x}", std::process::id()));
-            record.answered_tool_use_id = tool_id.clone();
-            let stream_requested = record.body.get("stream").and_then(Value::as_bool) == Some(true);
-            record_request(shared, record);
-            if stream_requested {
-                let sse = sse_body(&turn, &model, n, tool_id.as_deref());
-                respond_sse(&mut writer, &format!("request-id: req_mock{n}\r\n"), &sse)?;
-                return Ok(());
-            }
-            let msg = message_json(&turn, &model, n, tool_id.as_deref());
-            respond_json(&mut writer, &msg)?;
-        } else {
-            record_request(shared, record);
-            respond_json(&mut writer, &json!({}))?;
-        }
-    }
-}
-
-fn record_request(shared: &Shared, record: RecordedRequest) {
-    shared.inner.lock().unwrap().requests.push(record);
-    shared.changed.notify_all();
-}
-
 fn usage(output_tokens: u64) -> Value {
     json!({
         "input_tokens": 10,
@@ -427,22 +225,22 @@ fn usage(output_tokens: u64) -> Value {
     })
 }
 
-fn stop_reason(turn: &Turn) -> &'static str {
-    if turn.tool_use.is_some() {
+fn stop_reason(reply: &Reply) -> &'static str {
+    if reply.call.is_some() {
         "tool_use"
     } else {
         "end_turn"
     }
 }
 
-/// The whole turn as one non-streaming message (for `stream: false` requests).
-fn message_json(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> Value {
+/// The whole reply as one non-streaming message (for `stream: false` requests).
+fn message_json(reply: &Reply, model: &str, n: u64, tool_id: Option<&str>) -> Value {
     let mut content = Vec::new();
-    if let Some(t) = &turn.text {
+    if let Some(t) = &reply.text {
         content.push(json!({"type": "text", "text": t}));
     }
-    if let (Some(tu), Some(id)) = (&turn.tool_use, tool_id) {
-        content.push(json!({"type": "tool_use", "id": id, "name": tu.name, "input": tu.input}));
+    if let (Some(c), Some(id)) = (&reply.call, tool_id) {
+        content.push(json!({"type": "tool_use", "id": id, "name": c.name, "input": c.args}));
     }
     json!({
         "id": format!("msg_mock{n}"),
@@ -450,18 +248,22 @@ fn message_json(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> Valu
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": stop_reason(turn),
+        "stop_reason": stop_reason(reply),
         "stop_sequence": null,
         "usage": usage(5),
     })
 }
 
-/// The turn as the server-sent-event stream the SDK expects.
-fn sse_body(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> String {
-    let mut out = String::new();
-    let mut event = |name: &str, data: Value| {
-        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
-    };
+/// The turn as the server-sent-event stream the SDK expects: each event's
+/// name and data.
+fn sse_events(
+    reply: &Reply,
+    model: &str,
+    n: u64,
+    tool_id: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut event = |name: &'static str, data: Value| out.push((name, data.to_string()));
     event(
         "message_start",
         json!({"type": "message_start", "message": {
@@ -476,7 +278,7 @@ fn sse_body(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> String {
         }}),
     );
     let mut index = 0;
-    if let Some(text) = &turn.text {
+    if let Some(text) = &reply.text {
         event(
             "content_block_start",
             json!({"type": "content_block_start", "index": index,
@@ -493,16 +295,16 @@ fn sse_body(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> String {
         );
         index += 1;
     }
-    if let (Some(tu), Some(id)) = (&turn.tool_use, tool_id) {
+    if let (Some(c), Some(id)) = (&reply.call, tool_id) {
         event(
             "content_block_start",
             json!({"type": "content_block_start", "index": index,
-                   "content_block": {"type": "tool_use", "id": id, "name": tu.name, "input": {}}}),
+                   "content_block": {"type": "tool_use", "id": id, "name": c.name, "input": {}}}),
         );
         event(
             "content_block_delta",
             json!({"type": "content_block_delta", "index": index,
-                   "delta": {"type": "input_json_delta", "partial_json": tu.input.to_string()}}),
+                   "delta": {"type": "input_json_delta", "partial_json": c.args.to_string()}}),
         );
         event(
             "content_block_stop",
@@ -512,7 +314,7 @@ fn sse_body(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> String {
     event(
         "message_delta",
         json!({"type": "message_delta",
-               "delta": {"stop_reason": stop_reason(turn), "stop_sequence": null},
+               "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
                "usage": {"output_tokens": 5}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
@@ -522,68 +324,32 @@ fn sse_body(turn: &Turn, model: &str, n: u64, tool_id: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{BufRead, Read, Write};
+    use crate::mock_model::{post, sse_data};
 
-    fn post(mock: &MockAnthropic, path: &str, body: &str, chunked: bool) -> String {
-        let mut s = TcpStream::connect(mock.addr).unwrap();
-        let head = if chunked {
-            format!(
-                "POST {path} HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
-                body.len()
-            )
-        } else {
-            format!(
-                "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            )
-        };
-        s.write_all(head.as_bytes()).unwrap();
-        let mut out = String::new();
-        if chunked {
-            // SSE answers close the connection themselves.
-            s.read_to_string(&mut out).unwrap();
-        } else {
-            let mut r = BufReader::new(s);
-            let mut line = String::new();
-            let mut len = 0;
-            while r.read_line(&mut line).unwrap() > 0 {
-                if line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap();
-                }
-                out.push_str(&line);
-                line.clear();
-            }
-            let mut body = vec![0; len];
-            r.read_exact(&mut body).unwrap();
-            out.push_str(&String::from_utf8(body).unwrap());
-        }
-        out
-    }
-
-    fn events(sse: &str) -> Vec<Value> {
-        sse.lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(|d| serde_json::from_str(d).unwrap())
+    /// The `event:` names of an event stream, in order.
+    fn event_names(body: &str) -> Vec<&str> {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("event: "))
             .collect()
     }
 
     #[test]
     fn streams_scripted_turns_then_ok() {
         let mock =
-            MockAnthropic::with_script([Turn::edit("/w/a.py", "x", "y").with_text("Editing.")])
+            MockAnthropic::with_script([Reply::edit("/w/a.py", "x", "y").with_text("Editing.")])
                 .unwrap();
         let req = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
-        let first = post(&mock, "/v1/messages?beta=true", req, true);
-        assert!(first.starts_with("HTTP/1.1 200"));
-        assert!(first.contains("content-type: text/event-stream"));
-        let ev = events(&first);
-        let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        let (head, first) = post(&mock.url(), "/v1/messages?beta=true", req);
+        assert!(head.starts_with("HTTP/1.1 200"));
+        assert!(head.contains("content-type: text/event-stream"));
+        let names = event_names(&first);
+        let ev: Vec<Value> = sse_data(&first)
+            .iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
         assert_eq!(
-            types,
+            names,
             [
                 "message_start",
                 "content_block_start",
@@ -596,6 +362,8 @@ mod tests {
                 "message_stop"
             ]
         );
+        let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, names, "each event's data carries its own name");
         assert_eq!(ev[2]["delta"]["text"], "Editing.");
         assert_eq!(ev[4]["content_block"]["name"], "Edit");
         let input: Value =
@@ -603,21 +371,40 @@ mod tests {
         assert_eq!(input["new_string"], "y");
         assert_eq!(ev[7]["delta"]["stop_reason"], "tool_use");
 
-        let second = events(&post(&mock, "/v1/messages", req, true));
+        let (_, second) = post(&mock.url(), "/v1/messages", req);
+        let second: Vec<Value> = sse_data(&second)
+            .iter()
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
         assert_eq!(second[2]["delta"]["text"], "ok");
         assert_eq!(second[4]["delta"]["stop_reason"], "end_turn");
 
-        let other = post(&mock, "/api/other", "{}", false);
-        assert!(other.starts_with("HTTP/1.1 200") && other.ends_with("{}"));
+        let (head, other) = post(&mock.url(), "/api/other", "{}");
+        assert!(head.starts_with("HTTP/1.1 200") && other == "{}");
 
-        let msgs = mock.message_requests();
-        assert_eq!(msgs.len(), 2);
-        assert_eq!(msgs[0].body["messages"][0]["content"], "hi");
+        let turns = mock.turns();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[0].body["messages"][0]["content"], "hi");
+        assert_eq!(turns[0].last_user_text, "hi");
         assert_eq!(
-            msgs[0].answered_tool_use_id.as_deref(),
+            turns[0].call_id.as_deref(),
             ev[4]["content_block"]["id"].as_str()
         );
-        assert_eq!(mock.all_requests().len(), 3);
+        assert_eq!(mock.requests().len(), 3);
+    }
+
+    #[test]
+    fn a_request_without_stream_gets_the_whole_message() {
+        let mock = MockAnthropic::with_script([Reply::text("Hello.")]).unwrap();
+        let (head, body) = post(
+            &mock.url(),
+            "/v1/messages",
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        );
+        assert!(head.contains("content-type: application/json"));
+        let msg: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(msg["content"][0]["text"], "Hello.");
+        assert_eq!(msg["stop_reason"], "end_turn");
     }
 
     #[test]
@@ -635,5 +422,6 @@ mod tests {
         let text = request_text(&body);
         assert!(text.contains("SYS") && text.contains("hello") && text.contains("RESULT"));
         assert_eq!(tool_results(&body), vec![("t1".into(), "RESULT\n".into())]);
+        assert_eq!(Anthropic::last_user_text(&body), "hello");
     }
 }

@@ -1,14 +1,15 @@
-//! The part the scripted model APIs for Gemini CLI ([`crate::mock_gemini`])
-//! and Qwen Code ([`crate::mock_openai`]) share: the script, the request log
-//! and the HTTP server.
+//! The part the scripted model APIs share: the script, the request log and
+//! the HTTP server. Each format is an [`Api`]: Claude Code's
+//! ([`crate::mock_anthropic`]), Gemini CLI's ([`crate::mock_gemini`]),
+//! Qwen Code's ([`crate::mock_openai`]) and Codex CLI's
+//! ([`crate::mock_responses`]).
 //!
-//! Why: both CLIs reach the IDE companion paths (editor context in the
-//! prompt, `openDiff` for an edit) only from inside a model turn, and the
-//! tests must run offline and deterministically. Both honour a configurable
-//! API base URL, so a local server plays the model. The two wire formats
-//! differ (Gemini's `generateContent` against OpenAI's `chat/completions`);
-//! everything else is the same and lives here, behind the small [`Api`]
-//! trait each format implements:
+//! Why: every agent CLI reaches the IDE paths we test (editor context in
+//! the prompt, a diff for an edit) only from inside a model turn, and the
+//! tests must run offline and deterministically. Each honours a
+//! configurable API base URL, so a local server plays the model. The wire
+//! formats differ; everything else is the same and lives here, behind the
+//! small [`Api`] trait each format implements:
 //!
 //! - **The script.** A test queues [`Reply`]s: text, a tool call, or both.
 //!   Replies can be keyed on a marker ([`MockModel::on`]): they then answer
@@ -28,9 +29,9 @@
 //!   flattened text, so a test can assert on what the model was *sent*: the
 //!   editor context, a tool result.
 //!
-//! The server is blocking HTTP/1.1 on std threads (one per connection), like
-//! [`crate::mock_anthropic`], so the harness needs no async runtime. Streamed
-//! answers are server-sent events ending with the connection.
+//! The server is blocking HTTP/1.1 on std threads (one per connection), so
+//! the harness needs no async runtime. Streamed answers are server-sent
+//! events ending with the connection.
 
 use crate::stub_http::{last_chars, read_request, respond_json, respond_sse, Listener, Request};
 use serde_json::{json, Value};
@@ -109,9 +110,10 @@ pub struct RecordedRequest {
     /// no body is `null`.
     pub body: Value,
     pub served: Served,
-    /// All message text of the body (system prompt excluded), flattened in
-    /// order, tool calls and tool results included: what substring
-    /// assertions run on.
+    /// All message text of the body, flattened in order, tool calls and tool
+    /// results included: what substring assertions run on. The system
+    /// prompt is left out, except in Anthropic's format
+    /// ([`crate::mock_anthropic`]), where tests look for it.
     pub text: String,
     /// The text of the last user message that has text (not a tool result):
     /// the prompt this turn belongs to. Markers are looked for here.
@@ -150,11 +152,14 @@ pub enum Response {
     Json(Value),
     /// `200` with `text/event-stream`: each item is one `data:` payload.
     Sse(Vec<String>),
+    /// `200` with `text/event-stream`: each item is one event's `event:`
+    /// name and its `data:` payload (the Anthropic SDK dispatches on names).
+    NamedSse(Vec<(&'static str, String)>),
 }
 
-/// One model API wire format. Implemented by [`crate::mock_gemini::Gemini`]
-/// and [`crate::mock_openai::OpenAi`]; the methods are pure functions of the
-/// request, so each is unit-tested without a server.
+/// One model API wire format (the module docs list the four). The methods
+/// are pure functions of the request, so each is unit-tested without a
+/// server.
 pub trait Api: Send + Sync + 'static {
     /// For thread names and failure messages.
     const NAME: &'static str;
@@ -290,6 +295,15 @@ impl<A: Api> MockModel<A> {
             _listener: listener,
             _api: PhantomData,
         })
+    }
+
+    /// Starts with `replies` queued (see [`MockModel::push`]).
+    pub fn with_script(replies: impl IntoIterator<Item = Reply>) -> io::Result<Self> {
+        let mock = Self::start()?;
+        for r in replies {
+            mock.push(r);
+        }
+        Ok(mock)
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -529,6 +543,14 @@ fn serve_connection<A: Api>(stream: TcpStream, shared: &Shared) -> io::Result<()
                 let body: String = events
                     .iter()
                     .map(|d| format!("data: {d}\r\n\r\n"))
+                    .collect();
+                respond_sse(&mut writer, "", &body)?;
+                return Ok(());
+            }
+            Response::NamedSse(events) => {
+                let body: String = events
+                    .iter()
+                    .map(|(name, d)| format!("event: {name}\r\ndata: {d}\r\n\r\n"))
                     .collect();
                 respond_sse(&mut writer, "", &body)?;
                 return Ok(());

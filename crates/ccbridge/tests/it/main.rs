@@ -15,6 +15,7 @@
 
 // Shared by the modules below.
 mod claude_side;
+mod real_client_rig;
 
 mod browser_cswsh;
 mod cli_client;

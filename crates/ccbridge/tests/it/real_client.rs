@@ -19,7 +19,8 @@
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::editor::{Editor, EditorOptions, LockFile};
-use ccbridge_testkit::mock_anthropic::{request_text, tool_results, MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::{request_text, tool_results, MockAnthropic};
+use ccbridge_testkit::mock_model::Reply;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY;
 use serde_json::{json, Value};
@@ -52,7 +53,7 @@ fn ccbridge_bin() -> PathBuf {
 /// Starts ccbridge (initialized as [`IDE_NAME`]) in a fresh sandbox with
 /// `hello.py`, then the CLI pointed at it, and waits until the editor sees
 /// `clientConnected` and the CLI shows its prompt.
-fn rig(turns: Vec<Turn>) -> Rig {
+fn rig(turns: Vec<Reply>) -> Rig {
     let claude_bin = claude_bin();
     let sandbox = Sandbox::new().expect("sandbox");
     let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
@@ -188,7 +189,7 @@ fn cli_connects_and_status_shows_the_editor() {
 
 #[test]
 fn selection_reaches_prompt_box_transcript_and_model() {
-    let rig = rig(vec![Turn::text("I see your selection.")]);
+    let rig = rig(vec![Reply::text("I see your selection.")]);
     rig.wait_ide_ready();
     let (params, text) = hello_selection(&rig.hello_path());
     rig.editor.notify("selectionChanged", params).unwrap();
@@ -287,8 +288,8 @@ fn at_mention_inserts_file_and_range_into_prompt() {
 #[test]
 fn model_get_diagnostics_returns_editor_diagnostics() {
     let rig = rig(vec![
-        Turn::tool("mcp__ide__getDiagnostics", json!({})).with_text("Checking diagnostics."),
-        Turn::text("Diagnostics reviewed."),
+        Reply::call("mcp__ide__getDiagnostics", json!({})).with_text("Checking diagnostics."),
+        Reply::text("Diagnostics reviewed."),
     ]);
     let message = "E2E-DIAG-4242 undefined name 'mesage'";
     rig.editor
@@ -309,8 +310,8 @@ fn model_get_diagnostics_returns_editor_diagnostics() {
         .unwrap();
     rig.wait_ide_ready();
     rig.claude.type_and_submit("any problems?", STEP).unwrap();
-    let reqs = rig.mock.wait_for_message_count(2, STEP).unwrap();
-    let tool_id = reqs[0].answered_tool_use_id.clone().unwrap();
+    let reqs = rig.mock.wait_for_turn_count(2, STEP).unwrap();
+    let tool_id = reqs[0].call_id.clone().unwrap();
     let results = tool_results(&reqs[1].body);
     let (_, text) = results
         .iter()
@@ -377,8 +378,8 @@ fn propose_edit(rig: &Rig) -> ccbridge_testkit::editor::Incoming {
 fn rig_with_edit() -> Rig {
     let rig = rig(vec![]);
     rig.mock
-        .push(Turn::edit(&rig.hello_path(), OLD, NEW).with_text("Editing."));
-    rig.mock.push(Turn::text("Edit finished."));
+        .push(Reply::edit(&rig.hello_path(), OLD, NEW).with_text("Editing."));
+    rig.mock.push(Reply::text("Edit finished."));
     rig
 }
 
@@ -403,7 +404,7 @@ fn edit_accepted_in_editor_with_user_changes_is_written() {
     rig.editor
         .respond(close.id.as_ref().unwrap(), Value::Null)
         .unwrap();
-    let reqs = rig.mock.wait_for_message_count(2, STEP).unwrap();
+    let reqs = rig.mock.wait_for_turn_count(2, STEP).unwrap();
     let results = tool_results(&reqs[1].body);
     assert!(
         results
@@ -444,7 +445,7 @@ fn edit_rejected_in_editor_leaves_file_unchanged() {
         });
     assert_eq!(std::fs::read_to_string(&rig.hello).unwrap(), HELLO_PY);
     // The turn ends with the rejection: the model is not asked again.
-    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    assert_eq!(rig.mock.turns().len(), 1, "{}", rig.context());
     rig.editor
         .wait_seen("closeDiff", STEP, |m| m.params["id"] == show.params["id"])
         .unwrap();
@@ -509,8 +510,8 @@ fn closing_the_terminal_closes_the_open_diff() {
 #[test]
 fn close_all_diff_tabs_is_answered_at_each_prompt() {
     let rig = rig(vec![
-        Turn::text("first answer"),
-        Turn::text("second answer"),
+        Reply::text("first answer"),
+        Reply::text("second answer"),
     ]);
     rig.wait_ide_ready();
     let count = |needle: &str| rig.claude.debug_log().matches(needle).count();

@@ -16,32 +16,26 @@
 //! `ccbridge_testkit::browser`); the README's test command installs both.
 //! Without them every test fails with the instruction; none is skipped.
 
+use crate::real_client_rig::{Bench, RealClient, Shown, NEW, OLD, STEP};
 use ccbridge_testkit::browser::Browser;
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use ccbridge_testkit::mock_model::Reply;
 use ccbridge_testkit::serve::ServeProcess;
 use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "BrowserReview";
-/// Bound for each single step (two CLIs may start at once on two cores).
-const STEP: Duration = Duration::from_secs(30);
 const PAGE: &str = "review";
 /// What the launcher prints, with ccbridge's exit status, when it ends.
 const EXITED: &str = "ccbridge exited with status";
 
-/// Field order is drop order: the browser and the CLI (with ccbridge, its
-/// launcher) go first, the sandbox last.
-struct Rig {
-    browser: Browser,
-    claude: Claude,
-    mock: MockAnthropic,
-    hello: PathBuf,
-    log: PathBuf,
-    sandbox: Sandbox,
-}
+type Rig = RealClient<Browser>;
+
+/// What the page logs is checked by the tests themselves.
+impl Shown for Browser {}
 
 /// `ccbridge claude` in a fresh sandbox with `hello.py`, the CLI showing
 /// the IDE connected, and the page signed in through the printed link.
@@ -51,14 +45,11 @@ fn rig() -> Rig {
 
 /// [`rig`], with `extra` options for `ccbridge claude`.
 fn rig_with(extra: &[&str]) -> Rig {
-    let claude_bin = claude_bin();
-    let mut browser = Browser::launch();
-    let sandbox = Sandbox::new().expect("sandbox");
-    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
-    let mock = MockAnthropic::start().expect("mock API");
-    let log = sandbox.root().join("ccbridge.log");
+    let bench = Bench::new(IDE_NAME);
+    let browser = Browser::launch();
     // Under sh, which prints ccbridge's exit status: tmux does not always
     // know it (see `Tmux::exit_status`).
+    let opts = bench.claude_options();
     let launcher: Vec<String> = [
         "sh".to_owned(),
         "-c".into(),
@@ -70,22 +61,17 @@ fn rig_with(extra: &[&str]) -> Rig {
         "--selection-debounce-ms".into(),
         "0".into(),
         "--log-file".into(),
-        log.display().to_string(),
+        bench.log.display().to_string(),
         "--claude".into(),
-        claude_bin.display().to_string(),
+        opts.bin.display().to_string(),
     ]
     .into_iter()
     .chain(extra.iter().map(|a| a.to_string()))
     .chain(["--".to_owned()])
     .collect();
-    let claude = Claude::start(
-        &sandbox,
-        // As users start it: no permission mode (auto mode, where Claude
-        // would edit without asking if ccbridge did not make edits ask).
-        &ClaudeOptions::new(claude_bin, mock.url()).launcher(launcher),
-    )
-    .expect("start ccbridge claude");
-    let screen = claude
+    let mut rig = bench.with_claude(browser, &opts.launcher(launcher));
+    let screen = rig
+        .claude
         .tmux
         .wait_for("the review link", STEP, |s| s.contains("#token="))
         .unwrap_or_else(|e| panic!("ccbridge printed no link: {e:?}"));
@@ -94,62 +80,27 @@ fn rig_with(extra: &[&str]) -> Rig {
         .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("/#token="))
         .unwrap_or_else(|| panic!("no link in:\n{screen}"))
         .to_owned();
-    let rig = Rig {
-        browser: {
-            browser.new_page(PAGE, "light");
-            browser.goto(PAGE, &link);
-            browser
-        },
-        claude,
-        mock,
-        hello,
-        log,
-        sandbox,
-    };
-    rig.claude.wait_prompt(STEP).unwrap();
-    rig.wait_status_connected();
+    rig.editor.new_page(PAGE, "light");
+    rig.editor.goto(PAGE, &link);
+    rig.wait_connected();
     rig
 }
 
-impl Rig {
-    /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
-    /// for the next turn.
-    fn wait_status_connected(&self) {
-        self.claude
-            .wait_ide_connected(IDE_NAME, STEP)
-            .unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
-    }
-
-    fn context(&self) -> String {
-        self.claude
-            .context(&std::fs::read_to_string(&self.log).unwrap_or_default())
-    }
-
-    fn hello_path(&self) -> String {
-        self.hello.display().to_string()
-    }
-
+impl RealClient<Browser> {
     /// The model proposes `old` → `new` in hello.py, then ends its turn
     /// with "Edit finished.". Returns the id of the page's review card once
     /// the CLI says the diff is open in the editor.
     fn propose(&mut self, old: &str, new: &str) -> String {
-        self.mock
-            .push(Turn::edit(&self.hello_path(), old, new).with_text("Editing."));
-        self.mock.push(Turn::text("Edit finished."));
-        self.claude.type_and_submit("change it", STEP).unwrap();
-        self.claude
-            .tmux
-            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
+        self.propose_edit(old, new);
         let find = r#"() => { const el = document.querySelector('[data-review][data-status=pending]');
             return el ? el.dataset.review : null; }"#;
         let id = self
-            .browser
+            .editor
             .wait_until(PAGE, find, json!(null))
             .as_str()
             .unwrap()
             .to_owned();
-        let proposed = self.browser.text(PAGE, &card(&id, "[data-side=proposed]"));
+        let proposed = self.editor.text(PAGE, &card(&id, "[data-side=proposed]"));
         assert!(
             proposed.contains(new.lines().last().unwrap().trim()),
             "the page shows the proposal: {proposed}"
@@ -157,39 +108,25 @@ impl Rig {
         id
     }
 
-    fn on_disk(&self) -> String {
-        std::fs::read_to_string(&self.hello).unwrap()
-    }
-
-    /// The tool_result the CLI sent the model for the Edit.
-    fn edit_result(&self) -> String {
-        self.mock
-            .tool_results_of(2, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()))
-    }
-
-    /// The card leaves the page once Claude closes its tab, and the page
-    /// logged nothing unexpected.
     /// Claude was told the user modified its proposal, finished the Edit,
     /// and the file on disk is `expected`.
     fn assert_written_as_modified(&self, expected: &str) {
-        let result = self.edit_result();
+        let result = self.tool_result(2);
         assert!(
             result.contains("The user modified your proposed changes"),
             "tool_result: {result}\n{}",
             self.context()
         );
-        self.claude
-            .tmux
-            .wait_for_text("Edit finished.", STEP)
-            .unwrap();
+        self.wait_screen("Edit finished.");
         assert_eq!(self.on_disk(), expected);
     }
 
+    /// The card leaves the page once Claude closes its tab, and the page
+    /// logged nothing unexpected.
     fn assert_closed_quietly(&mut self, id: &str) {
-        self.browser
+        self.editor
             .wait_gone(PAGE, &format!("[data-review=\"{id}\"]"));
-        let errors = self.browser.console_errors();
+        let errors = self.editor.console_errors();
         assert!(errors.is_empty(), "console errors: {errors:?}");
     }
 }
@@ -202,21 +139,18 @@ fn lock_files(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
 }
 
-const OLD: &str = "    print(message)";
-const NEW: &str = "    print(message.upper())";
-
 #[test]
 fn edit_changed_in_the_page_then_accepted_is_written_as_changed() {
     let mut rig = rig();
     let id = rig.propose(OLD, NEW);
-    rig.browser.click(
+    rig.editor.click(
         PAGE,
         &card(&id, "[data-side=proposed] .cm-line:has-text(\"upper\")"),
     );
-    rig.browser.press(PAGE, "End");
-    rig.browser.type_text(PAGE, "  # shout");
-    rig.browser.press(PAGE, "Escape");
-    rig.browser
+    rig.editor.press(PAGE, "End");
+    rig.editor.type_text(PAGE, "  # shout");
+    rig.editor.press(PAGE, "Escape");
+    rig.editor
         .click(PAGE, &card(&id, "[data-action=accept-file]"));
     rig.assert_written_as_modified(&HELLO_PY.replace(OLD, "    print(message.upper())  # shout"));
     rig.assert_closed_quietly(&id);
@@ -229,30 +163,22 @@ fn edit_changed_in_the_page_then_accepted_is_written_as_changed() {
 fn a_rejection_with_a_note_puts_the_note_in_claudes_next_request() {
     let mut rig = rig();
     let id = rig.propose(OLD, NEW);
-    rig.browser
+    rig.editor
         .click(PAGE, &card(&id, "[data-action=reject-note]"));
-    rig.browser
+    rig.editor
         .wait_for(PAGE, "dialog[data-reject-note][open] textarea");
-    rig.browser
+    rig.editor
         .type_text(PAGE, "NOTE-42: keep print, log with logging.info");
-    rig.browser.click(
+    rig.editor.click(
         PAGE,
         "dialog[data-reject-note] [data-action=reject-with-note]",
     );
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), HELLO_PY);
     // The next prompt carries the note to the model.
     rig.claude.type_and_submit("what now?", STEP).unwrap();
     let asked = rig
-        .mock
+        .mock()
         .wait_for_request_containing("NOTE-42: keep print, log with logging.info", STEP)
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert!(
@@ -260,11 +186,11 @@ fn a_rejection_with_a_note_puts_the_note_in_claudes_next_request() {
         "the note says which file"
     );
     // Given once: the prompt after that does not repeat it.
-    rig.mock.push(Turn::text("Noted again."));
+    rig.mock().push(Reply::text("Noted again."));
     rig.claude.wait_prompt(STEP).unwrap();
     rig.claude.type_and_submit("and now?", STEP).unwrap();
     let last = rig
-        .mock
+        .mock()
         .wait_for_request_containing("and now?", STEP)
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     let text = ccbridge_testkit::mock_anthropic::request_text(&last.body);
@@ -276,25 +202,14 @@ fn edit_rejected_in_the_page_is_not_written() {
     let mut rig = rig();
     // Claude's full screen hides the printed link; its status line says
     // where the page is (issue 19, item 3).
-    rig.claude
-        .tmux
-        .wait_for_text("ccbridge review page: http://127.0.0.1:", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.wait_screen("ccbridge review page: http://127.0.0.1:");
     let id = rig.propose(OLD, NEW);
-    rig.browser
+    rig.editor
         .click(PAGE, &card(&id, "[data-action=reject-file]"));
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), HELLO_PY);
     // The turn ends with the rejection: the model is not asked again.
-    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    assert_eq!(rig.mock().turns().len(), 1, "{}", rig.context());
     rig.assert_closed_quietly(&id);
 }
 
@@ -308,17 +223,17 @@ fn hunk_by_hunk_decision_writes_only_the_accepted_hunk() {
     let id = rig.propose(old, new);
     // The card appears first; its editors, and with them the hunk markers,
     // are mounted in a later animation frame: wait for the last, then count.
-    rig.browser.wait_for(PAGE, &card(&id, "[data-hunk=\"1\"]"));
-    assert_eq!(rig.browser.count(PAGE, &card(&id, "[data-hunk]")), 2);
-    rig.browser.click(
+    rig.editor.wait_for(PAGE, &card(&id, "[data-hunk=\"1\"]"));
+    assert_eq!(rig.editor.count(PAGE, &card(&id, "[data-hunk]")), 2);
+    rig.editor.click(
         PAGE,
         &card(&id, "[data-hunk=\"0\"] [data-action=accept-hunk]"),
     );
-    rig.browser
+    rig.editor
         .wait_for(PAGE, &card(&id, "[data-hunk=\"0\"][data-accepted]"));
     // Rejecting the last undecided hunk finishes the review: accepted, with
     // the second change reverted.
-    rig.browser.click(
+    rig.editor.click(
         PAGE,
         &card(&id, "[data-hunk=\"1\"] [data-action=reject-hunk]"),
     );
@@ -331,30 +246,30 @@ fn hunk_by_hunk_decision_writes_only_the_accepted_hunk() {
 #[test]
 fn page_selection_and_send_to_claude_reach_the_prompt_then_exit_cleans_up() {
     let mut rig = rig();
-    let ws = rig.sandbox.workspace().display().to_string();
+    let ws = rig.bench.sandbox.workspace().display().to_string();
     let entry = |p: &str| format!("[data-tree-path=\"{p}\"]");
-    rig.browser.click(PAGE, "[data-tab=files]");
-    rig.browser.wait_for(PAGE, &entry(&ws));
+    rig.editor.click(PAGE, "[data-tab=files]");
+    rig.editor.wait_for(PAGE, &entry(&ws));
     // The root opens by itself; its listing may still be on the way.
     if rig
-        .browser
+        .editor
         .count(PAGE, &format!("{}[aria-expanded=false]", entry(&ws)))
         == 1
     {
-        rig.browser.click(PAGE, &entry(&ws));
+        rig.editor.click(PAGE, &entry(&ws));
     }
-    rig.browser.click(PAGE, &entry(&rig.hello_path()));
-    rig.browser
+    rig.editor.click(PAGE, &entry(&rig.hello_path()));
+    rig.editor
         .click(PAGE, "[data-viewer] .cm-line:has-text(\"message =\")");
-    rig.browser.press(PAGE, "Home");
-    rig.browser.press(PAGE, "Shift+ArrowDown");
-    rig.browser.press(PAGE, "Shift+End");
+    rig.editor.press(PAGE, "Home");
+    rig.editor.press(PAGE, "Shift+ArrowDown");
+    rig.editor.press(PAGE, "Shift+End");
     rig.claude
         .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
             l.contains("⧉ 2 lines selected")
         })
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.browser.click(PAGE, "[data-action=send-to-claude]");
+    rig.editor.click(PAGE, "[data-action=send-to-claude]");
     let line = rig
         .claude
         .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
@@ -366,11 +281,11 @@ fn page_selection_and_send_to_claude_reach_the_prompt_then_exit_cleans_up() {
         1,
         "one mention, once: {line:?}"
     );
-    let errors = rig.browser.console_errors();
+    let errors = rig.editor.console_errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
 
     // Leaving Claude ends ccbridge with Claude's status, the lock file gone.
-    let lock_dir = rig.sandbox.lock_dir();
+    let lock_dir = rig.bench.sandbox.lock_dir();
     assert_eq!(lock_files(&lock_dir), 1, "{}", lock_dir.display());
     rig.claude.press(&["C-u"]).unwrap();
     rig.claude.type_and_submit("/exit", STEP).unwrap();
@@ -385,61 +300,58 @@ fn page_selection_and_send_to_claude_reach_the_prompt_then_exit_cleans_up() {
 #[test]
 fn workspace_tools_ask_in_the_page_and_claude_gets_what_the_user_allowed() {
     let mut rig = rig();
-    rig.mock.push(Turn::tool(
+    rig.mock().push(Reply::call(
         "mcp__ccbridge__execute_command",
         json!({"command": "echo PAGE-RAN-$((40+2))"}),
     ));
-    rig.mock.push(Turn::tool(
+    rig.mock().push(Reply::call(
         "mcp__ccbridge__apply_diff",
         json!({"path": "hello.py", "diff": format!("<<<<<<< SEARCH\n{OLD}\n=======\n{NEW}\n>>>>>>> REPLACE\n")}),
     ));
-    rig.mock.push(Turn::text("Tools done."));
+    rig.mock().push(Reply::text("Tools done."));
     rig.claude.type_and_submit("use the tools", STEP).unwrap();
 
     // The command waits for the page's user, shown exactly.
-    rig.browser.click(PAGE, "[data-tab=tools]");
-    rig.browser
+    rig.editor.click(PAGE, "[data-tab=tools]");
+    rig.editor
         .wait_for(PAGE, "[data-approval] [data-approval-command]");
     assert_eq!(
-        rig.browser
+        rig.editor
             .text(PAGE, "[data-approval] [data-approval-command]"),
         "echo PAGE-RAN-$((40+2))"
     );
-    rig.browser
+    rig.editor
         .click(PAGE, "[data-approval] [data-action=allow]");
     let told = rig
-        .mock
+        .mock()
         .tool_results_of(2, STEP)
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert!(told.contains("PAGE-RAN-42"), "{told}");
     assert!(rig
-        .browser
+        .editor
         .text(PAGE, "[data-run] [data-run-output]")
         .contains("PAGE-RAN-42"));
 
     // The edit is a review in Reviews; accepted there, it lands.
-    rig.browser.click(PAGE, "[data-tab=reviews]");
+    rig.editor.click(PAGE, "[data-tab=reviews]");
     let find = r#"() => { const el = document.querySelector('[data-review][data-status=pending]');
         return el ? el.dataset.review : null; }"#;
     let id = rig
-        .browser
+        .editor
         .wait_until(PAGE, find, json!(null))
         .as_str()
         .unwrap()
         .to_owned();
-    rig.browser
+    rig.editor
         .click(PAGE, &card(&id, "[data-action=accept-file]"));
     let told = rig
-        .mock
+        .mock()
         .tool_results_of(3, STEP)
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert!(told.contains("\"status\":\"accepted\""), "{told}");
     assert_eq!(rig.on_disk(), HELLO_PY.replace(OLD, NEW));
-    rig.claude
-        .tmux
-        .wait_for_text("Tools done.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    let errors = rig.browser.console_errors();
+    rig.wait_screen("Tools done.");
+    let errors = rig.editor.console_errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
 }
 
@@ -478,24 +390,21 @@ fn revert_first_hunk_in_changes(browser: &mut Browser, file: &str, source: &str,
 #[test]
 fn an_edit_made_without_review_is_listed_with_claudes_report_and_one_hunk_reverted() {
     let mut rig = rig_with(&["--no-edit-review"]);
-    rig.mock
-        .push(Turn::edit(&rig.hello_path(), TWO_OLD, TWO_NEW).with_text("Editing."));
-    rig.mock.push(Turn::text("Edit finished."));
+    rig.mock()
+        .push(Reply::edit(&rig.hello_path(), TWO_OLD, TWO_NEW).with_text("Editing."));
+    rig.mock().push(Reply::text("Edit finished."));
     rig.claude.type_and_submit("change it", STEP).unwrap();
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.wait_screen("Edit finished.");
     assert_eq!(rig.on_disk(), HELLO_PY.replace(TWO_OLD, TWO_NEW));
     revert_first_hunk_in_changes(
-        &mut rig.browser,
+        &mut rig.editor,
         "hello.py",
         "Claude Code (Edit), not reviewed",
         2,
     );
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
-    rig.browser
+    rig.editor
         .screenshot(PAGE, &shots.join("changes-after-claude-edit.png"));
     assert_eq!(
         rig.on_disk(),
@@ -556,8 +465,8 @@ fn an_edit_by_a_claude_started_elsewhere_in_auto_mode_is_noticed_and_one_hunk_re
     claude
         .wait_ide_connected(IDE_NAME, STEP)
         .unwrap_or_else(|e| panic!("{e}"));
-    mock.push(Turn::edit(&hello.display().to_string(), TWO_OLD, TWO_NEW).with_text("Editing."));
-    mock.push(Turn::text("Edit finished."));
+    mock.push(Reply::edit(&hello.display().to_string(), TWO_OLD, TWO_NEW).with_text("Editing."));
+    mock.push(Reply::text("Edit finished."));
     claude.type_and_submit("change it", STEP).unwrap();
     claude
         .tmux
@@ -608,21 +517,22 @@ fn an_accepted_edit_that_breaks_the_file_reaches_the_model_as_new_diagnostics() 
     let mut rig = rig_with(&["--language-server-dir", &dir]);
     // Warm the server first (its first analysis takes seconds): a file
     // with an error, created in the workspace, shows in Diagnostics.
-    rig.sandbox
+    rig.bench
+        .sandbox
         .write_file("warm.py", "print(not_defined_warm)\n")
         .unwrap();
-    rig.browser.click(PAGE, "[data-tab=diagnostics]");
-    rig.browser.wait_until(
+    rig.editor.click(PAGE, "[data-tab=diagnostics]");
+    rig.editor.wait_until(
         PAGE,
         "() => document.querySelector('[data-view=diagnostics]').textContent.includes('not_defined_warm')",
         json!(null),
     );
     let id = rig.propose("    return message", "    return undefined_name_xyz");
-    rig.browser.click(PAGE, "[data-tab=reviews]");
-    rig.browser
+    rig.editor.click(PAGE, "[data-tab=reviews]");
+    rig.editor
         .click(PAGE, &card(&id, "[data-action=accept-file]"));
     let asked = rig
-        .mock
+        .mock()
         .wait_for_request_containing("new-diagnostics", STEP)
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     let text = ccbridge_testkit::mock_anthropic::request_text(&asked.body);

@@ -9,60 +9,40 @@
 //! Needs the CLI and Emacs 28+; `scripts/test` installs both. Without them
 //! every test fails with the instruction; none is skipped.
 
-use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
+use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
 use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
-use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::HELLO_PY;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "EmacsUnderTest";
-/// Bound for each single step (two CLIs may start at once on two cores).
-const STEP: Duration = Duration::from_secs(30);
+
+type Rig = RealClient<Emacs>;
+
+impl Shown for Emacs {
+    fn screen(&self) -> Option<String> {
+        Some(Emacs::screen(self))
+    }
+}
 
 fn lisp_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// Field order is drop order: the CLI first, then Emacs (which stops its
-/// sidecar), the sandbox last.
-struct Rig {
-    claude: Claude,
-    emacs: Emacs,
-    mock: MockAnthropic,
-    hello: PathBuf,
-    log: PathBuf,
-    sandbox: Sandbox,
-}
-
-/// How the CLI finds Emacs.
-#[derive(Clone, Copy, PartialEq)]
-enum Finds {
-    /// `CLAUDE_CODE_SSE_PORT`, as `ccbridge-claude` starts it.
-    ByPort,
-    /// Started elsewhere with `--ide`: it scans the lock files for the one
-    /// whose workspace holds its folder.
-    ByLockFile,
-}
-
 /// Emacs with the package visiting `hello.py` of a fresh sandbox (a git
 /// repository, so project.el finds it), and the CLI connected to it.
 fn rig(finds: Finds) -> Rig {
-    let claude_bin = claude_bin();
-    let sandbox = Sandbox::new().expect("sandbox");
-    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
+    let bench = Bench::new(IDE_NAME);
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
-        .current_dir(sandbox.workspace())
+        .current_dir(bench.sandbox.workspace())
         .status()
         .expect("git");
     assert!(git.success());
-    let mock = MockAnthropic::start().expect("mock API");
-    let log = sandbox.root().join("ccbridge.log");
     let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
-    let mut opts = EmacsOptions::new(init, sandbox.workspace());
+    let mut opts = EmacsOptions::new(init, bench.sandbox.workspace());
     opts.env
-        .push(("HOME".into(), sandbox.home().display().to_string()));
+        .push(("HOME".into(), bench.sandbox.home().display().to_string()));
     let emacs = Emacs::start(&opts).expect("start Emacs");
     emacs.eval(&format!(
         "(setq ccbridge-program {} ccbridge-ide-name {} ccbridge-log-file {} \
@@ -71,9 +51,9 @@ fn rig(finds: Finds) -> Rig {
          (find-file {}) (ccbridge-mode 1)",
         lisp_str(env!("CARGO_BIN_EXE_ccbridge")),
         lisp_str(IDE_NAME),
-        lisp_str(&log.display().to_string()),
-        lisp_str(&sandbox.lock_dir().display().to_string()),
-        lisp_str(&hello.display().to_string()),
+        lisp_str(&bench.log.display().to_string()),
+        lisp_str(&bench.sandbox.lock_dir().display().to_string()),
+        lisp_str(&bench.hello.display().to_string()),
     ));
     // What `ccbridge-claude` would start Claude with, in the shape of
     // `initialize`'s `agents`.
@@ -87,65 +67,23 @@ fn rig(finds: Finds) -> Rig {
                                               :args (vconcat (nth 3 a))))))))",
         STEP,
     );
-    // As users start it: no permission mode (auto mode), either from the
-    // package's terminal or by hand in another one.
-    let mut opts = ClaudeOptions::new(claude_bin, mock.url());
-    if finds == Finds::ByPort {
-        opts = opts.in_editor_terminal(&init);
-    } else {
-        opts.extra_args.push("--ide".into());
-    }
-    let claude = Claude::start(&sandbox, &opts).expect("start claude");
-    let rig = Rig {
-        claude,
-        emacs,
-        mock,
-        hello,
-        log,
-        sandbox,
-    };
-    rig.emacs.wait(
+    let rig = bench.start_claude(emacs, finds, &init);
+    rig.editor.wait(
         "Emacs to see Claude connected",
         "(> (plist-get (car (ccbridge-info)) :clients) 0)",
         STEP,
     );
-    rig.claude.wait_prompt(STEP).unwrap();
-    rig.claude
-        .wait_ide_connected(IDE_NAME, STEP)
-        .unwrap_or_else(|e| panic!("{e}\n{}", rig.context()));
+    rig.wait_connected();
     rig
 }
 
-impl Rig {
-    fn context(&self) -> String {
-        format!(
-            "{}\n── Emacs screen ──\n{}",
-            self.claude
-                .context(&std::fs::read_to_string(&self.log).unwrap_or_default()),
-            self.emacs.screen()
-        )
-    }
-
-    fn hello_path(&self) -> String {
-        self.hello.display().to_string()
-    }
-
-    fn on_disk(&self) -> String {
-        std::fs::read_to_string(&self.hello).unwrap()
-    }
-
+impl RealClient<Emacs> {
     /// The model proposes `old` → `new` in hello.py, then ends its turn
     /// with "Edit finished."; returns once Emacs shows the review (the
     /// proposal's window selected).
     fn propose(&self, old: &str, new: &str) {
-        self.claude
-            .request_edit(&self.mock, &self.hello_path(), old, new, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        self.claude
-            .tmux
-            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        self.emacs.wait(
+        self.propose_edit(old, new);
+        self.editor.wait(
             "the review in Emacs",
             "(and (ccbridge-test-review-buffer) (bound-and-true-p smerge-mode))",
             STEP,
@@ -155,7 +93,7 @@ impl Rig {
     /// Emacs's buffer of hello.py shows `expected` (reverted after Claude
     /// wrote the file).
     fn assert_buffer_shows(&self, expected: &str) {
-        self.emacs.wait(
+        self.editor.wait(
             "the buffer to show the file",
             &format!(
                 "(equal (ccbridge-test-file-text {}) {})",
@@ -168,7 +106,7 @@ impl Rig {
 
     /// The review's buffer is gone and the selected window shows hello.py.
     fn assert_review_closed(&self) {
-        self.emacs.wait(
+        self.editor.wait(
             "the review to close",
             "(and (null (plist-get (car (ccbridge-info)) :reviews)) \
                   (equal (buffer-name (window-buffer)) \"hello.py\"))",
@@ -177,38 +115,29 @@ impl Rig {
     }
 }
 
-const OLD: &str = "    print(message)";
-const NEW: &str = "    print(message.upper())";
-
 #[test]
 fn an_edited_proposal_accepted_with_c_c_c_c_is_written_as_edited_and_a_second_rejected_with_c_c_c_k_is_not(
 ) {
     let rig = rig(Finds::ByPort);
     rig.propose(OLD, NEW);
     // In the proposal: to the changed line, append a comment, accept.
-    rig.emacs.keys("C-s");
-    rig.emacs.type_text("upper");
-    rig.emacs.keys("RET C-e");
-    rig.emacs.type_text("  # shout");
-    rig.emacs.wait(
+    rig.editor.keys("C-s");
+    rig.editor.type_text("upper");
+    rig.editor.keys("RET C-e");
+    rig.editor.type_text("  # shout");
+    rig.editor.wait(
         "the edit in the proposal",
         "(save-excursion (goto-char (point-min)) (search-forward \"upper())  # shout\" nil t))",
         STEP,
     );
-    rig.emacs.keys("C-c C-c");
-    let result = rig
-        .mock
-        .tool_results_of(2, STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.editor.keys("C-c C-c");
+    let result = rig.tool_result(2);
     assert!(
         result.contains("The user modified your proposed changes"),
         "tool_result: {result}\n{}",
         rig.context()
     );
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.wait_screen("Edit finished.");
     let accepted = HELLO_PY.replace(OLD, "    print(message.upper())  # shout");
     assert_eq!(rig.on_disk(), accepted);
     rig.assert_buffer_shows(&accepted);
@@ -217,16 +146,8 @@ fn an_edited_proposal_accepted_with_c_c_c_c_is_written_as_edited_and_a_second_re
 
     // A second edit, rejected: the file stays as it is.
     rig.propose("    return message", "    return message + \"!\"");
-    rig.emacs.keys("C-c C-k");
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.editor.keys("C-c C-k");
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), accepted);
     rig.assert_review_closed();
     rig.assert_buffer_shows(&accepted);
@@ -236,15 +157,15 @@ fn an_edited_proposal_accepted_with_c_c_c_c_is_written_as_edited_and_a_second_re
 fn claude_started_elsewhere_finds_emacs_by_its_lock_file_and_sees_the_region_and_send() {
     let rig = rig(Finds::ByLockFile);
     // Lines 2 and 3: from the start of line 2 to the start of line 4.
-    rig.emacs.keys("M-< C-n C-SPC C-n C-n");
+    rig.editor.keys("M-< C-n C-SPC C-n C-n");
     rig.claude
         .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
             l.contains("⧉ 2 lines selected")
         })
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.emacs.keys("M-x");
-    rig.emacs.type_text("ccbridge-send");
-    rig.emacs.keys("RET");
+    rig.editor.keys("M-x");
+    rig.editor.type_text("ccbridge-send");
+    rig.editor.keys("RET");
     let line = rig
         .claude
         .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
@@ -253,15 +174,9 @@ fn claude_started_elsewhere_finds_emacs_by_its_lock_file_and_sees_the_region_and
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert_eq!(line.matches("@hello.py").count(), 1, "{line:?}");
     // Quitting Emacs stops the sidecar, which removes its lock file.
-    let lock_dir = rig.sandbox.lock_dir();
+    let lock_dir = rig.bench.sandbox.lock_dir();
     assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
-    let Rig {
-        emacs,
-        sandbox: _sandbox,
-        claude: _claude,
-        ..
-    } = rig;
-    assert!(emacs.quit(), "Emacs did not exit");
+    assert!(rig.editor.quit(), "Emacs did not exit");
     let gone = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
         ccbridge_testkit::lock_files(&lock_dir)
             .is_empty()

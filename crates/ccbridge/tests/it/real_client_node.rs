@@ -9,8 +9,8 @@
 //! `editors/node/test.sh`, which `scripts/test` runs before `cargo test`).
 //! Without them every test fails with the instruction; none is skipped.
 
-use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
+use ccbridge_testkit::claude::Sandbox;
 use ccbridge_testkit::HELLO_PY;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -20,8 +20,6 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 const IDE_NAME: &str = "NodeUnderTest";
-/// Bound for each single step (two CLIs may start at once on two cores).
-const STEP: Duration = Duration::from_secs(30);
 
 fn package_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/node")
@@ -133,77 +131,48 @@ impl Drop for NodeEditor {
 
 /// Field order is drop order: the CLI first, then the editor (which stops
 /// its sidecar), the sandbox last.
-struct Rig {
-    claude: Claude,
-    editor: NodeEditor,
-    mock: MockAnthropic,
-    hello: PathBuf,
-    log: PathBuf,
-    _sandbox: Sandbox,
-}
+type Rig = RealClient<NodeEditor>;
+
+/// Its events are in the failure messages already.
+impl Shown for NodeEditor {}
 
 fn rig() -> Rig {
-    let claude_bin = claude_bin();
-    let sandbox = Sandbox::new().expect("sandbox");
-    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
-    let mock = MockAnthropic::start().expect("mock API");
-    let log = sandbox.root().join("ccbridge.log");
-    let mut editor = NodeEditor::start(&sandbox, &log);
+    let bench = Bench::new(IDE_NAME);
+    let mut editor = NodeEditor::start(&bench.sandbox, &bench.log);
     let ready = editor.wait("ready");
-    // As the editor's terminal starts it: no permission mode (auto mode),
-    // with the environment and arguments the client offers for `claude`.
-    let opts = ClaudeOptions::new(claude_bin, mock.url()).in_editor_terminal(&ready);
-    let claude = Claude::start(&sandbox, &opts).expect("start claude");
-    let mut rig = Rig {
-        claude,
-        editor,
-        mock,
-        hello,
-        log,
-        _sandbox: sandbox,
-    };
+    // As the editor's terminal starts it, with the environment and
+    // arguments the client offers for `claude`.
+    let mut rig = bench.start_claude(editor, Finds::ByPort, &ready);
     let connected = rig.editor.wait("clientConnected");
     assert_eq!(connected["agent"]["id"], "claude", "{connected}");
-    rig.claude.wait_prompt(STEP).unwrap();
-    rig.claude
-        .wait_ide_connected(IDE_NAME, STEP)
-        .unwrap_or_else(|e| panic!("{e}\n{}", rig.context()));
+    rig.wait_connected();
     rig
 }
 
-impl Rig {
-    fn context(&self) -> String {
-        self.claude
-            .context(&std::fs::read_to_string(&self.log).unwrap_or_default())
-    }
-
-    fn on_disk(&self) -> String {
-        std::fs::read_to_string(&self.hello).unwrap()
-    }
-
+impl RealClient<NodeEditor> {
     /// The model proposes `old` → `new` in hello.py and ends its turn with
     /// "Edit finished."; returns the `showDiff` the Node handler got.
     fn propose(&mut self, old: &str, new: &str) -> Value {
-        let path = self.hello.display().to_string();
         self.claude
-            .request_edit(&self.mock, &path, old, new, STEP)
+            .request_edit(self.mock(), &self.hello_path(), old, new, STEP)
             .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
         let shown = self.editor.wait("showDiff");
-        assert_eq!(shown["diff"]["newFilePath"], path.as_str(), "{shown}");
+        assert_eq!(
+            shown["diff"]["newFilePath"],
+            self.hello_path().as_str(),
+            "{shown}"
+        );
         assert_eq!(shown["diff"]["agent"]["name"], "Claude Code", "{shown}");
         shown["diff"].clone()
     }
 }
-
-const OLD: &str = "    print(message)";
-const NEW: &str = "    print(message.upper())";
 
 #[test]
 fn the_handler_accepts_its_own_edit_then_rejects_the_next_and_a_selection_reaches_the_prompt() {
     let mut rig = rig();
 
     // A selection reported by the Node editor shows in Claude's prompt box.
-    let path = rig.hello.display().to_string();
+    let path = rig.hello_path();
     rig.editor.send(json!({"cmd": "select", "filePath": path,
         "text": "    message = \"hello \" + name\n    print(message)",
         "selection": {"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 18}}}));
@@ -220,19 +189,13 @@ fn the_handler_accepts_its_own_edit_then_rejects_the_next_and_a_selection_reache
     let edited = proposed.replace(NEW, "    print(message.upper())  # shout");
     rig.editor.send(json!({"cmd": "resolve", "id": diff["id"],
         "decision": "accepted", "contents": edited}));
-    let result = rig
-        .mock
-        .tool_results_of(2, STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    let result = rig.tool_result(2);
     assert!(
         result.contains("The user modified your proposed changes"),
         "tool_result: {result}\n{}",
         rig.context()
     );
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.wait_screen("Edit finished.");
     assert_eq!(rig.on_disk(), edited);
 
     // The next one rejected: the file stays as it is.
@@ -240,14 +203,6 @@ fn the_handler_accepts_its_own_edit_then_rejects_the_next_and_a_selection_reache
     let diff = rig.propose("    return message", "    return None");
     rig.editor
         .send(json!({"cmd": "resolve", "id": diff["id"], "decision": "rejected"}));
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), edited, "{}", rig.context());
 }

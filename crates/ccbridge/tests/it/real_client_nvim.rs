@@ -8,37 +8,18 @@
 //! Needs the CLI and Neovim; the README's test command installs both.
 //! Without them every test fails with the instruction; none is skipped.
 
-use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::HELLO_PY;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "NeovimUnderTest";
-/// Bound for each single step (two CLIs may start at once on two cores).
-const STEP: Duration = Duration::from_secs(30);
 
-/// Field order is drop order: the CLI first, then Neovim (which stops its
-/// sidecar), the sandbox last.
-struct Rig {
-    claude: Claude,
-    nvim: Nvim,
-    mock: MockAnthropic,
-    hello: PathBuf,
-    log: PathBuf,
-    sandbox: Sandbox,
-}
+type Rig = RealClient<Nvim>;
 
-/// How the CLI finds Neovim.
-#[derive(Clone, Copy, PartialEq)]
-enum Finds {
-    /// `CLAUDE_CODE_SSE_PORT`, as `:CCBridgeClaude` starts it.
-    ByPort,
-    /// Started elsewhere (a tmux pane, another terminal) with `--ide`: it
-    /// scans the lock files for the one whose workspace holds its folder.
-    ByLockFile,
-}
+/// Headless: its screen is not drawn.
+impl Shown for Nvim {}
 
 /// Neovim with the plugin editing `hello.py` in a fresh sandbox, and the
 /// CLI started with the port the plugin got, showing the IDE connected.
@@ -47,16 +28,12 @@ fn rig() -> Rig {
 }
 
 fn rig_where(finds: Finds) -> Rig {
-    let claude_bin = claude_bin();
-    let sandbox = Sandbox::new().expect("sandbox");
-    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
-    let mock = MockAnthropic::start().expect("mock API");
-    let log = sandbox.root().join("ccbridge.log");
+    let bench = Bench::new(IDE_NAME);
     let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim/test/init.lua");
     let mut nvim = Nvim::start(
         &init,
-        sandbox.workspace(),
-        &[("HOME", sandbox.home().to_str().unwrap())],
+        bench.sandbox.workspace(),
+        &[("HOME", bench.sandbox.home().to_str().unwrap())],
     )
     .expect("start nvim");
     nvim.lua(
@@ -69,8 +46,8 @@ fn rig_where(finds: Finds) -> Rig {
         vec![
             env!("CARGO_BIN_EXE_ccbridge").into(),
             IDE_NAME.into(),
-            log.to_str().unwrap().into(),
-            sandbox.lock_dir().to_str().unwrap().into(),
+            bench.log.to_str().unwrap().into(),
+            bench.sandbox.lock_dir().to_str().unwrap().into(),
         ],
     );
     let init = nvim.wait(
@@ -78,94 +55,40 @@ fn rig_where(finds: Finds) -> Rig {
         "require('ccbridge').state.status == 'running' and require('ccbridge').state.init",
         STEP,
     );
-    nvim.command(&format!("edit {}", hello.display()));
-    // As users start it: no permission mode (auto mode), either from the
-    // plugin's terminal or by hand in another one.
-    let mut opts = ClaudeOptions::new(claude_bin, mock.url());
-    if finds == Finds::ByPort {
-        opts = opts.in_editor_terminal(&init);
-    } else {
-        opts.extra_args.push("--ide".into());
-    }
-    let claude = Claude::start(&sandbox, &opts).expect("start claude");
-    let mut rig = Rig {
-        claude,
-        nvim,
-        mock,
-        hello,
-        log,
-        sandbox,
-    };
-    rig.nvim.wait(
+    nvim.command(&format!("edit {}", bench.hello.display()));
+    let mut rig = bench.start_claude(nvim, finds, &init);
+    rig.editor.wait(
         "CCBridgeConnected",
         "#test.events_named('CCBridgeConnected') > 0",
         STEP,
     );
-    rig.claude.wait_prompt(STEP).unwrap();
-    rig.wait_status_connected();
+    rig.wait_connected();
     rig
 }
 
-impl Rig {
-    /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
-    /// for the next turn.
-    fn wait_status_connected(&self) {
-        self.claude
-            .wait_ide_connected(IDE_NAME, STEP)
-            .unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
-    }
-
-    fn context(&self) -> String {
-        self.claude
-            .context(&std::fs::read_to_string(&self.log).unwrap_or_default())
-    }
-
-    fn hello_path(&self) -> String {
-        self.hello.display().to_string()
-    }
-
-    fn on_disk(&self) -> String {
-        std::fs::read_to_string(&self.hello).unwrap()
-    }
-
+impl RealClient<Nvim> {
     /// The model proposes `old` → `new` in hello.py, then ends its turn
     /// with "Edit finished."; returns once Neovim shows the review (the
     /// cursor in the proposal).
     fn propose(&mut self, old: &str, new: &str) {
-        self.claude
-            .request_edit(&self.mock, &self.hello_path(), old, new, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        self.claude
-            .tmux
-            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        self.nvim.wait(
+        self.propose_edit(old, new);
+        self.editor.wait(
             "the review in Neovim",
             "vim.b.ccbridge_review and vim.bo.buftype == 'acwrite'",
             STEP,
         );
     }
 
-    /// The tool_result the CLI sent the model for the Edit.
-    fn edit_result(&self) -> String {
-        self.mock
-            .tool_results_of(2, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()))
-    }
-
     /// Claude was told the user modified its proposal, finished, wrote
     /// `expected`, and Neovim's buffer of the file shows it (reloaded).
     fn assert_written_as_modified(&mut self, expected: &str) {
-        let result = self.edit_result();
+        let result = self.tool_result(2);
         assert!(
             result.contains("The user modified your proposed changes"),
             "tool_result: {result}\n{}",
             self.context()
         );
-        self.claude
-            .tmux
-            .wait_for_text("Edit finished.", STEP)
-            .unwrap();
+        self.wait_screen("Edit finished.");
         assert_eq!(self.on_disk(), expected);
         self.assert_buffer_shows(expected);
     }
@@ -176,32 +99,29 @@ impl Rig {
             "table.concat(vim.api.nvim_buf_get_lines(require('ccbridge.editors').buffer_for({:?}), 0, -1, false), '\\n') == {want:?}",
             self.hello_path()
         );
-        self.nvim.wait("the buffer to show the file", &expr, STEP);
+        self.editor.wait("the buffer to show the file", &expr, STEP);
     }
 
     /// The review's tab is gone and the cursor is back in hello.py.
     fn assert_review_closed(&mut self) {
-        self.nvim.wait(
+        self.editor.wait(
             "the review to close",
             "#test.events_named('CCBridgeDiffClosed') > 0 and #vim.api.nvim_list_tabpages() == 1",
             STEP,
         );
         assert_eq!(
-            self.nvim.eval("vim.api.nvim_buf_get_name(0)"),
+            self.editor.eval("vim.api.nvim_buf_get_name(0)"),
             self.hello_path().as_str()
         );
     }
 }
-
-const OLD: &str = "    print(message)";
-const NEW: &str = "    print(message.upper())";
 
 #[test]
 fn proposal_edited_then_written_with_w_is_written_as_edited_and_the_buffer_reloads() {
     let mut rig = rig();
     rig.propose(OLD, NEW);
     // In the proposal: on the changed line, append a comment, then :w.
-    rig.nvim.input("/upper<CR>A  # shout<Esc>:w<CR>");
+    rig.editor.input("/upper<CR>A  # shout<Esc>:w<CR>");
     rig.assert_written_as_modified(&HELLO_PY.replace(OLD, "    print(message.upper())  # shout"));
     rig.assert_review_closed();
 }
@@ -210,18 +130,10 @@ fn proposal_edited_then_written_with_w_is_written_as_edited_and_the_buffer_reloa
 fn closing_the_proposal_window_rejects_and_the_file_stays() {
     let mut rig = rig();
     rig.propose(OLD, NEW);
-    rig.nvim.input(":q<CR>");
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.editor.input(":q<CR>");
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), HELLO_PY);
-    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    assert_eq!(rig.mock().turns().len(), 1, "{}", rig.context());
     rig.assert_review_closed();
 }
 
@@ -234,7 +146,7 @@ fn do_on_the_second_of_two_hunks_writes_only_the_first() {
         "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
     rig.propose(old, new);
     // `]c` twice from the top: the second hunk; `do` takes the original back.
-    rig.nvim.input("gg]c]cdo:w<CR>");
+    rig.editor.input("gg]c]cdo:w<CR>");
     rig.assert_written_as_modified(
         &HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):"),
     );
@@ -244,13 +156,13 @@ fn do_on_the_second_of_two_hunks_writes_only_the_first() {
 #[test]
 fn claude_started_elsewhere_finds_neovim_by_its_lock_file_and_sees_selection_and_send() {
     let mut rig = rig_where(Finds::ByLockFile);
-    rig.nvim.input("2GVj");
+    rig.editor.input("2GVj");
     rig.claude
         .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
             l.contains("⧉ 2 lines selected")
         })
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.nvim.input(":CCBridgeSend<CR>");
+    rig.editor.input(":CCBridgeSend<CR>");
     let line = rig
         .claude
         .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
@@ -259,15 +171,9 @@ fn claude_started_elsewhere_finds_neovim_by_its_lock_file_and_sees_selection_and
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert_eq!(line.matches("@hello.py").count(), 1, "{line:?}");
     // Quitting Neovim stops the sidecar, which removes its lock file.
-    let lock_dir = rig.sandbox.lock_dir();
+    let lock_dir = rig.bench.sandbox.lock_dir();
     assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
-    let Rig {
-        nvim,
-        sandbox: _sandbox,
-        claude: _claude,
-        ..
-    } = rig;
-    assert!(nvim.quit().is_some(), "Neovim did not exit");
+    assert!(rig.editor.quit().is_some(), "Neovim did not exit");
     let gone = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
         ccbridge_testkit::lock_files(&lock_dir)
             .is_empty()

@@ -12,7 +12,8 @@
 
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::editor::{Editor, EditorOptions};
-use ccbridge_testkit::mock_anthropic::{MockAnthropic, Turn};
+use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use ccbridge_testkit::mock_model::Reply;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -53,23 +54,23 @@ fn claude_uses_the_workspace_tools_through_the_editors_review_and_approval() {
 
     let new_file = sandbox.workspace().join("new.py");
     let mock = MockAnthropic::with_script(vec![
-        Turn::tool(
+        Reply::call(
             "mcp__ccbridge__apply_diff",
             json!({"path": "app.py", "diff": "<<<<<<< SEARCH\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE\n"}),
         ),
-        Turn::tool(
+        Reply::call(
             "mcp__ccbridge__write_file",
             json!({"path": "new.py", "content": "print('new')\n"}),
         ),
-        Turn::tool(
+        Reply::call(
             "mcp__ccbridge__execute_command",
             json!({"command": "echo E2E-RAN-$((40+2))"}),
         ),
-        Turn::tool(
+        Reply::call(
             "mcp__ccbridge__execute_command",
             json!({"command": "touch denied.txt"}),
         ),
-        Turn::text("All four done."),
+        Reply::text("All four done."),
     ])
     .expect("mock API");
     let claude = Claude::start(

@@ -9,37 +9,21 @@
 //! Needs the CLI, Vim 9 and tmux; without them every test fails with the
 //! instruction, none is skipped.
 
-use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::mock_anthropic::MockAnthropic;
+use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
 use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "VimUnderTest";
-/// Bound for each single step (two CLIs may start at once on two cores).
-const STEP: Duration = Duration::from_secs(30);
 
-/// Field order is drop order: the CLI first, then Vim (which stops its
-/// sidecar), the sandbox last.
-struct Rig {
-    claude: Claude,
-    vim: Vim,
-    mock: MockAnthropic,
-    hello: PathBuf,
-    log: PathBuf,
-    sandbox: Sandbox,
-}
+type Rig = RealClient<Vim>;
 
-/// How the CLI finds Vim.
-#[derive(Clone, Copy, PartialEq)]
-enum Finds {
-    /// `CLAUDE_CODE_SSE_PORT`, as `:CCBridgeClaude` starts it.
-    ByPort,
-    /// Started elsewhere (a tmux pane, another terminal) with `--ide`: it
-    /// scans the lock files for the one whose workspace holds its folder.
-    ByLockFile,
+impl Shown for Vim {
+    fn screen(&self) -> Option<String> {
+        Some(Vim::screen(self))
+    }
 }
 
 fn vim_str(s: &str) -> String {
@@ -53,21 +37,17 @@ fn rig() -> Rig {
 }
 
 fn rig_where(finds: Finds) -> Rig {
-    let claude_bin = claude_bin();
-    let sandbox = Sandbox::new().expect("sandbox");
-    let hello = sandbox.write_file("hello.py", HELLO_PY).unwrap();
-    let mock = MockAnthropic::start().expect("mock API");
-    let log = sandbox.root().join("ccbridge.log");
-    let mut opts = VimOptions::new(sandbox.workspace());
+    let bench = Bench::new(IDE_NAME);
+    let mut opts = VimOptions::new(bench.sandbox.workspace());
     opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
     opts.env
-        .push(("HOME".into(), sandbox.home().display().to_string()));
+        .push(("HOME".into(), bench.sandbox.home().display().to_string()));
     let mut vim = Vim::start(&opts).expect("start vim");
     let options = json!({
         "bin": env!("CARGO_BIN_EXE_ccbridge"),
         "ide_name": IDE_NAME,
-        "log_file": log,
-        "args": ["--lock-dir", sandbox.lock_dir(), "--selection-debounce-ms", "0"],
+        "log_file": bench.log,
+        "args": ["--lock-dir", bench.sandbox.lock_dir(), "--selection-debounce-ms", "0"],
         "selection": {"debounce_ms": 0},
     });
     vim.ex(&format!(
@@ -80,84 +60,28 @@ fn rig_where(finds: Finds) -> Rig {
         "ccbridge#Status() ==# 'running' ? ccbridge#Init() : 0",
         STEP,
     );
-    vim.ex(&format!("edit {}", hello.display()));
-    // As users start it: no permission mode (auto mode), either from the
-    // plugin's terminal or by hand in another one.
-    let mut opts = ClaudeOptions::new(claude_bin, mock.url());
-    if finds == Finds::ByPort {
-        opts = opts.in_editor_terminal(&init);
-    } else {
-        opts.extra_args.push("--ide".into());
-    }
-    let claude = Claude::start(&sandbox, &opts).expect("start claude");
-    let mut rig = Rig {
-        claude,
-        vim,
-        mock,
-        hello,
-        log,
-        sandbox,
-    };
-    rig.vim.wait(
+    vim.ex(&format!("edit {}", bench.hello.display()));
+    let mut rig = bench.start_claude(vim, finds, &init);
+    rig.editor.wait(
         "CCBridgeConnected",
         "len(TestEvents('CCBridgeConnected')) > 0",
         STEP,
     );
-    rig.claude.wait_prompt(STEP).unwrap();
-    rig.wait_status_connected();
+    rig.wait_connected();
     rig
 }
 
-impl Rig {
-    /// `/status` reads `Connected to <ideName>`: the CLI will use the IDE
-    /// for the next turn.
-    fn wait_status_connected(&self) {
-        self.claude
-            .wait_ide_connected(IDE_NAME, STEP)
-            .unwrap_or_else(|e| panic!("{e}\n{}", self.context()));
-    }
-
-    fn context(&self) -> String {
-        format!(
-            "{}\n── Vim ──\n{}",
-            self.claude
-                .context(&std::fs::read_to_string(&self.log).unwrap_or_default()),
-            self.vim.screen()
-        )
-    }
-
-    fn hello_path(&self) -> String {
-        self.hello.display().to_string()
-    }
-
-    fn on_disk(&self) -> String {
-        std::fs::read_to_string(&self.hello).unwrap()
-    }
-
+impl RealClient<Vim> {
     /// The model proposes `old` → `new` in hello.py, then ends its turn
     /// with "Edit finished."; returns once Vim shows the review (the cursor
     /// in the proposal).
     fn propose(&mut self, old: &str, new: &str) {
-        self.claude
-            .request_edit(&self.mock, &self.hello_path(), old, new, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        self.claude
-            .tmux
-            .wait_for_text(&format!("Opened changes in {IDE_NAME}"), STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()));
-        self.vim.wait(
+        self.propose_edit(old, new);
+        self.editor.wait(
             "the review in Vim",
             "get(b:, 'ccbridge_review', 0) && &buftype ==# 'acwrite'",
             STEP,
         );
-    }
-
-    /// The tool_result the CLI sent the model for the Edit of turn `n`
-    /// (the n-th request to the model holds it).
-    fn edit_result(&self, n: usize) -> String {
-        self.mock
-            .tool_results_of(n, STEP)
-            .unwrap_or_else(|e| panic!("{e:?}\n{}", self.context()))
     }
 
     /// Vim's buffer of hello.py shows `expected` (it reloaded).
@@ -168,22 +92,22 @@ impl Rig {
             vim_str(&self.hello_path()),
             vim_str(want)
         );
-        self.vim.wait("the buffer to show the file", &expr, STEP);
+        self.editor.wait("the buffer to show the file", &expr, STEP);
     }
 
     /// The review's tab is gone and the cursor is back in hello.py.
     fn assert_review_closed(&mut self, closed: usize) {
-        self.vim.wait(
+        self.editor.wait(
             "the review to close",
             &format!("len(TestEvents('CCBridgeDiffClosed')) == {closed} && tabpagenr('$') == 1"),
             STEP,
         );
-        assert_eq!(self.vim.eval("expand('%:p')"), self.hello_path().as_str());
+        assert_eq!(
+            self.editor.eval("expand('%:p')"),
+            self.hello_path().as_str()
+        );
     }
 }
-
-const OLD: &str = "    print(message)";
-const NEW: &str = "    print(message.upper())";
 
 /// The issue's scenario: an Edit the user changes in the proposal and
 /// accepts with `:w` is written as edited; a second Edit, rejected with
@@ -193,17 +117,14 @@ fn an_edited_proposal_written_with_w_lands_as_edited_and_a_rejected_one_changes_
     let mut rig = rig();
     rig.propose(OLD, NEW);
     // In the proposal: on the changed line, append a comment, then :w.
-    rig.vim.keys("/upper<CR>A  # shout<Esc>:w<CR>");
-    let result = rig.edit_result(2);
+    rig.editor.keys("/upper<CR>A  # shout<Esc>:w<CR>");
+    let result = rig.tool_result(2);
     assert!(
         result.contains("The user modified your proposed changes"),
         "tool_result: {result}\n{}",
         rig.context()
     );
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.wait_screen("Edit finished.");
     let edited = HELLO_PY.replace(OLD, "    print(message.upper())  # shout");
     assert_eq!(rig.on_disk(), edited);
     rig.assert_buffer_shows(&edited);
@@ -212,38 +133,22 @@ fn an_edited_proposal_written_with_w_lands_as_edited_and_a_rejected_one_changes_
 
     // The second Edit: rejected from the proposal.
     rig.propose("    return message", "    return None");
-    rig.vim.keys(":CCBridgeReject<CR>");
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.editor.keys(":CCBridgeReject<CR>");
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), edited);
     rig.assert_review_closed(2);
     // A rejection ends Claude's turn: the model was not asked again.
-    assert_eq!(rig.mock.message_requests().len(), 3, "{}", rig.context());
+    assert_eq!(rig.mock().turns().len(), 3, "{}", rig.context());
 }
 
 #[test]
 fn closing_the_proposal_window_rejects_and_the_file_stays() {
     let mut rig = rig();
     rig.propose(OLD, NEW);
-    rig.vim.keys(":q<CR>");
-    rig.claude
-        .wait_rejected("hello.py", STEP)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{e:?}
-{}",
-                rig.context()
-            )
-        });
+    rig.editor.keys(":q<CR>");
+    rig.wait_rejected("hello.py");
     assert_eq!(rig.on_disk(), HELLO_PY);
-    assert_eq!(rig.mock.message_requests().len(), 1, "{}", rig.context());
+    assert_eq!(rig.mock().turns().len(), 1, "{}", rig.context());
     rig.assert_review_closed(1);
 }
 
@@ -256,17 +161,14 @@ fn do_on_the_second_of_two_hunks_writes_only_the_first() {
         "def greet(name, end=\"!\"):\n    message = \"hello \" + name\n    print(message + end)";
     rig.propose(old, new);
     // `]c` twice from the top: the second hunk; `do` takes the original back.
-    rig.vim.keys("gg]c]cdo:w<CR>");
-    let result = rig.edit_result(2);
+    rig.editor.keys("gg]c]cdo:w<CR>");
+    let result = rig.tool_result(2);
     assert!(
         result.contains("The user modified your proposed changes"),
         "tool_result: {result}\n{}",
         rig.context()
     );
-    rig.claude
-        .tmux
-        .wait_for_text("Edit finished.", STEP)
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
+    rig.wait_screen("Edit finished.");
     let expected = HELLO_PY.replace("def greet(name):", "def greet(name, end=\"!\"):");
     assert_eq!(rig.on_disk(), expected);
     rig.assert_buffer_shows(&expected);
@@ -277,13 +179,13 @@ fn do_on_the_second_of_two_hunks_writes_only_the_first() {
 fn claude_started_elsewhere_finds_vim_by_its_lock_file_and_sees_selection_and_send() {
     let rig = rig_where(Finds::ByLockFile);
     // A linewise Visual selection, made with real keys.
-    rig.vim.keys("2GVj");
+    rig.editor.keys("2GVj");
     rig.claude
         .wait_prompt_line("[⧉ 2 lines selected] in the prompt box", STEP, |l| {
             l.contains("⧉ 2 lines selected")
         })
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
-    rig.vim.keys(":CCBridgeSend<CR>");
+    rig.editor.keys(":CCBridgeSend<CR>");
     let line = rig
         .claude
         .wait_prompt_line("@hello.py#L2-3 in the prompt", STEP, |l| {
@@ -292,9 +194,9 @@ fn claude_started_elsewhere_finds_vim_by_its_lock_file_and_sees_selection_and_se
         .unwrap_or_else(|e| panic!("{e:?}\n{}", rig.context()));
     assert_eq!(line.matches("@hello.py").count(), 1, "{line:?}");
     // Quitting Vim stops the sidecar, which removes its lock file.
-    let lock_dir = rig.sandbox.lock_dir();
+    let lock_dir = rig.bench.sandbox.lock_dir();
     assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
-    assert!(rig.vim.quit().is_some(), "Vim did not exit");
+    assert!(rig.editor.quit().is_some(), "Vim did not exit");
     let gone = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
         ccbridge_testkit::lock_files(&lock_dir)
             .is_empty()
