@@ -196,6 +196,11 @@ FN runs in the selected window's buffer, as \\[eval-expression] would."
 (server-start)
 "#;
 
+/// `s` as an Emacs Lisp string literal (backslashes and quotes escaped).
+pub fn lisp_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
 /// One Emacs in its own tmux server; killed (and its sidecars with it) on
 /// drop.
 pub struct Emacs {

@@ -86,6 +86,11 @@ impl VimOptions {
     }
 }
 
+/// `s` as a Vim script string literal (single quotes, doubled inside).
+pub fn vim_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
 /// One running Vim in its own tmux server; dropping it quits Vim (so its
 /// VimLeavePre autocommands run) and kills both.
 pub struct Vim {

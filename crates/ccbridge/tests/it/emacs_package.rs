@@ -17,7 +17,7 @@ use crate::claude_side::{
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
-use ccbridge_testkit::emacs::{self, Emacs, EmacsOptions};
+use ccbridge_testkit::emacs::{self, lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use serde_json::{json, Value};
@@ -29,11 +29,6 @@ const STEP: Duration = Duration::from_secs(15);
 
 fn package_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs")
-}
-
-/// `s` as a Lisp string literal.
-fn lisp_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// Emacs with the package in a fresh git workspace holding hello.py.

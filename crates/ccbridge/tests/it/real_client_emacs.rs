@@ -10,7 +10,7 @@
 //! every test fails with the instruction; none is skipped.
 
 use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
-use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
+use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::HELLO_PY;
 use std::path::Path;
 use std::time::Duration;
@@ -23,10 +23,6 @@ impl Shown for Emacs {
     fn screen(&self) -> Option<String> {
         Some(Emacs::screen(self))
     }
-}
-
-fn lisp_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// Emacs with the package visiting `hello.py` of a fresh sandbox (a git

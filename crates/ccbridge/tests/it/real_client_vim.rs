@@ -10,7 +10,7 @@
 //! instruction, none is skipped.
 
 use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
-use ccbridge_testkit::vim::{Vim, VimOptions};
+use ccbridge_testkit::vim::{vim_str, Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
 use std::path::Path;
@@ -24,10 +24,6 @@ impl Shown for Vim {
     fn screen(&self) -> Option<String> {
         Some(Vim::screen(self))
     }
-}
-
-fn vim_str(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 /// Vim with the plugin editing `hello.py` in a fresh sandbox, and the CLI

@@ -26,7 +26,7 @@
 use crate::claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::container::{Bind, Container};
-use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
+use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
@@ -744,11 +744,6 @@ fn vim_attached_through_podman_exec_serves_claude_in_the_container() {
         "/root/.claude/ide",
         "after :qa! in Vim",
     );
-}
-
-/// `s` as a Lisp string literal.
-fn lisp_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// The same with Emacs: `ccbridge-command-prefix` the container's `podman

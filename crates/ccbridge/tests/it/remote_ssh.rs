@@ -18,7 +18,7 @@
 
 use crate::claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::emacs::{Emacs, EmacsOptions};
+use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
@@ -609,11 +609,6 @@ fn vim_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_l
     assert!(vim.quit().is_some(), "Vim did not exit");
     drop(vim);
     assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after :qa! in Vim");
-}
-
-/// `s` as a Lisp string literal.
-fn lisp_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// The same with Emacs: `ccbridge-command-prefix` the ssh prefix,

@@ -14,7 +14,7 @@ use crate::claude_side::{
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
-use ccbridge_testkit::vim::{Vim, VimOptions};
+use ccbridge_testkit::vim::{vim_str, Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as HELLO;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -45,11 +45,6 @@ fn merge(a: &mut Value, b: &Value) {
         }
         (a, b) => *a = b.clone(),
     }
-}
-
-/// A Vim string literal.
-fn vim_str(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 /// The test defaults (sidecar and plugin debounce 0, a private lock
