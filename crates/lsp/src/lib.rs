@@ -973,7 +973,7 @@ async fn write_messages(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Rec
 }
 
 async fn read_messages(
-    stdout: tokio::process::ChildStdout,
+    stdout: impl tokio::io::AsyncRead + Unpin,
     key: Key,
     gen: u64,
     events: mpsc::Sender<Event>,
@@ -1012,5 +1012,49 @@ async fn log_stderr(mut stderr: tokio::process::ChildStderr, language: &'static 
     while let Ok(n @ 1..) = stderr.read(&mut buf).await {
         let text = String::from_utf8_lossy(&buf[..n]);
         tracing::debug!("{language} language server: {}", text.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a language server prints that is not a message (a log line on
+    /// stdout, a bad header, a body that is not JSON-RPC) costs only
+    /// itself: the messages after it still arrive, and the end of its
+    /// output is its exit.
+    #[tokio::test]
+    async fn a_language_servers_garbage_costs_only_itself() {
+        let note = message::notification(
+            "textDocument/publishDiagnostics",
+            json!({"uri": "file:///w/a.py", "diagnostics": []}),
+        );
+        let mut out = b"Starting the server...\n".to_vec();
+        out.extend_from_slice(b"Content-Length: nope\r\n\r\n{}");
+        out.extend_from_slice(&encode_frame(&note));
+        out.extend_from_slice(b"Content-Length: 2\r\n\r\n[]");
+        out.extend_from_slice(&encode_frame(&note));
+        let (tx, mut rx) = mpsc::channel(8);
+        read_messages(&out[..], (0, PathBuf::from("/w")), 7, tx).await;
+        let mut seen = Vec::new();
+        while let Ok(ev) = rx.try_recv() {
+            seen.push(match ev {
+                Event::Message {
+                    gen: 7,
+                    msg: Incoming::Notification { method, .. },
+                    ..
+                } => method,
+                Event::Exited { gen: 7, .. } => "exited".to_owned(),
+                _ => "something else".to_owned(),
+            });
+        }
+        assert_eq!(
+            seen,
+            [
+                "textDocument/publishDiagnostics",
+                "textDocument/publishDiagnostics",
+                "exited"
+            ]
+        );
     }
 }
