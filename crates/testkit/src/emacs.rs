@@ -160,6 +160,81 @@ impl EmacsOptions {
             height: 50,
         }
     }
+
+    /// Emacs as ccbridge's package tests start it: `editors/emacs/test/init.el`
+    /// (quiet file handling, the tests' diagnostics sources) loading the
+    /// package byte-compiled, as a package manager installs it
+    /// ([`compiled_package`]).
+    pub fn for_package(cwd: impl Into<PathBuf>) -> Self {
+        let mut opts = EmacsOptions::new(package_source().join("test/init.el"), cwd);
+        opts.load_path.push(compiled_package());
+        opts
+    }
+}
+
+/// `editors/emacs`: the package's sources and its tests' Lisp.
+pub fn package_source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs")
+}
+
+/// A directory holding `ccbridge.el` and the `ccbridge.elc` Emacs compiled
+/// from it: package.el, straight and use-package all byte-compile what they
+/// install, so what users run is the compiled package, where a macro used
+/// before its definition or a function missing at compile time shows.
+/// Made once per version of the source (and Emacs binary), in the temporary
+/// directory, and shared by test processes. Panics with Emacs's output when
+/// the package does not compile (its warnings are
+/// `the_package_byte_compiles_without_a_warning`'s concern).
+pub fn compiled_package() -> PathBuf {
+    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    DIR.get_or_init(compile_package)
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn compile_package() -> Result<PathBuf, String> {
+    use std::hash::{Hash, Hasher};
+    let source = std::fs::read(package_source().join("ccbridge.el"))
+        .map_err(|e| format!("reading the package: {e}"))?;
+    let bin = emacs_bin();
+    let mut key = std::collections::hash_map::DefaultHasher::new();
+    (&source, &bin).hash(&mut key);
+    let dir = std::env::temp_dir().join(format!("ccbridge-elc-{:016x}", key.finish()));
+    if dir.join("ccbridge.elc").is_file() {
+        return Ok(dir);
+    }
+    // Compiled aside, then renamed into place whole: a test process that
+    // finds the directory finds it complete.
+    let work = tempfile::Builder::new()
+        .prefix("ccbridge-elc-tmp-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let el = work.path().join("ccbridge.el");
+    std::fs::write(&el, &source).map_err(|e| e.to_string())?;
+    let out = Command::new(&bin)
+        .args(["-Q", "--batch", "-L"])
+        .arg(work.path())
+        .args(["-f", "batch-byte-compile"])
+        .arg(&el)
+        .output()
+        .map_err(|e| format!("cannot run Emacs: {e}"))?;
+    if !out.status.success() || !work.path().join("ccbridge.elc").is_file() {
+        return Err(format!(
+            "byte-compiling the package failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    // Another process may have put its copy there first: either is whole.
+    let kept = work.keep();
+    if std::fs::rename(&kept, &dir).is_err() {
+        let _ = std::fs::remove_dir_all(&kept);
+    }
+    if dir.join("ccbridge.elc").is_file() {
+        Ok(dir)
+    } else {
+        Err(format!("{} has no ccbridge.elc", dir.display()))
+    }
 }
 
 /// The driver's own Lisp, loaded after the test's init: the JSON bridge

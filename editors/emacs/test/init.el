@@ -12,7 +12,9 @@
 
 ;;; Code:
 
-(add-to-list 'load-path (expand-file-name ".." (file-name-directory load-file-name)))
+;; The sources last: a compiled copy the tests put on the `load-path' with
+;; -L (as a package manager installs it) is found first.
+(add-to-list 'load-path (expand-file-name ".." (file-name-directory load-file-name)) t)
 (require 'ccbridge)
 (require 'flymake)
 

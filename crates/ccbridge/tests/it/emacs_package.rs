@@ -27,9 +27,6 @@ use std::time::Duration;
 
 const STEP: Duration = Duration::from_secs(15);
 
-fn package_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs")
-}
 
 /// Emacs with the package in a fresh git workspace holding hello.py.
 /// Field order is drop order: Emacs (and its sidecar) first.
@@ -90,7 +87,7 @@ fn rig_with(setup: Setup) -> Rig {
         std::os::unix::fs::symlink(&ws, root.join("link")).unwrap();
         ws = root.join("link");
     }
-    let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &ws);
+    let mut opts = EmacsOptions::for_package(&ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
     if !setup.path.is_empty() {
         let mut path: Vec<PathBuf> = setup.path.clone();
@@ -105,7 +102,7 @@ fn rig_with(setup: Setup) -> Rig {
                 .into_owned(),
         ));
     }
-    opts.load_path = setup.load_path.clone();
+    opts.load_path.extend(setup.load_path.iter().cloned());
     let emacs = Emacs::start(&opts).expect("start Emacs");
     emacs.eval(&format!(
         "(setq ccbridge-program {} ccbridge-program-args (list \"--lock-dir\" {} \
@@ -379,7 +376,7 @@ impl EditorUnderTest for Rig {
     }
 
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
-        let mut opts = EmacsOptions::new(package_dir().join("test/init.el"), &self.ws);
+        let mut opts = EmacsOptions::for_package(&self.ws);
         let home2 = self.dir.path().join("home2");
         std::fs::create_dir_all(&home2).unwrap();
         opts.env.push(("HOME".into(), home2.display().to_string()));
@@ -436,7 +433,7 @@ fn batch(args: &[&str], load_path: &[PathBuf]) -> (bool, String) {
     for f in ["ccbridge.el", "test/ccbridge-tests.el"] {
         let to = dir.path().join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(package_dir().join(f), &to).unwrap();
+        std::fs::copy(emacs::package_source().join(f), &to).unwrap();
     }
     let mut cmd = Command::new(emacs::emacs_bin());
     cmd.args(["-Q", "--batch"]).current_dir(dir.path());
@@ -450,6 +447,15 @@ fn batch(args: &[&str], load_path: &[PathBuf]) -> (bool, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), text)
+}
+
+/// The Emacs these tests drive runs the package as users install it,
+/// byte-compiled (`EmacsOptions::for_package`), not its source.
+#[test]
+fn the_tests_run_the_package_byte_compiled() {
+    let rig = rig("");
+    let file = rig.emacs.string("(symbol-file 'ccbridge-mode 'defun)");
+    assert!(file.ends_with("ccbridge.elc"), "ccbridge-mode came from {file}");
 }
 
 #[test]

@@ -12,7 +12,6 @@
 use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
 use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::HELLO_PY;
-use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "EmacsUnderTest";
@@ -35,8 +34,7 @@ fn rig(finds: Finds) -> Rig {
         .status()
         .expect("git");
     assert!(git.success());
-    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
-    let mut opts = EmacsOptions::new(init, bench.sandbox.workspace());
+    let mut opts = EmacsOptions::for_package(bench.sandbox.workspace());
     opts.env
         .push(("HOME".into(), bench.sandbox.home().display().to_string()));
     let emacs = Emacs::start(&opts).expect("start Emacs");

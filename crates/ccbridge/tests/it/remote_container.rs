@@ -755,8 +755,7 @@ fn vim_attached_through_podman_exec_serves_claude_in_the_container() {
 fn emacs_attached_through_podman_exec_serves_claude_in_the_container() {
     let h = here();
     let container = workspace_container(&h);
-    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
-    let mut opts = EmacsOptions::new(init, &h.local);
+    let mut opts = EmacsOptions::for_package(&h.local);
     opts.env.push(("HOME".into(), h.home.display().to_string()));
     let emacs = Emacs::start(&opts).expect("start Emacs");
     let local = h.local.display().to_string();

@@ -622,8 +622,7 @@ fn emacs_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the
     let f = folders();
     let home = f.base.join("local-home");
     std::fs::create_dir_all(&home).unwrap();
-    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs/test/init.el");
-    let mut opts = EmacsOptions::new(init, &f.local);
+    let mut opts = EmacsOptions::for_package(&f.local);
     opts.env.push(("HOME".into(), home.display().to_string()));
     let emacs = Emacs::start(&opts).expect("start Emacs");
     let local = f.local.display().to_string();
