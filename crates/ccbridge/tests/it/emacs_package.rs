@@ -27,7 +27,6 @@ use std::time::Duration;
 
 const STEP: Duration = Duration::from_secs(15);
 
-
 /// Emacs with the package in a fresh git workspace holding hello.py.
 /// Field order is drop order: Emacs (and its sidecar) first.
 pub(crate) struct Rig {
@@ -455,7 +454,10 @@ fn batch(args: &[&str], load_path: &[PathBuf]) -> (bool, String) {
 fn the_tests_run_the_package_byte_compiled() {
     let rig = rig("");
     let file = rig.emacs.string("(symbol-file 'ccbridge-mode 'defun)");
-    assert!(file.ends_with("ccbridge.elc"), "ccbridge-mode came from {file}");
+    assert!(
+        file.ends_with("ccbridge.elc"),
+        "ccbridge-mode came from {file}"
+    );
 }
 
 #[test]
