@@ -16,6 +16,7 @@
 // Shared by the modules below.
 mod claude_side;
 mod real_client_rig;
+mod remote_editors;
 
 mod browser_cswsh;
 mod cli_client;

@@ -24,13 +24,12 @@
 //! tests that use them fail saying so.
 
 use crate::claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
+use crate::remote_editors::{emacs_flow, vim_flow, Attach, Far};
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::container::{Bind, Container};
-use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
-use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -669,6 +668,61 @@ impl<T: Send + 'static> Drop for InContainer<T> {
     }
 }
 
+/// The container side of the flows `remote_editors` runs: a workspace
+/// container with ccbridge bind-mounted at [`BIN`], entered with `podman
+/// exec -i`.
+struct Podman {
+    container: Container,
+    h: Here,
+}
+
+impl Podman {
+    fn start() -> Podman {
+        let h = here();
+        Podman {
+            container: workspace_container(&h),
+            h,
+        }
+    }
+
+    /// The editor here starts the sidecar with the container's `podman exec
+    /// -i` and maps the local folder to [`WORKSPACE`] (the same files,
+    /// bind-mounted).
+    fn attach(&self) -> Attach {
+        Attach {
+            bin: BIN.into(),
+            prefix: self.container.exec_prefix(),
+            local: self.h.local.clone(),
+            far: WORKSPACE.into(),
+            args: vec!["--log-file".into(), LOG_FILE.into()],
+            ide_name: Some(IDE_NAME),
+            home: self.h.home.clone(),
+            far_text: HELLO_PY,
+            word: "hello",
+            how: "through podman exec",
+        }
+    }
+}
+
+impl Far for Podman {
+    fn runtime(&self) -> tokio::runtime::Runtime {
+        runtime_inside(&self.container)
+    }
+
+    fn claude(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        lock_file: &str,
+        editor_pid: u32,
+    ) -> ccbridge_client::ws_client::IdeClient {
+        claude_inside(rt, &self.container, lock_file, editor_pid)
+    }
+
+    fn assert_ended(&self, what: &str) {
+        assert_nothing_left_in(&self.container, "/root", "/root/.claude/ide", what);
+    }
+}
+
 /// The same recipe with Vim: `cmd` the container's `podman exec -i` (the
 /// plugin's automatic quoting must leave its words alone: no shell runs
 /// them), `path_map` the local folder to [`WORKSPACE`]. The lock file is in
@@ -678,72 +732,8 @@ impl<T: Send + 'static> Drop for InContainer<T> {
 /// leaves nothing in the container.
 #[test]
 fn vim_attached_through_podman_exec_serves_claude_in_the_container() {
-    let h = here();
-    let container = workspace_container(&h);
-    let mut opts = VimOptions::new(&h.local);
-    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
-    opts.env.push(("HOME".into(), h.home.display().to_string()));
-    let mut vim = Vim::start(&opts).expect("start vim");
-    let options = serde_json::json!({
-        "bin": BIN,
-        "cmd": container.exec_prefix(),
-        "ide_name": IDE_NAME,
-        "path_map": [[h.local, WORKSPACE]],
-        "args": ["--selection-debounce-ms", "0", "--log-file", LOG_FILE],
-        "selection": {"debounce_ms": 0},
-    });
-    vim.ex(&format!(
-        "let g:ccbridge = json_decode('{}')",
-        options.to_string().replace('\'', "''")
-    ));
-    vim.ex("CCBridgeStart");
-    let running = poll_until(STEP, Duration::from_millis(20), || {
-        (vim.eval("ccbridge#Status()") == "running").then_some(())
-    });
-    if running.is_none() {
-        let stderr = vim.eval("ccbridge#StderrTail()");
-        panic!("the sidecar did not answer through podman exec; stderr: {stderr}");
-    }
-    let rt = runtime_inside(&container);
-    let lock_file = vim.eval("ccbridge#Init().lockFile");
-    let mut claude = claude_inside(&rt, &container, lock_file.as_str().unwrap(), vim.pid());
-    vim.wait(
-        "CCBridgeConnected",
-        "len(TestEvents('CCBridgeConnected')) > 0",
-        STEP,
-    );
-
-    let local_file = h.local.join("hello.py").display().to_string();
-    let inside_file = format!("{WORKSPACE}/hello.py");
-    vim.ex(&format!("edit {local_file}"));
-    vim.keys("gg/hello<CR>ve");
-    let sel = rt.block_on(selection_with(&mut claude, "hello"));
-    assert_eq!(sel["filePath"], inside_file.as_str(), "{sel}");
-
-    let proposed = HELLO_PY.replace("hello ", "hi ");
-    let task = {
-        let _in_runtime = rt.enter();
-        start_open_diff(claude, inside_file, &proposed)
-    };
-    vim.wait(
-        "the review to open",
-        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
-        STEP,
-    );
-    let review = vim.eval("ccbridge#review#Pending()[0]");
-    assert_eq!(review["path"], local_file.as_str(), "{review}");
-    vim.keys("<Esc>:w<CR>");
-    let (_claude, text) = rt.block_on(verdict(task));
-    assert_saved(&text, &proposed);
-
-    assert!(vim.quit().is_some(), "Vim did not exit");
-    drop(vim);
-    assert_nothing_left_in(
-        &container,
-        "/root",
-        "/root/.claude/ide",
-        "after :qa! in Vim",
-    );
+    let far = Podman::start();
+    vim_flow(&far.attach(), &far);
 }
 
 /// The same with Emacs: `ccbridge-command-prefix` the container's `podman
@@ -753,77 +743,6 @@ fn vim_attached_through_podman_exec_serves_claude_in_the_container() {
 /// quitting Emacs leaves nothing in the container.
 #[test]
 fn emacs_attached_through_podman_exec_serves_claude_in_the_container() {
-    let h = here();
-    let container = workspace_container(&h);
-    let mut opts = EmacsOptions::for_package(&h.local);
-    opts.env.push(("HOME".into(), h.home.display().to_string()));
-    let emacs = Emacs::start(&opts).expect("start Emacs");
-    let local = h.local.display().to_string();
-    let prefix: Vec<String> = container
-        .exec_prefix()
-        .iter()
-        .map(|w| lisp_str(w))
-        .collect();
-    // The local folder is the project (it is no Git checkout here).
-    emacs.eval(&format!(
-        "(setq ccbridge-program {} ccbridge-command-prefix (list {}) \
-         ccbridge-path-map (list (cons {} {})) \
-         ccbridge-project-function (lambda (_) {}) \
-         ccbridge-program-args (list \"--selection-debounce-ms\" \"0\" \"--log-file\" {}) \
-         ccbridge-selection-debounce 0 ccbridge-ide-name {})",
-        lisp_str(BIN),
-        prefix.join(" "),
-        lisp_str(&local),
-        lisp_str(WORKSPACE),
-        lisp_str(&local),
-        lisp_str(LOG_FILE),
-        lisp_str(IDE_NAME),
-    ));
-    let local_file = h.local.join("hello.py").display().to_string();
-    let inside_file = format!("{WORKSPACE}/hello.py");
-    emacs.eval(&format!("(find-file {})", lisp_str(&local_file)));
-    emacs.eval("(ccbridge-mode 1)");
-    let running = poll_until(STEP, Duration::from_millis(20), || {
-        (emacs.json("(plist-get (car (ccbridge-info)) :status)") == "running").then_some(())
-    });
-    if running.is_none() {
-        panic!(
-            "the sidecar did not answer through podman exec; {}",
-            emacs.string("(ccbridge-status-string)")
-        );
-    }
-    let rt = runtime_inside(&container);
-    let lock_file = emacs.json("(plist-get (car (ccbridge-info)) :lockFile)");
-    let mut claude = claude_inside(&rt, &container, lock_file.as_str().unwrap(), emacs.pid());
-    emacs.wait(
-        "Emacs to see Claude connected",
-        "(> (plist-get (car (ccbridge-info)) :clients) 0)",
-        STEP,
-    );
-
-    // `hello` on the second line, after `    message = "`.
-    emacs.keys("M-< C-n M-m C-f C-f C-f C-f C-f C-f C-f C-f C-f C-f C-f C-SPC M-f");
-    let sel = rt.block_on(selection_with(&mut claude, "hello"));
-    assert_eq!(sel["filePath"], inside_file.as_str(), "{sel}");
-
-    let proposed = HELLO_PY.replace("hello ", "hi ");
-    let task = {
-        let _in_runtime = rt.enter();
-        start_open_diff(claude, inside_file, &proposed)
-    };
-    let review = emacs.wait(
-        "the review to open",
-        "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
-         (and r (buffer-live-p (ccbridge--review-buffer r)) \
-              (eq (window-buffer) (ccbridge--review-buffer r)) \
-              (ccbridge--review-path r)))",
-        STEP,
-    );
-    assert_eq!(review, local_file.as_str(), "{review}");
-    emacs.keys("C-c C-c");
-    let (_claude, text) = rt.block_on(verdict(task));
-    assert_saved(&text, &proposed);
-
-    assert!(emacs.quit(), "Emacs did not exit");
-    assert_nothing_left_in(&container, "/root", "/root/.claude/ide", "after Emacs quit");
+    let far = Podman::start();
+    emacs_flow(&far.attach(), &far);
 }

@@ -17,13 +17,12 @@
 //! without them every test fails saying so.
 
 use crate::claude_side::{assert_saved, connect, selection_with, start_open_diff, verdict};
+use crate::remote_editors::{emacs_flow, vim_flow, Attach, Far};
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
-use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::remote::{processes_of, Host};
-use ccbridge_testkit::vim::{Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as REMOTE_TEXT;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -529,6 +528,65 @@ fn the_page_of_a_remote_ccbridge_serve_answers_through_ssh_forwarding() {
     assert!(ended.is_some(), "the remote serve outlived its SSH session");
 }
 
+/// The SSH side of the flows `remote_editors` runs: the second host, where
+/// the remote ccbridge runs with its own lock directory.
+struct OverSsh {
+    host: Host,
+    f: Folders,
+}
+
+impl OverSsh {
+    fn start() -> OverSsh {
+        OverSsh {
+            host: second_host(),
+            f: folders(),
+        }
+    }
+
+    /// The editor here starts the sidecar with the ssh prefix and maps the
+    /// workspace's two names; the local file holds another text than the
+    /// remote one.
+    fn attach(&self) -> Attach {
+        let home = self.f.base.join("local-home");
+        std::fs::create_dir_all(&home).unwrap();
+        Attach {
+            bin: self.f.wrapper.display().to_string(),
+            prefix: self.host.ssh_prefix(),
+            local: self.f.local.clone(),
+            far: self.f.remote.display().to_string(),
+            args: vec![],
+            ide_name: None,
+            home,
+            far_text: REMOTE_TEXT,
+            word: "local",
+            how: "over ssh",
+        }
+    }
+}
+
+impl Far for OverSsh {
+    fn runtime(&self) -> tokio::runtime::Runtime {
+        remote_runtime(&self.host)
+    }
+
+    fn claude(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        lock_file: &str,
+        editor_pid: u32,
+    ) -> ccbridge_client::ws_client::IdeClient {
+        remote_claude(rt, &self.f, lock_file, editor_pid)
+    }
+
+    fn diagnose(&self) -> String {
+        format!("sshd: {}", self.host.sshd_log())
+    }
+
+    fn assert_ended(&self, what: &str) {
+        assert_remote_side_ended(&self.f.lock_dir, &self.f.remote_exe, what);
+    }
+}
+
 /// The same over the same second host with Vim: `g:ccbridge.cmd` the ssh
 /// prefix, `path_map` the two names of the workspace. A selection reaches
 /// the remote Claude with the remote path; Claude's `openDiff` opens a
@@ -536,79 +594,8 @@ fn the_page_of_a_remote_ccbridge_serve_answers_through_ssh_forwarding() {
 /// in it accepts; quitting Vim ends the remote side.
 #[test]
 fn vim_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_lock() {
-    let host = second_host();
-    let f = folders();
-    let home = f.base.join("local-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut opts = VimOptions::new(&f.local);
-    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
-    opts.env.push(("HOME".into(), home.display().to_string()));
-    let mut vim = Vim::start(&opts).expect("start vim");
-    let options = serde_json::json!({
-        "bin": f.wrapper,
-        "cmd": host.ssh_prefix(),
-        "path_map": [[f.local, f.remote]],
-        "args": ["--selection-debounce-ms", "0"],
-        "selection": {"debounce_ms": 0},
-    });
-    vim.ex(&format!(
-        "let g:ccbridge = json_decode('{}')",
-        options.to_string().replace('\'', "''")
-    ));
-    vim.ex("CCBridgeStart");
-    let running = poll_until(STEP, Duration::from_millis(20), || {
-        (vim.eval("ccbridge#Status()") == "running").then_some(())
-    });
-    if running.is_none() {
-        let stderr = vim.eval("ccbridge#StderrTail()");
-        panic!(
-            "the sidecar did not answer over ssh; stderr: {stderr}\nsshd: {}",
-            host.sshd_log()
-        );
-    }
-    let rt = remote_runtime(&host);
-    let lock_file = vim.eval("ccbridge#Init().lockFile");
-    let mut claude = remote_claude(&rt, &f, lock_file.as_str().unwrap(), vim.pid());
-    vim.wait(
-        "CCBridgeConnected",
-        "len(TestEvents('CCBridgeConnected')) > 0",
-        STEP,
-    );
-
-    // A selection in the local buffer reaches Claude with the remote path.
-    let local_file = f.local.join("hello.py").display().to_string();
-    let remote_file = f.remote.join("hello.py").display().to_string();
-    vim.ex(&format!("edit {local_file}"));
-    vim.keys("gg/local<CR>ve");
-    let sel = rt.block_on(selection_with(&mut claude, "local"));
-    assert_eq!(sel["filePath"], remote_file.as_str(), "{sel}");
-
-    // Claude's openDiff of the remote file: a review of the local path
-    // whose original is the remote text (the local file holds another).
-    let proposed = REMOTE_TEXT.replace("hello ", "hi ");
-    let task = {
-        let _in_runtime = rt.enter();
-        start_open_diff(claude, remote_file, &proposed)
-    };
-    vim.wait(
-        "the review to open",
-        "len(TestEvents('CCBridgeDiffOpened')) > 0 && get(b:, 'ccbridge_review', 0)",
-        STEP,
-    );
-    let review = vim.eval("ccbridge#review#Pending()[0]");
-    assert_eq!(review["path"], local_file.as_str(), "{review}");
-    assert_eq!(
-        review["original"], REMOTE_TEXT,
-        "the original is the remote file's"
-    );
-    vim.keys("<Esc>:w<CR>");
-    let (_claude, text) = rt.block_on(verdict(task));
-    assert_saved(&text, &proposed);
-
-    // Quitting Vim ends the remote sidecar, which removes its lock.
-    assert!(vim.quit().is_some(), "Vim did not exit");
-    drop(vim);
-    assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after :qa! in Vim");
+    let far = OverSsh::start();
+    vim_flow(&far.attach(), &far);
 }
 
 /// The same with Emacs: `ccbridge-command-prefix` the ssh prefix,
@@ -618,81 +605,8 @@ fn vim_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_l
 /// accepts; quitting Emacs ends the remote side.
 #[test]
 fn emacs_over_ssh_selection_and_review_use_remote_paths_and_quitting_removes_the_lock() {
-    let host = second_host();
-    let f = folders();
-    let home = f.base.join("local-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let mut opts = EmacsOptions::for_package(&f.local);
-    opts.env.push(("HOME".into(), home.display().to_string()));
-    let emacs = Emacs::start(&opts).expect("start Emacs");
-    let local = f.local.display().to_string();
-    let prefix: Vec<String> = host.ssh_prefix().iter().map(|w| lisp_str(w)).collect();
-    // The local folder is the project (it is no Git checkout here).
-    emacs.eval(&format!(
-        "(setq ccbridge-program {} ccbridge-command-prefix (list {}) \
-         ccbridge-path-map (list (cons {} {})) \
-         ccbridge-project-function (lambda (_) {}) \
-         ccbridge-program-args (list \"--selection-debounce-ms\" \"0\") \
-         ccbridge-selection-debounce 0)",
-        lisp_str(&f.wrapper.display().to_string()),
-        prefix.join(" "),
-        lisp_str(&local),
-        lisp_str(&f.remote.display().to_string()),
-        lisp_str(&local),
-    ));
-    let local_file = f.local.join("hello.py").display().to_string();
-    let remote_file = f.remote.join("hello.py").display().to_string();
-    emacs.eval(&format!("(find-file {})", lisp_str(&local_file)));
-    emacs.eval("(ccbridge-mode 1)");
-    let running = poll_until(STEP, Duration::from_millis(20), || {
-        (emacs.json("(plist-get (car (ccbridge-info)) :status)") == "running").then_some(())
-    });
-    if running.is_none() {
-        panic!(
-            "the sidecar did not answer over ssh; {}\nsshd: {}",
-            emacs.string("(ccbridge-status-string)"),
-            host.sshd_log()
-        );
-    }
-    let rt = remote_runtime(&host);
-    let lock_file = emacs.json("(plist-get (car (ccbridge-info)) :lockFile)");
-    let mut claude = remote_claude(&rt, &f, lock_file.as_str().unwrap(), emacs.pid());
-    emacs.wait(
-        "Emacs to see Claude connected",
-        "(> (plist-get (car (ccbridge-info)) :clients) 0)",
-        STEP,
-    );
-
-    // A region in the local buffer reaches Claude with the remote path:
-    // `local` on the second line, after `    print("`.
-    emacs.keys("M-< C-n M-m C-f C-f C-f C-f C-f C-f C-f C-SPC M-f");
-    let sel = rt.block_on(selection_with(&mut claude, "local"));
-    assert_eq!(sel["filePath"], remote_file.as_str(), "{sel}");
-
-    // Claude's openDiff of the remote file: a review of the local path
-    // whose original is the remote text (the local file holds another).
-    let proposed = REMOTE_TEXT.replace("hello ", "hi ");
-    let task = {
-        let _in_runtime = rt.enter();
-        start_open_diff(claude, remote_file, &proposed)
-    };
-    let review = emacs.wait(
-        "the review to open",
-        "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
-         (and r (buffer-live-p (ccbridge--review-buffer r)) \
-              (eq (window-buffer) (ccbridge--review-buffer r)) \
-              (vector (ccbridge--review-path r) (ccbridge--review-original r))))",
-        STEP,
-    );
-    assert_eq!(review[0], local_file.as_str(), "{review}");
-    assert_eq!(review[1], REMOTE_TEXT, "the original is the remote file's");
-    emacs.keys("C-c C-c");
-    let (_claude, text) = rt.block_on(verdict(task));
-    assert_saved(&text, &proposed);
-
-    // Quitting Emacs ends the remote sidecar, which removes its lock.
-    assert!(emacs.quit(), "Emacs did not exit");
-    assert_remote_side_ended(&f.lock_dir, &f.remote_exe, "after Emacs quit");
+    let far = OverSsh::start();
+    emacs_flow(&far.attach(), &far);
 }
 
 /// The whole of it with the real Claude Code (pinned) on the remote host,
