@@ -174,7 +174,7 @@ impl EmacsOptions {
 
 /// `editors/emacs`: the package's sources and its tests' Lisp.
 pub fn package_source() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/emacs")
+    crate::claude::workspace_root().join("editors/emacs")
 }
 
 /// A directory holding `ccbridge.el` and the `ccbridge.elc` Emacs compiled

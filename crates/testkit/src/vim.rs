@@ -84,11 +84,29 @@ impl VimOptions {
             height: 45,
         }
     }
+
+    /// Vim as ccbridge's plugin tests start it: `editors/vim/test/vimrc`
+    /// (the plugin on the `runtimepath` as a manual install puts it, and
+    /// what the plugin fires recorded for the tests to read).
+    pub fn for_plugin(cwd: impl Into<PathBuf>) -> Self {
+        let mut opts = VimOptions::new(cwd);
+        opts.vimrc = Some(crate::claude::workspace_root().join("editors/vim/test/vimrc"));
+        opts
+    }
 }
 
 /// `s` as a Vim script string literal (single quotes, doubled inside).
 pub fn vim_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
+}
+
+/// `:let g:ccbridge = …`: the plugin's options (each test sets its own) as
+/// one Ex command.
+pub fn let_options(options: &Value) -> String {
+    format!(
+        "let g:ccbridge = json_decode({})",
+        vim_str(&options.to_string())
+    )
 }
 
 /// One running Vim in its own tmux server; dropping it quits Vim (so its

@@ -10,10 +10,9 @@
 //! instruction, none is skipped.
 
 use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
-use ccbridge_testkit::vim::{vim_str, Vim, VimOptions};
+use ccbridge_testkit::vim::{let_options, vim_str, Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
-use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "VimUnderTest";
@@ -34,8 +33,7 @@ fn rig() -> Rig {
 
 fn rig_where(finds: Finds) -> Rig {
     let bench = Bench::new(IDE_NAME);
-    let mut opts = VimOptions::new(bench.sandbox.workspace());
-    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
+    let mut opts = VimOptions::for_plugin(bench.sandbox.workspace());
     opts.env
         .push(("HOME".into(), bench.sandbox.home().display().to_string()));
     let mut vim = Vim::start(&opts).expect("start vim");
@@ -46,10 +44,7 @@ fn rig_where(finds: Finds) -> Rig {
         "args": ["--lock-dir", bench.sandbox.lock_dir(), "--selection-debounce-ms", "0"],
         "selection": {"debounce_ms": 0},
     });
-    vim.ex(&format!(
-        "let g:ccbridge = json_decode({})",
-        vim_str(&options.to_string())
-    ));
+    vim.ex(&let_options(&options));
     vim.ex("CCBridgeStart");
     let init = vim.wait(
         "the sidecar's initialize result",

@@ -12,8 +12,8 @@ use crate::claude_side::{assert_saved, selection_with, start_open_diff, verdict}
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::emacs::{lisp_str, Emacs, EmacsOptions};
 use ccbridge_testkit::poll_until;
-use ccbridge_testkit::vim::{vim_str, Vim, VimOptions};
-use std::path::{Path, PathBuf};
+use ccbridge_testkit::vim::{let_options, Vim, VimOptions};
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
@@ -70,8 +70,7 @@ impl Attach {
 /// The flow with Vim: `g:ccbridge.cmd` the prefix, `path_map` the two
 /// names, `:w` in the review accepts, `:qa!` ends the far side.
 pub fn vim_flow(a: &Attach, far: &impl Far) {
-    let mut opts = VimOptions::new(&a.local);
-    opts.vimrc = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim/test/vimrc"));
+    let mut opts = VimOptions::for_plugin(&a.local);
     opts.env.push(("HOME".into(), a.home.display().to_string()));
     let mut vim = Vim::start(&opts).expect("start vim");
     let mut args = vec!["--selection-debounce-ms".to_owned(), "0".into()];
@@ -86,10 +85,7 @@ pub fn vim_flow(a: &Attach, far: &impl Far) {
     if let Some(name) = a.ide_name {
         options["ide_name"] = name.into();
     }
-    vim.ex(&format!(
-        "let g:ccbridge = json_decode({})",
-        vim_str(&options.to_string())
-    ));
+    vim.ex(&let_options(&options));
     vim.ex("CCBridgeStart");
     let running = poll_until(STEP, Duration::from_millis(20), || {
         (vim.eval("ccbridge#Status()") == "running").then_some(())

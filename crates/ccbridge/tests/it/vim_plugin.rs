@@ -14,7 +14,7 @@ use crate::claude_side::{
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
-use ccbridge_testkit::vim::{vim_str, Vim, VimOptions};
+use ccbridge_testkit::vim::{let_options, vim_str, Vim, VimOptions};
 use ccbridge_testkit::HELLO_PY as HELLO;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -59,16 +59,10 @@ fn options(lock_dir: &Path, extra: &Value) -> Value {
     o
 }
 
-/// `let g:ccbridge = <options>` for Vim.
-fn let_options(o: &Value) -> String {
-    format!("let g:ccbridge = json_decode({})", vim_str(&o.to_string()))
-}
-
 /// A Vim in `ws` with the test vimrc and `env`, not yet started.
 fn start_vim(ws: &Path, home: &Path, env: &[(&str, String)]) -> Vim {
     std::fs::create_dir_all(home).unwrap();
-    let mut opts = VimOptions::new(ws);
-    opts.vimrc = Some(plugin_dir().join("test/vimrc"));
+    let mut opts = VimOptions::for_plugin(ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
     for (k, v) in env {
         opts.env.push((k.to_string(), v.clone()));
