@@ -537,25 +537,21 @@ fn serve_connection<A: Api>(stream: TcpStream, shared: &Shared) -> io::Result<()
         // request is in the log.
         shared.lock().requests.push(record);
         shared.changed.notify_all();
-        match response {
-            Response::Json(v) => respond_json(&mut writer, &v)?,
-            Response::Sse(events) => {
-                let body: String = events
-                    .iter()
-                    .map(|d| format!("data: {d}\r\n\r\n"))
-                    .collect();
-                respond_sse(&mut writer, "", &body)?;
-                return Ok(());
+        // An event stream ends with the connection: the stream's end is
+        // the end of the answer.
+        let events: String = match response {
+            Response::Json(v) => {
+                respond_json(&mut writer, &v)?;
+                continue;
             }
-            Response::NamedSse(events) => {
-                let body: String = events
-                    .iter()
-                    .map(|(name, d)| format!("event: {name}\r\ndata: {d}\r\n\r\n"))
-                    .collect();
-                respond_sse(&mut writer, "", &body)?;
-                return Ok(());
-            }
-        }
+            Response::Sse(data) => data.iter().map(|d| format!("data: {d}\r\n\r\n")).collect(),
+            Response::NamedSse(events) => events
+                .iter()
+                .map(|(name, d)| format!("event: {name}\r\ndata: {d}\r\n\r\n"))
+                .collect(),
+        };
+        respond_sse(&mut writer, "", &events)?;
+        return Ok(());
     }
 }
 
