@@ -1,12 +1,15 @@
 //! MCP over Streamable HTTP as both of ccbridge's MCP servers serve it
 //! (the workspace tools and the Gemini CLI / Qwen Code companions): the
-//! checks in front of it ([`guard`]), a cap on sessions ([`sessions`]) and
-//! rmcp's transport set up the same way ([`http_service`]). Each server
+//! checks in front of it ([`guard`]), a cap on sessions ([`sessions`]),
+//! rmcp's transport set up the same way ([`http_service`]) and a stateless
+//! tool call answered before it ([`direct`]). Each server
 //! brings only its handler.
 
+pub mod direct;
 pub mod guard;
 pub mod sessions;
 
+pub use direct::{Direct, DirectTools};
 pub use guard::{serve, Token};
 pub use sessions::{CappedSessions, MAX_SESSIONS, SESSION_IDLE};
 

@@ -2,19 +2,27 @@
 //! (pinned `=3.11.0`; its API changes with every minor release). It declares
 //! the tools with their argument types (the input schemas are generated
 //! from them, the doc comments becoming the descriptions a model reads) and
-//! hands each call to its file in `tools/`. The transport (sessions,
-//! Host/Origin, body size) is `ccbridge_http::mcp`'s, shared with the
-//! companions.
+//! hands each call to its file in `tools/`, through one table ([`Call`])
+//! for both kinds of client: a session's calls come through rmcp, a
+//! stateless client's are answered before it (`ccbridge_http::mcp::direct`).
+//! The transport (sessions, Host/Origin, body size) is `ccbridge_http::mcp`'s,
+//! shared with the companions.
 
 use crate::tools::{self, Context, Reply};
-use ccbridge_http::mcp::{http_service, CappedSessions};
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use ccbridge_http::mcp::{http_service, CappedSessions, Direct, DirectTools};
+use futures_util::future::BoxFuture;
+use rmcp::handler::server::common::schema_for_input;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ResultType, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
-use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
+use rmcp::{schemars, ErrorData, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 pub use ccbridge_http::mcp::{MAX_SESSIONS, SESSION_IDLE};
@@ -83,142 +91,152 @@ pub struct GetDiagnosticsArgs {
     pub severity: Option<String>,
 }
 
-/// The tools, over one workspace.
-#[derive(Clone)]
-pub struct WorkspaceTools {
-    ctx: Arc<Context>,
-    tool_router: ToolRouter<Self>,
+/// The tools, as their list shows them: name, description and the input
+/// schema made from the arguments' type (its doc comments become the
+/// descriptions a model reads), sorted by name as rmcp's router lists them.
+/// Made when the first client arrives, not at start-up, then shared.
+fn tool_list() -> &'static [Tool] {
+    fn tool<A: schemars::JsonSchema + 'static>(
+        name: &'static str,
+        description: &'static str,
+    ) -> Tool {
+        let schema =
+            schema_for_input::<A>().unwrap_or_else(|e| panic!("the input schema of {name}: {e}"));
+        Tool::new_with_raw(name, Some(description.into()), schema)
+    }
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let mut tools = vec![
+            tool::<ReadFileArgs>(
+                "read_file",
+                "Read a text file of the workspace, each line prefixed with its number (`  12 | text`). Returns at most `limit` lines from `offset`; the last line says which lines were shown and how many the file has. Binary files are refused.",
+            ),
+            tool::<ListFilesArgs>(
+                "list_files",
+                "List a directory of the workspace, one entry per line, directories ending in `/`. With `recursive`, everything below it too. Files ignored by .gitignore are left out; at most 500 entries.",
+            ),
+            tool::<SearchFilesArgs>(
+                "search_files",
+                "Search the files under a directory for a regular expression. Matches are grouped by file: the path, then `N:line` for each matching line and `N-line` for one line of context around it. Files ignored by .gitignore, hidden files and binary files are skipped; at most 300 matching lines.",
+            ),
+            tool::<WriteFileArgs>(
+                "write_file",
+                "Create a file or replace its whole text. The user reviews the change as a diff in their editor and may edit or reject it. The result is JSON: `status` `accepted` (with `operation` `created` or `modified`, `user_edits` as a unified diff when the user changed your text: the file holds their version, and `new_diagnostics` when the editor reports new problems), `rejected` (nothing was written), or `unchanged`. Prefer apply_diff for small edits of an existing file.",
+            ),
+            tool::<ApplyDiffArgs>(
+                "apply_diff",
+                "Edit an existing file with SEARCH/REPLACE blocks:\n<<<<<<< SEARCH\nexact lines from the file\n=======\nthe lines to put instead\n>>>>>>> REPLACE\nEach SEARCH part must match the file exactly once, whitespace included (include more lines when it is ambiguous). Blocks apply in order, each to the result of the previous. The user reviews the result as a diff. The result is JSON like write_file's; when some blocks failed it has `partial: true`, `failed_blocks` (their numbers, from 1) and `failures`.",
+            ),
+            tool::<ExecuteCommandArgs>(
+                "execute_command",
+                "Run a shell command in the workspace, once the user allows it; they see its output live. The result is JSON: `exit_code`, `output` (stdout and stderr together, terminal escapes removed, long output cut in the middle), `cwd`; `status: rejected` when the user did not allow it (it did not run); `timed_out` when it ran past `timeout_secs` and was stopped. Commands cannot read input: pass non-interactive flags.",
+            ),
+            tool::<GetDiagnosticsArgs>(
+                "get_diagnostics",
+                "The problems the editor reports (compiler errors, lint warnings), one per line: `[severity] path:line — message`, lines counted from 1, errors first. Filter by a file or directory and by the least severe kind to include.",
+            ),
+        ];
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    })
 }
 
-/// The tool's reply as an MCP result; `None` when the client cancelled
-/// the call first. rmcp only signals a cancellation (`ct`), it does not
-/// drop the call: dropping it here is what closes a review's view and
-/// kills a command's process group.
-async fn result(
-    ct: CancellationToken,
-    call: impl std::future::Future<Output = Reply>,
-) -> CallToolResult {
-    let reply = tokio::select! {
-        r = call => r,
-        () = ct.cancelled() => Err("the client cancelled the call".into()),
-    };
+/// One call of a tool, its arguments read: the one place a tool's name
+/// leads to its file in `tools/`, for calls in a session (through rmcp)
+/// and stateless ones (answered before it, [`Direct`]).
+enum Call {
+    ReadFile(ReadFileArgs),
+    ListFiles(ListFilesArgs),
+    SearchFiles(SearchFilesArgs),
+    WriteFile(WriteFileArgs),
+    ApplyDiff(ApplyDiffArgs),
+    ExecuteCommand(ExecuteCommandArgs),
+    GetDiagnostics(GetDiagnosticsArgs),
+}
+
+impl Call {
+    /// The call of tool `name`: `None` when there is no such tool, an
+    /// error result (as rmcp words it) when the arguments do not fit.
+    fn parse(name: &str, arguments: JsonObject) -> Option<Result<Call, CallToolResult>> {
+        fn args<A: DeserializeOwned>(arguments: JsonObject) -> Result<A, CallToolResult> {
+            serde_json::from_value(serde_json::Value::Object(arguments)).map_err(|e| {
+                CallToolResult::error(vec![ContentBlock::text(format!(
+                    "failed to deserialize parameters: {e}"
+                ))])
+            })
+        }
+        Some(match name {
+            "read_file" => args(arguments).map(Call::ReadFile),
+            "list_files" => args(arguments).map(Call::ListFiles),
+            "search_files" => args(arguments).map(Call::SearchFiles),
+            "write_file" => args(arguments).map(Call::WriteFile),
+            "apply_diff" => args(arguments).map(Call::ApplyDiff),
+            "execute_command" => args(arguments).map(Call::ExecuteCommand),
+            "get_diagnostics" => args(arguments).map(Call::GetDiagnostics),
+            _ => return None,
+        })
+    }
+
+    /// Runs the call. Dropping the future cancels it: that is what closes
+    /// a review's view and kills a command's process group.
+    async fn run(self, ctx: &Context) -> CallToolResult {
+        let reply = match self {
+            Call::ReadFile(a) => tools::read_file::call(ctx, a.path, a.offset, a.limit).await,
+            Call::ListFiles(a) => {
+                tools::list_files::call(ctx, a.path, a.recursive.unwrap_or(false)).await
+            }
+            Call::SearchFiles(a) => {
+                tools::search_files::call(ctx, a.path, a.regex, a.file_pattern).await
+            }
+            Call::WriteFile(a) => tools::write_file::call(ctx, a.path, a.content).await,
+            Call::ApplyDiff(a) => tools::apply_diff::call(ctx, a.path, a.diff).await,
+            Call::ExecuteCommand(a) => {
+                tools::execute_command::call(ctx, a.command, a.cwd, a.timeout_secs).await
+            }
+            Call::GetDiagnostics(a) => tools::get_diagnostics::call(ctx, a.path, a.severity).await,
+        };
+        to_result(reply)
+    }
+}
+
+/// A tool's reply as an MCP result.
+fn to_result(reply: Reply) -> CallToolResult {
     match reply {
         Ok(t) => CallToolResult::success(vec![ContentBlock::text(t)]),
         Err(t) => CallToolResult::error(vec![ContentBlock::text(t)]),
     }
 }
 
-#[tool_router]
+/// The tools, over one workspace: a session's handler (rmcp makes one per
+/// session) and the stateless calls' ([`DirectTools`]).
+#[derive(Clone)]
+pub struct WorkspaceTools {
+    ctx: Arc<Context>,
+}
+
 impl WorkspaceTools {
     pub fn new(ctx: Arc<Context>) -> WorkspaceTools {
-        // Made once, when the first client arrives (not at start-up), then
-        // shared: a session, or a stateless request, clones a few `Arc`s.
-        static ROUTER: std::sync::OnceLock<ToolRouter<WorkspaceTools>> = std::sync::OnceLock::new();
-        WorkspaceTools {
-            ctx,
-            tool_router: ROUTER.get_or_init(Self::tool_router).clone(),
-        }
-    }
-
-    #[tool(
-        description = "Read a text file of the workspace, each line prefixed with its number (`  12 | text`). Returns at most `limit` lines from `offset`; the last line says which lines were shown and how many the file has. Binary files are refused."
-    )]
-    async fn read_file(
-        &self,
-        Parameters(a): Parameters<ReadFileArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(
-            ct,
-            tools::read_file::call(&self.ctx, a.path, a.offset, a.limit),
-        )
-        .await
-    }
-
-    #[tool(
-        description = "List a directory of the workspace, one entry per line, directories ending in `/`. With `recursive`, everything below it too. Files ignored by .gitignore are left out; at most 500 entries."
-    )]
-    async fn list_files(
-        &self,
-        Parameters(a): Parameters<ListFilesArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(
-            ct,
-            tools::list_files::call(&self.ctx, a.path, a.recursive.unwrap_or(false)),
-        )
-        .await
-    }
-
-    #[tool(
-        description = "Search the files under a directory for a regular expression. Matches are grouped by file: the path, then `N:line` for each matching line and `N-line` for one line of context around it. Files ignored by .gitignore, hidden files and binary files are skipped; at most 300 matching lines."
-    )]
-    async fn search_files(
-        &self,
-        Parameters(a): Parameters<SearchFilesArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(
-            ct,
-            tools::search_files::call(&self.ctx, a.path, a.regex, a.file_pattern),
-        )
-        .await
-    }
-
-    #[tool(
-        description = "Create a file or replace its whole text. The user reviews the change as a diff in their editor and may edit or reject it. The result is JSON: `status` `accepted` (with `operation` `created` or `modified`, `user_edits` as a unified diff when the user changed your text: the file holds their version, and `new_diagnostics` when the editor reports new problems), `rejected` (nothing was written), or `unchanged`. Prefer apply_diff for small edits of an existing file."
-    )]
-    async fn write_file(
-        &self,
-        Parameters(a): Parameters<WriteFileArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(ct, tools::write_file::call(&self.ctx, a.path, a.content)).await
-    }
-
-    #[tool(
-        description = "Edit an existing file with SEARCH/REPLACE blocks:\n<<<<<<< SEARCH\nexact lines from the file\n=======\nthe lines to put instead\n>>>>>>> REPLACE\nEach SEARCH part must match the file exactly once, whitespace included (include more lines when it is ambiguous). Blocks apply in order, each to the result of the previous. The user reviews the result as a diff. The result is JSON like write_file's; when some blocks failed it has `partial: true`, `failed_blocks` (their numbers, from 1) and `failures`."
-    )]
-    async fn apply_diff(
-        &self,
-        Parameters(a): Parameters<ApplyDiffArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(ct, tools::apply_diff::call(&self.ctx, a.path, a.diff)).await
-    }
-
-    #[tool(
-        description = "Run a shell command in the workspace, once the user allows it; they see its output live. The result is JSON: `exit_code`, `output` (stdout and stderr together, terminal escapes removed, long output cut in the middle), `cwd`; `status: rejected` when the user did not allow it (it did not run); `timed_out` when it ran past `timeout_secs` and was stopped. Commands cannot read input: pass non-interactive flags."
-    )]
-    async fn execute_command(
-        &self,
-        Parameters(a): Parameters<ExecuteCommandArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(
-            ct,
-            tools::execute_command::call(&self.ctx, a.command, a.cwd, a.timeout_secs),
-        )
-        .await
-    }
-
-    #[tool(
-        description = "The problems the editor reports (compiler errors, lint warnings), one per line: `[severity] path:line — message`, lines counted from 1, errors first. Filter by a file or directory and by the least severe kind to include."
-    )]
-    async fn get_diagnostics(
-        &self,
-        Parameters(a): Parameters<GetDiagnosticsArgs>,
-        ct: CancellationToken,
-    ) -> CallToolResult {
-        result(
-            ct,
-            tools::get_diagnostics::call(&self.ctx, a.path, a.severity),
-        )
-        .await
+        WorkspaceTools { ctx }
     }
 }
 
-#[tool_handler(router = self.tool_router)]
+impl DirectTools for WorkspaceTools {
+    fn call(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+    ) -> Option<BoxFuture<'static, CallToolResult>> {
+        let call = Call::parse(name, arguments)?;
+        let ctx = self.ctx.clone();
+        Some(Box::pin(async move {
+            match call {
+                Ok(call) => call.run(&ctx).await,
+                Err(refused) => refused,
+            }
+        }))
+    }
+}
+
 impl ServerHandler for WorkspaceTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -227,6 +245,49 @@ impl ServerHandler for WorkspaceTools {
                 "Tools over the user's workspace folders, served by ccbridge. Paths are relative to the \
                  workspace folder or absolute inside it; nothing outside it can be reached.",
             )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // The 2026-07-28 revision's cache hints, as rmcp's own handlers give them.
+        let hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        Ok(ListToolsResult {
+            result_type: Some(ResultType::COMPLETE),
+            tools: tool_list().to_vec(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: hints.then_some(0),
+            cache_scope: hints.then_some(CacheScope::Public),
+        })
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tool_list().iter().find(|t| t.name == name).cloned()
+    }
+
+    /// rmcp signals a cancellation (`ct`) rather than dropping the call;
+    /// dropping it here is what cancels it.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let call = match Call::parse(&request.name, arguments) {
+            None => return Err(ErrorData::invalid_params("tool not found", None)),
+            Some(Err(refused)) => return Ok(refused.into()),
+            Some(Ok(call)) => call,
+        };
+        Ok(tokio::select! {
+            result = call.run(&self.ctx) => result,
+            () = context.ct.cancelled() => to_result(Err("the client cancelled the call".into())),
+        }
+        .into())
     }
 }
 
@@ -241,11 +302,16 @@ impl ServerHandler for WorkspaceTools {
 /// costs only its listener.
 pub fn endpoint(
     ctx: Arc<Context>,
-    stop: tokio_util::sync::CancellationToken,
-) -> StreamableHttpService<WorkspaceTools, CappedSessions> {
-    http_service(
-        move || Ok(WorkspaceTools::new(ctx.clone())),
+    stop: CancellationToken,
+) -> Direct<StreamableHttpService<WorkspaceTools, CappedSessions>, WorkspaceTools> {
+    let tools = WorkspaceTools::new(ctx);
+    let sessions = http_service(
+        {
+            let tools = tools.clone();
+            move || Ok(tools.clone())
+        },
         MAX_BODY_BYTES,
-        stop,
-    )
+        stop.clone(),
+    );
+    Direct::new(sessions, tools, MAX_BODY_BYTES, stop)
 }

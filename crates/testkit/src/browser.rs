@@ -99,7 +99,16 @@ impl Browser {
             let a = self
                 .answers
                 .recv_timeout(COMMAND_LIMIT)
-                .map_err(|_| format!("the browser did not answer {op} within {COMMAND_LIMIT:?}"))?;
+                .map_err(|e| match e {
+                    mpsc::RecvTimeoutError::Timeout => {
+                        format!("the browser did not answer {op} within {COMMAND_LIMIT:?}")
+                    }
+                    mpsc::RecvTimeoutError::Disconnected => {
+                        format!(
+                            "the browser driver exited before answering {op} (its error is above)"
+                        )
+                    }
+                })?;
             if a["id"] == id {
                 return if a["ok"] == true {
                     Ok(a["value"].clone())

@@ -19,4 +19,5 @@ mod attacks;
 mod http;
 mod reviewed;
 mod sessions;
+mod stateless;
 mod third_party;
