@@ -149,7 +149,7 @@ export function markerLabel(index: number, total: number, accepted: boolean): st
  * Only what a decision changes about this hunk itself (accepted, current,
  * its counts) makes two markers differ. Its number, the total and whether
  * the buttons are enabled are drawn by `toDOM` and then kept up to date on
- * the markers on screen by `ReviewCard.syncMarkers`: had they been part of
+ * the markers on screen by `ReviewEditors.syncMarkers`: had they been part of
  * `eq`, every decision on a 2,000-hunk proposal would have replaced every
  * marker (a reject renumbers all hunks after it), and CodeMirror would have
  * re-measured the whole document, twice per decision (busy, then done). */
