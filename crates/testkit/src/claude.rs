@@ -42,9 +42,20 @@ pub fn install_hint() -> String {
     )
 }
 
-/// The cargo workspace root (two levels above this crate).
+/// The cargo workspace root of the checkout under test: the first folder
+/// holding `Cargo.lock` above the package whose tests run (`cargo test`
+/// gives them `CARGO_MANIFEST_DIR`). Found at run time, not compiled in:
+/// CI reuses a test binary built in an earlier clone when nothing it is
+/// built from changed (`.ci/mtimes`), and that clone is gone.
 pub fn workspace_root() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let start = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let found = start
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .map(Path::to_path_buf);
+    let p = found.unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
     p.canonicalize().unwrap_or(p)
 }
 

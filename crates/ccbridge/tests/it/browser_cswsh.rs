@@ -11,15 +11,11 @@
 use ccbridge_protocol::lockfile::LockFile;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ccbridge");
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn e2e_modules() -> PathBuf {
     let dir = ccbridge_testkit::e2e_dir().join("node_modules");
@@ -133,7 +129,7 @@ fn a_web_page_cannot_open_the_ide_websocket() {
         .replace("__PORTS__", &format!("{neighbours:?}"));
     let http = serve_page(page);
     let out = Command::new("node")
-        .arg(workspace_root().join("tests/e2e/cswsh.mjs"))
+        .arg(ccbridge_testkit::claude::workspace_root().join("tests/e2e/cswsh.mjs"))
         .arg(format!("http://evil.example:{http}/attack.html"))
         .env("CCBRIDGE_E2E_MODULES", &modules)
         .env("CHROMIUM", &chromium)

@@ -31,7 +31,7 @@ pub(crate) struct Rig {
 }
 
 fn plugin_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
+    ccbridge_testkit::claude::workspace_root().join("editors/nvim")
 }
 
 /// `extra` is a Lua table merged over the test defaults (sidecar and

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 const IDE_NAME: &str = "NodeUnderTest";
 
 fn package_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/node")
+    ccbridge_testkit::claude::workspace_root().join("editors/node")
 }
 
 /// The Node editor: its stdin for commands, its events as they come.

@@ -11,7 +11,6 @@
 use crate::real_client_rig::{Bench, Finds, RealClient, Shown, NEW, OLD, STEP};
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::HELLO_PY;
-use std::path::Path;
 use std::time::Duration;
 
 const IDE_NAME: &str = "NeovimUnderTest";
@@ -29,7 +28,7 @@ fn rig() -> Rig {
 
 fn rig_where(finds: Finds) -> Rig {
     let bench = Bench::new(IDE_NAME);
-    let init = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim/test/init.lua");
+    let init = ccbridge_testkit::claude::workspace_root().join("editors/nvim/test/init.lua");
     let mut nvim = Nvim::start(
         &init,
         bench.sandbox.workspace(),

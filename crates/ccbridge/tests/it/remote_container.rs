@@ -66,7 +66,7 @@ struct Sides {
 }
 
 fn plugin_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
+    ccbridge_testkit::claude::workspace_root().join("editors/nvim")
 }
 
 /// This side's folders: the workspace (`proj`, holding hello.py) and

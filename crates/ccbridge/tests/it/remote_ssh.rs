@@ -45,7 +45,7 @@ struct Sides {
 }
 
 fn plugin_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/nvim")
+    ccbridge_testkit::claude::workspace_root().join("editors/nvim")
 }
 
 /// The two sides' folders: `local`, `remote` (the workspace as each names

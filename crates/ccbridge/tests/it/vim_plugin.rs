@@ -32,7 +32,7 @@ pub(crate) struct Rig {
 }
 
 fn plugin_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/vim")
+    ccbridge_testkit::claude::workspace_root().join("editors/vim")
 }
 
 /// `a` with `b` merged over it, objects key by key.

@@ -164,8 +164,7 @@ impl Drop for Proxy {
 }
 
 fn proxy(port: u16) -> Proxy {
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/bearer-proxy.mjs");
+    let script = ccbridge_testkit::claude::workspace_root().join("tests/e2e/bearer-proxy.mjs");
     let mut child = Command::new(node())
         .arg(script)
         .arg(port.to_string())
