@@ -260,6 +260,9 @@ fn codex_ide_gets_a_selection_made_in_the_page() {
     browser.click(PAGE, "[data-viewer] .cm-line:has-text(\"SEL-MARK\")");
     browser.press(PAGE, "Home");
     browser.press(PAGE, "Shift+End");
+    // The page names the selection once the keys have made it (and it has
+    // gone to the server): only then does Codex start.
+    browser.wait_for(PAGE, ".selection-info:has-text(\"Line 2 selected\")");
 
     let env: Vec<(String, String)> = sandbox
         .socket_env()
