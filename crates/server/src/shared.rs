@@ -84,9 +84,17 @@ impl Shared {
 
     /// Makes `conn` ready: replays the latest selection, then the queued
     /// at-mentions, to it alone.
+    ///
+    /// The selection is read with the sessions locked. Read before, a newer
+    /// selection could be flushed in between (`flush_selection`: the
+    /// broadcast skips this session, not ready yet, and counts it as sent)
+    /// and the older one replayed after it: Claude kept the older selection
+    /// for good. Locked, the flush waits, then reaches this session too.
+    /// (Nothing takes the sessions while holding the state, so the order is
+    /// safe.)
     pub fn make_ready(&self, conn: ConnId) {
-        let selection = lock(&self.ide.state).latest.clone();
         let mut sessions = lock(&self.sessions);
+        let selection = lock(&self.ide.state).latest.clone();
         if let Some((tx, mentions)) =
             sessions.make_ready(conn, Instant::now(), self.config.at_mention_max_age)
         {
