@@ -77,34 +77,28 @@ fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     value.to_str().ok()
 }
 
+/// Whether media type `value` (parameters after `;` ignored) is `mime`.
+fn media_type_is(value: &str, mime: &str) -> bool {
+    let essence = value.split(';').next().unwrap_or("");
+    essence.trim().eq_ignore_ascii_case(mime)
+}
+
 /// Whether a request's head is that of a stateless `tools/call` this
 /// module may answer (the body is checked once read).
 fn stateless_call_head(req: &Request<Body>, max_body: usize) -> bool {
     let h = req.headers();
     let accepts = |mime: &str| {
         h.get_all(header::ACCEPT).iter().any(|v| {
-            v.to_str().is_ok_and(|v| {
-                v.split(',').any(|m| {
-                    m.split(';')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .eq_ignore_ascii_case(mime)
-                })
-            })
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|m| media_type_is(m, mime)))
         })
     };
     req.method() == Method::POST
         && !h.contains_key("mcp-session-id")
         && single(h, "mcp-protocol-version") == Some(REVISION)
         && single(h, "mcp-method") == Some("tools/call")
-        && single(h, header::CONTENT_TYPE.as_str()).is_some_and(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        })
+        && single(h, header::CONTENT_TYPE.as_str())
+            .is_some_and(|v| media_type_is(v, "application/json"))
         && accepts("application/json")
         && accepts("text/event-stream")
         && single(h, header::CONTENT_LENGTH.as_str())
@@ -188,8 +182,8 @@ where
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         if !stateless_call_head(&req, self.max_body) {
-            let answer = self.inner.call(req);
-            return Box::pin(async move { Ok(answer.await?.into_response()) });
+            let passed_on = self.inner.call(req);
+            return Box::pin(async move { Ok(passed_on.await?.into_response()) });
         }
         // The inner service is called later, if at all: take the one that
         // is ready and leave a clone in its place (tower's rule).

@@ -42,18 +42,23 @@ fn base64_name(name: &str) -> String {
 }
 
 impl Rig {
+    /// A `tools/call` of `name` as a 2026-07-28 client sends it
+    /// (`ccbridge_testkit::http::mcp_post_stateless`), its `Mcp-Name`
+    /// header `name_header`.
     async fn stateless(&self, name: &str, name_header: &str, args: Value) -> Answer {
         let body = stateless_body(next_id(), name, &args);
-        self.post(
-            "/mcp",
-            &[
-                ("MCP-Protocol-Version", "2026-07-28"),
-                ("Mcp-Method", "tools/call"),
-                ("Mcp-Name", name_header),
-            ],
-            &body,
-        )
+        let (port, name_header) = (self.port, name_header.to_owned());
+        tokio::task::spawn_blocking(move || {
+            ccbridge_testkit::http::mcp_post_stateless(
+                port,
+                TOKEN,
+                ("tools/call", Some(&name_header)),
+                &body,
+                WAIT,
+            )
+        })
         .await
+        .unwrap()
     }
 }
 
