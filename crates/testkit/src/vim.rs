@@ -384,8 +384,9 @@ fn accept(listener: &TcpListener, tmux: &Tmux) -> std::io::Result<TcpStream> {
     Ok(stream)
 }
 
-/// Vim's idea of true: what `if expr` accepts, and non-empty containers.
-fn truthy(v: &Value) -> bool {
+/// Vim's idea of true: what `if expr` accepts, and non-empty containers
+/// (also for a Vim script value Neovim returned).
+pub fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,

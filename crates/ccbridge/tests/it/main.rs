@@ -43,3 +43,4 @@ mod stalled_editor;
 mod standalone;
 mod tools_server;
 mod vim_plugin;
+mod vim_scenarios;

@@ -11,9 +11,11 @@ use crate::claude_side::{
     assert_saved, next_note, poll_tool, range, selection_with, start_open_diff, verdict,
 };
 use crate::editor_scenarios::{tools_of, EditorUnderTest, TWO_HUNKS};
+use crate::vim_scenarios::VimUnderTest;
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::nvim::Nvim;
 use ccbridge_testkit::poll_until;
+use ccbridge_testkit::vim::truthy;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -297,6 +299,67 @@ impl EditorUnderTest for Rig {
     }
 }
 
+/// The Neovim face of the scenarios of the two Vims (`vim_scenarios`):
+/// Vim script through `vim.fn.eval`, the events the test init records.
+impl VimUnderTest for Rig {
+    fn start_with(options: Value) -> Rig {
+        let mut rig = rig(&format!("vim.json.decode([==[{options}]==])"));
+        rig.edit("hello.py");
+        rig
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.nvim.input(keys);
+    }
+
+    fn ex(&mut self, command: &str) {
+        self.nvim.command(command);
+    }
+
+    fn eval(&mut self, expr: &str) -> Value {
+        self.nvim.lua("return vim.fn.eval(...)", vec![expr.into()])
+    }
+
+    fn wait(&mut self, what: &str, expr: &str) -> Value {
+        let mut last = Value::Null;
+        let got = poll_until(STEP, Duration::from_millis(10), || {
+            last = VimUnderTest::eval(self, expr);
+            truthy(&last).then(|| last.clone())
+        });
+        got.unwrap_or_else(|| panic!("waited {STEP:?} for {what}; `{expr}` is still {last}"))
+    }
+
+    fn events(&mut self, name: &str) -> Vec<Value> {
+        let json = self.nvim.lua(
+            "return vim.json.encode(vim.tbl_map(function(e) return e.data or vim.NIL end, test.events_named(...)))",
+            vec![name.into()],
+        );
+        match serde_json::from_str(json.as_str().unwrap()).unwrap() {
+            Value::Array(events) => events,
+            _ => Vec::new(), // `{}`: no event (an empty Lua table)
+        }
+    }
+
+    fn layout(&mut self) -> Value {
+        Rig::layout(self)
+    }
+
+    fn terminal_here(&mut self) {
+        self.nvim.command("terminal");
+        self.nvim.input("i");
+    }
+
+    fn status(&mut self) -> String {
+        let status = self.nvim.eval("require('ccbridge').state.status");
+        status.as_str().unwrap_or_default().to_owned()
+    }
+
+    fn review_bar(&mut self) -> String {
+        let bar = self.nvim.eval("vim.wo.winbar");
+        bar.as_str().unwrap().to_owned()
+    }
+}
+
 impl Rig {
     /// The review's original and proposed text, as its two buffers hold
     /// them ("" for a buffer not there).
@@ -391,44 +454,6 @@ async fn a_missing_binary_is_reported_once_with_what_to_do() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn visual_selections_reach_claude_with_utf16_positions() {
-    let mut rig = rig("");
-    std::fs::write(
-        rig.ws.join("multi.txt"),
-        "héllo wörld 😀 end\nsecond line\nthird ünïcode line\nlast\n",
-    )
-    .unwrap();
-    rig.edit("multi.txt");
-    let mut c = rig.claude().await;
-    let path = rig.path("multi.txt");
-
-    // Charwise, past an emoji (two UTF-16 units, four bytes).
-    rig.nvim.input("gg0fwve");
-    let s = selection_with(&mut c, "wörld").await;
-    assert_eq!(s["filePath"], path);
-    assert_eq!(range(&s), [0, 6, 0, 11]);
-    rig.nvim.input("<Esc>0f😀v$h");
-    let s = selection_with(&mut c, "😀 end").await;
-    // 'héllo wörld ' is 12 UTF-16 units; the emoji 2 more, then ' end'.
-    assert_eq!(range(&s), [0, 12, 0, 18]);
-
-    // Linewise over two lines: VS Code's form ends at the next line's start.
-    rig.nvim.input("<Esc>jVj");
-    let s = selection_with(&mut c, "second line\nthird ünïcode line\n").await;
-    assert_eq!(range(&s), [1, 0, 3, 0]);
-
-    // Blockwise: the block's text, its corners.
-    rig.nvim.input("<Esc>gg0<C-v>jl");
-    let s = selection_with(&mut c, "hé\nse").await;
-    assert_eq!(range(&s), [0, 0, 1, 2]);
-
-    // Normal mode: a bare cursor, character in UTF-16.
-    rig.nvim.input("<Esc>gg0fe");
-    let s = selection_with(&mut c, "").await;
-    assert_eq!(range(&s), [0, 15, 0, 15]);
-}
-
 /// claudecode.nvim #246: a selection made and left at once was never sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quick_single_line_selection_is_sent_and_kept_while_claude_is_focused() {
@@ -449,18 +474,6 @@ async fn a_quick_single_line_selection_is_sent_and_kept_while_claude_is_focused(
             .is_none(),
         "the selection was replaced while in the terminal"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
-    let mut rig = rig("{ selection = { visual_hold_ms = 100 } }");
-    rig.edit("hello.py");
-    let mut c = rig.claude().await;
-    rig.nvim.input("2Gwviw");
-    selection_with(&mut c, "message").await;
-    rig.nvim.input("<Esc>");
-    let s = selection_with(&mut c, "").await;
-    assert_eq!(range(&s), [1, 10, 1, 10]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -535,62 +548,6 @@ async fn review(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
-    let mut rig = rig("");
-    rig.edit("hello.py");
-    rig.nvim.command("vsplit");
-    let before = rig.layout();
-    let before_win = rig.nvim.eval("vim.api.nvim_get_current_win()");
-    let c = rig.claude().await;
-    let proposed = HELLO.replace("hello ", "hi ");
-    let task = open_diff(&mut rig, c, &proposed).await;
-    // A new tab with the original and the proposal in diff mode.
-    let layout = rig.layout();
-    assert_eq!(layout.as_array().unwrap().len(), 2, "{layout}");
-    assert_eq!(rig.nvim.eval("vim.wo.diff"), true);
-    assert_eq!(rig.nvim.eval("vim.bo.buftype"), "acwrite");
-    // Edit the proposal like a user, then :w.
-    rig.nvim.input("Gogreet(\"you\")<Esc>:w<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("FILE_SAVED"), "{text}");
-    let expected = format!("{proposed}greet(\"you\")\n");
-    assert!(text.ends_with(&expected), "{text}");
-    rig.nvim.wait(
-        "the review to close",
-        "#test.events_named('CCBridgeDiffClosed') > 0",
-        STEP,
-    );
-    assert_eq!(rig.layout(), before);
-    assert_eq!(rig.nvim.eval("vim.api.nvim_get_current_win()"), before_win);
-    let leftover = rig.nvim.eval(
-        "#vim.tbl_filter(function(b) return vim.api.nvim_buf_get_name(b):find('ccbridge://') end, vim.api.nvim_list_bufs())",
-    );
-    assert_eq!(leftover, 0, "review buffers left behind");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ccbridge_reject_rejects_from_either_side() {
-    let (mut rig, task) = review(
-        "{ diff = { layout = 'horizontal' } }",
-        &HELLO.replace("hello ", "hi "),
-    )
-    .await;
-    rig.nvim.input("<C-w>k:CCBridgeReject<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn do_on_one_hunk_of_two_writes_only_the_other() {
-    let (mut rig, task) = review("", TWO_HUNKS).await;
-    // The second hunk (the last line): `do` takes the original's text back.
-    rig.nvim.input("Gdo:w<CR>");
-    let (_c, text) = verdict(task).await;
-    let expected = HELLO.replace("hello ", "hi ");
-    assert_saved(&text, &expected);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_inline_layout_shows_removed_lines_and_decides_hunk_by_hunk() {
     let (mut rig, task) = review("{ diff = { layout = 'inline' } }", TWO_HUNKS).await;
     // Inline: one window, the removed line shown as a virtual line.
@@ -632,64 +589,6 @@ async fn unsaved_changes_made_during_the_review_also_hold_the_accept() {
     rig.nvim.input(":CCBridgeReject<CR>");
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-}
-
-/// claudecode.nvim #231: the diff failed when a terminal was the only window.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_review_from_a_lone_terminal_window_returns_to_it() {
-    let mut rig = rig("");
-    rig.nvim.command("terminal");
-    rig.nvim.input("i");
-    rig.nvim
-        .wait("terminal mode", "vim.api.nvim_get_mode().mode == 't'", STEP);
-    let term_win = rig.nvim.eval("vim.api.nvim_get_current_win()");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
-    rig.nvim.input(":w<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("FILE_SAVED"), "{text}");
-    rig.nvim.wait(
-        "focus back in the terminal, in terminal mode",
-        "vim.api.nvim_get_mode().mode == 't' and vim.api.nvim_get_current_win()",
-        STEP,
-    );
-    assert_eq!(rig.nvim.eval("vim.api.nvim_get_current_win()"), term_win);
-    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
-}
-
-/// claudecode.nvim #277: closing Claude's diffs closed other diffs too.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_closing_its_diff_leaves_the_users_own_diff_windows_alone() {
-    let mut rig = rig("{ diff = { open_in = 'window' } }");
-    std::fs::write(rig.ws.join("a.txt"), "a\nb\n").unwrap();
-    std::fs::write(rig.ws.join("b.txt"), "a\nc\n").unwrap();
-    rig.edit("a.txt");
-    rig.nvim
-        .command(&format!("vert diffsplit {}", rig.path("b.txt")));
-    rig.nvim.command("tabnew");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
-    let during = rig.layout();
-    assert_eq!(during[1].as_array().unwrap().len(), 3, "{during}");
-    // Claude goes away mid-review: ccbridge sends `closeDiff`.
-    task.abort();
-    rig.nvim.wait(
-        "the review to close",
-        "#test.events_named('CCBridgeDiffClosed') > 0",
-        STEP,
-    );
-    assert_eq!(
-        rig.nvim
-            .eval("test.events_named('CCBridgeDiffClosed')[1].data.reason"),
-        "disconnected"
-    );
-    let after = rig.layout();
-    assert_eq!(after[0].as_array().unwrap().len(), 2, "{after}");
-    assert_eq!(after[1].as_array().unwrap().len(), 1, "{after}");
-    let diffs = rig.nvim.eval(
-        "#vim.tbl_filter(function(w) return vim.wo[w].diff end, vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[1]))",
-    );
-    assert_eq!(diffs, 2, "the user's diff windows lost diff mode");
 }
 
 /// The reload itself is the shared scenario
@@ -869,23 +768,6 @@ async fn ccbridge_claude_starts_claude_again_once_it_has_exited() {
         STEP,
     );
     assert_ne!(first, second);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stop_then_start_at_once_restarts_the_sidecar() {
-    let mut rig = rig("");
-    let port = rig.init()["port"].clone();
-    rig.nvim.command("CCBridgeStop | CCBridgeStart");
-    rig.nvim.wait(
-        "a new sidecar",
-        &format!("require('ccbridge').state.status == 'running' and require('ccbridge').state.init.port ~= {port}"),
-        STEP,
-    );
-    let lock = rig.lock();
-    assert_eq!(
-        lock["ideName"].as_str().map(|n| n.starts_with("Neovim (")),
-        Some(true)
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

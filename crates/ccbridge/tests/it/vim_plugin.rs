@@ -12,6 +12,7 @@ use crate::claude_side::{
     verdict,
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
+use crate::vim_scenarios::VimUnderTest;
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::vim::{let_options, vim_str, Vim, VimOptions};
@@ -135,44 +136,6 @@ impl Rig {
             .wait(what, &format!("TestNoted({})", vim_str(needle)), STEP);
         v[0].as_str().unwrap().to_owned()
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn visual_selections_reach_claude_with_utf16_positions() {
-    let mut rig = rig(json!({}));
-    std::fs::write(
-        rig.ws.join("multi.txt"),
-        "héllo wörld 😀 end\nsecond line\nthird ünïcode line\nlast\n",
-    )
-    .unwrap();
-    rig.edit("multi.txt");
-    let mut c = rig.claude().await;
-    let path = rig.path("multi.txt");
-
-    // Charwise, past multibyte characters.
-    rig.vim.keys("gg0fwve");
-    let s = selection_with(&mut c, "wörld").await;
-    assert_eq!(s["filePath"], path);
-    assert_eq!(range(&s), [0, 6, 0, 11]);
-    // Past an emoji (two UTF-16 units, four bytes).
-    rig.vim.keys("<Esc>0f😀v$h");
-    let s = selection_with(&mut c, "😀 end").await;
-    assert_eq!(range(&s), [0, 12, 0, 18]);
-
-    // Linewise over two lines: VS Code's form ends at the next line's start.
-    rig.vim.keys("<Esc>jVj");
-    let s = selection_with(&mut c, "second line\nthird ünïcode line\n").await;
-    assert_eq!(range(&s), [1, 0, 3, 0]);
-
-    // Blockwise: the block's text, its corners.
-    rig.vim.keys("<Esc>gg0<C-v>jl");
-    let s = selection_with(&mut c, "hé\nse").await;
-    assert_eq!(range(&s), [0, 0, 1, 2]);
-
-    // Normal mode: a bare cursor, character in UTF-16.
-    rig.vim.keys("<Esc>gg0fe");
-    let s = selection_with(&mut c, "").await;
-    assert_eq!(range(&s), [0, 15, 0, 15]);
 }
 
 impl Rig {
@@ -391,6 +354,55 @@ impl EditorUnderTest for Rig {
     }
 }
 
+/// The Vim face of the scenarios of the two Vims (`vim_scenarios`).
+impl VimUnderTest for Rig {
+    fn start_with(options: Value) -> Rig {
+        let mut rig = rig(options);
+        rig.edit("hello.py");
+        rig
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.vim.keys(keys);
+    }
+
+    fn ex(&mut self, command: &str) {
+        self.vim.ex(command);
+    }
+
+    fn eval(&mut self, expr: &str) -> Value {
+        self.vim.eval(expr)
+    }
+
+    fn wait(&mut self, what: &str, expr: &str) -> Value {
+        self.vim.wait(what, expr, STEP)
+    }
+
+    fn events(&mut self, name: &str) -> Vec<Value> {
+        let events = self.vim.eval(&format!("TestEvents({})", vim_str(name)));
+        let events = events.as_array().unwrap();
+        events.iter().map(|e| e["data"].clone()).collect()
+    }
+
+    fn layout(&mut self) -> Value {
+        Rig::layout(self)
+    }
+
+    fn terminal_here(&mut self) {
+        self.vim.keys(":terminal ++curwin<CR>");
+    }
+
+    fn status(&mut self) -> String {
+        let status = self.vim.eval("ccbridge#Status()");
+        status.as_str().unwrap().to_owned()
+    }
+
+    fn review_bar(&mut self) -> String {
+        let bar = self.vim.eval("&l:statusline");
+        bar.as_str().unwrap().to_owned()
+    }
+}
+
 /// Starts Claude's `openDiff` of `hello.py` → `proposed` and waits until
 /// Vim shows the review. The call's task returns the tool's text.
 async fn open_diff(
@@ -419,6 +431,25 @@ async fn review(
     let c = rig.claude().await;
     let task = open_diff(&mut rig, c, proposed).await;
     (rig, task)
+}
+
+/// Vim has no pop-up to say a review opened in another tab: a notice
+/// names who proposes what, and the proposal's statusline says it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_opening_is_noticed_with_the_agent_and_the_file() {
+    let (mut rig, task) = review(json!({}), &HELLO.replace("hello ", "hi ")).await;
+    rig.wait_noted("the notice", "Claude Code proposes a change to hello.py");
+    let status_line = rig.vim.eval("&l:statusline");
+    assert!(
+        status_line
+            .as_str()
+            .unwrap()
+            .contains("Claude Code proposes"),
+        "{status_line}"
+    );
+    rig.vim.keys(":CCBridgeReject<CR>");
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -667,18 +698,6 @@ async fn a_quick_linewise_selection_is_sent_and_kept_while_in_a_terminal() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold() {
-    let mut rig = rig(json!({"selection": {"visual_hold_ms": 100}}));
-    rig.edit("hello.py");
-    let mut c = rig.claude().await;
-    rig.vim.keys("2G0wviw");
-    selection_with(&mut c, "message").await;
-    rig.vim.keys("<Esc>");
-    let s = selection_with(&mut c, "").await;
-    assert_eq!(range(&s), [1, 10, 1, 10]);
-}
-
 /// Issue 25: with the sidecar behind a prefix (`env` here, standing for
 /// `ssh -T host`), `:CCBridgeClaude`'s default command would start a Claude
 /// on this side, where the sidecar's lock file is not: it says where to
@@ -859,96 +878,6 @@ async fn send_mentions_a_range_the_file_a_path_and_a_netrw_entry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout() {
-    let mut rig = rig(json!({}));
-    rig.edit("hello.py");
-    rig.vim.ex("vsplit");
-    let before = rig.layout();
-    let before_win = rig.vim.eval("win_getid()");
-    let c = rig.claude().await;
-    let proposed = HELLO.replace("hello ", "hi ");
-    let task = open_diff(&mut rig, c, &proposed).await;
-    // A new tab with the original and the proposal in diff mode.
-    let layout = rig.layout();
-    assert_eq!(layout.as_array().unwrap().len(), 2, "{layout}");
-    assert_eq!(layout[1].as_array().unwrap().len(), 2, "{layout}");
-    assert_eq!(rig.vim.eval("&diff"), 1);
-    assert_eq!(rig.vim.eval("&buftype"), "acwrite");
-    assert_eq!(
-        rig.vim.eval("getwinvar(winnr('#'), '&diff')"),
-        1,
-        "the original is in diff mode too"
-    );
-    // Who proposes: the `agent` the sidecar names (protocol 3), else Claude.
-    let agent = rig
-        .vim
-        .eval("TestEvents('CCBridgeDiffOpened')[0].data.agent");
-    let agent = agent.as_str().unwrap().to_owned();
-    assert_eq!(
-        agent, "Claude Code",
-        "the sidecar names the agent (protocol 3)"
-    );
-    rig.wait_noted(
-        "the notice",
-        &format!("{agent} proposes a change to hello.py"),
-    );
-    let status_line = rig.vim.eval("&l:statusline");
-    assert!(
-        status_line
-            .as_str()
-            .unwrap()
-            .contains(&format!("{agent} proposes")),
-        "{status_line}"
-    );
-    // Edit the proposal like a user, then :w.
-    rig.vim.keys("Gogreet(\"you\")<Esc>:w<CR>");
-    let (_c, text) = verdict(task).await;
-    let expected = format!("{proposed}greet(\"you\")\n");
-    assert_saved(&text, &expected);
-    rig.vim.wait(
-        "the review to close",
-        "len(TestEvents('CCBridgeDiffClosed')) > 0",
-        STEP,
-    );
-    assert_eq!(rig.layout(), before);
-    assert_eq!(rig.vim.eval("win_getid()"), before_win);
-    let leftover = rig.vim.eval(
-        "len(filter(range(1, bufnr('$')), {_, b -> bufexists(b) && bufname(b) =~# '^ccbridge://'}))",
-    );
-    assert_eq!(leftover, 0, "review buffers left behind");
-    let closed = rig.vim.eval("TestEvents('CCBridgeDiffClosed')[0].data");
-    assert_eq!(closed["decision"], "accepted");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ccbridge_reject_rejects_from_either_side() {
-    let (mut rig, task) = review(
-        json!({"diff": {"layout": "horizontal"}}),
-        &HELLO.replace("hello ", "hi "),
-    )
-    .await;
-    // The original is above the proposal.
-    rig.vim.keys("<C-w>k");
-    rig.vim.wait(
-        "the original",
-        "bufname() =~# '^ccbridge://.*/original/'",
-        STEP,
-    );
-    rig.vim.keys(":CCBridgeReject<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn do_on_one_hunk_of_two_writes_only_the_other() {
-    let (rig, task) = review(json!({}), TWO_HUNKS).await;
-    // The second hunk (the last line): `do` takes the original's text back.
-    rig.vim.keys("Gdo:w<CR>");
-    let (_c, text) = verdict(task).await;
-    assert_saved(&text, &HELLO.replace("hello ", "hi "));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dp_and_do_decide_hunk_by_hunk_and_w_writes_the_result() {
     let (mut rig, task) = review(json!({}), TWO_HUNKS).await;
     // The first hunk accepted into the original (it leaves the diff), the
@@ -962,65 +891,6 @@ async fn dp_and_do_decide_hunk_by_hunk_and_w_writes_the_result() {
     rig.vim.keys("]cdo:w<CR>");
     let (_c, text) = verdict(task).await;
     assert_saved(&text, &HELLO.replace("hello ", "hi "));
-}
-
-/// claudecode.nvim #231: the diff failed when a terminal was the only window.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_review_from_a_lone_terminal_window_returns_to_it() {
-    let mut rig = rig(json!({}));
-    rig.vim.keys(":terminal ++curwin<CR>");
-    rig.vim.wait(
-        "Terminal-Job mode",
-        "mode() ==# 't' && &buftype ==# 'terminal'",
-        STEP,
-    );
-    let term_win = rig.vim.eval("win_getid()");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
-    assert_eq!(rig.vim.eval("mode()"), "n", "typing goes to the proposal");
-    rig.vim.keys(":w<CR>");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("FILE_SAVED"), "{text}");
-    rig.vim.wait(
-        "focus back in the terminal, in Terminal-Job mode",
-        &format!("win_getid() == {term_win} && mode() ==# 't'"),
-        STEP,
-    );
-    assert_eq!(rig.layout().as_array().unwrap().len(), 1);
-}
-
-/// claudecode.nvim #277: closing Claude's diffs closed other diffs too.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_closing_its_diff_leaves_the_users_own_diff_windows_alone() {
-    let mut rig = rig(json!({"diff": {"open_in": "window"}}));
-    std::fs::write(rig.ws.join("a.txt"), "a\nb\n").unwrap();
-    std::fs::write(rig.ws.join("b.txt"), "a\nc\n").unwrap();
-    rig.edit("a.txt");
-    rig.vim.ex(&format!("vert diffsplit {}", rig.path("b.txt")));
-    rig.vim.ex("tabnew");
-    let c = rig.claude().await;
-    let task = open_diff(&mut rig, c, &HELLO.replace("hello ", "hi ")).await;
-    let during = rig.layout();
-    assert_eq!(during[1].as_array().unwrap().len(), 3, "{during}");
-    // Claude goes away mid-review: ccbridge sends `closeDiff`.
-    task.abort();
-    rig.vim.wait(
-        "the review to close",
-        "len(TestEvents('CCBridgeDiffClosed')) > 0",
-        STEP,
-    );
-    assert_eq!(
-        rig.vim
-            .eval("TestEvents('CCBridgeDiffClosed')[0].data.reason"),
-        "disconnected"
-    );
-    let after = rig.layout();
-    assert_eq!(after[0].as_array().unwrap().len(), 2, "{after}");
-    assert_eq!(after[1].as_array().unwrap().len(), 1, "{after}");
-    let diffs = rig
-        .vim
-        .eval("len(filter(range(1, tabpagewinnr(1, '$')), {_, n -> gettabwinvar(1, n, '&diff')}))");
-    assert_eq!(diffs, 2, "the user's diff windows lost diff mode");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1341,21 +1211,6 @@ async fn ccbridge_claude_starts_claude_again_once_it_has_exited() {
     );
     assert_ne!(first, second);
     assert_eq!(rig.vim.eval(&format!("bufexists({first})")), 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stop_then_start_at_once_restarts_the_sidecar() {
-    let mut rig = rig(json!({}));
-    let port = rig.init()["port"].clone();
-    rig.vim.keys(":CCBridgeStop | CCBridgeStart<CR>");
-    rig.vim.wait(
-        "a new sidecar",
-        &format!("ccbridge#Status() ==# 'running' && ccbridge#Init().port != {port}"),
-        STEP,
-    );
-    let folder = rig.ws.file_name().unwrap().to_str().unwrap().to_owned();
-    assert_eq!(rig.lock()["ideName"], format!("Vim ({folder})"));
-    assert_eq!(ccbridge_testkit::lock_files(&rig.lock_dir).len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -391,7 +391,7 @@ function M.show(p)
   end
   bridge().event(
     "CCBridgeDiffOpened",
-    { id = r.id, path = path, tabName = p.tabName, clientId = p.clientId, isNewFile = p.isNewFile }
+    { id = r.id, path = path, tabName = p.tabName, clientId = p.clientId, isNewFile = p.isNewFile, agent = r.agent }
   )
   return vim.NIL
 end
