@@ -1,5 +1,5 @@
 //! What every editor face does alike, written once: each scenario is a
-//! generic function over [`EditorUnderTest`], and `every_face!` runs it in
+//! generic function over [`EditorUnderTest`], and `in_faces!` runs it in
 //! Neovim, Vim and Emacs (`editor_scenarios::nvim::<scenario>`, `::vim::`,
 //! `::emacs::`).
 //!
@@ -547,14 +547,13 @@ pub(crate) async fn a_command_hiding_text_with_bidi_characters_is_shown_with_mar
     assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
 }
 
-/// Every scenario above, once per face, as `<face>::<scenario>`.
-macro_rules! every_face {
-    ($($scenario:ident),* $(,)?) => {
-        every_face!(@face nvim, crate::nvim_plugin::Rig, $($scenario),*);
-        every_face!(@face vim, crate::vim_plugin::Rig, $($scenario),*);
-        every_face!(@face emacs, crate::emacs_package::Rig, $($scenario),*);
+/// Each scenario of the list once per face, as `<face>::<scenario>`:
+/// `in_faces!([nvim: crate::nvim_plugin::Rig, ...], [scenario, ...])`.
+macro_rules! in_faces {
+    ([$($face:ident: $rig:ty),* $(,)?], $scenarios:tt) => {
+        $( in_faces!(@face $face, $rig, $scenarios); )*
     };
-    (@face $face:ident, $rig:ty, $($scenario:ident),*) => {
+    (@face $face:ident, $rig:ty, [$($scenario:ident),* $(,)?]) => {
         mod $face {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -565,18 +564,26 @@ macro_rules! every_face {
         }
     };
 }
+pub(crate) use in_faces;
 
-every_face!(
-    open_files_and_unsaved_changes_reach_claude,
-    buffers_reload_when_claude_writes_and_unsaved_ones_get_one_notice,
-    a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting,
-    closing_the_review_rejects_it,
-    hunk_decisions_write_only_the_accepted_hunk,
-    rejecting_every_hunk_is_a_rejection,
-    identical_hunks_are_decided_each_at_its_place,
-    quitting_the_editor_removes_the_lock_file,
-    a_second_editor_in_the_same_folder_gets_a_distinct_name,
-    answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text,
-    workspace_tools_ask_the_user_and_show_the_commands_output,
-    a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
+in_faces!(
+    [
+        nvim: crate::nvim_plugin::Rig,
+        vim: crate::vim_plugin::Rig,
+        emacs: crate::emacs_package::Rig,
+    ],
+    [
+        open_files_and_unsaved_changes_reach_claude,
+        buffers_reload_when_claude_writes_and_unsaved_ones_get_one_notice,
+        a_proposal_for_a_buffer_with_unsaved_changes_warns_before_accepting,
+        closing_the_review_rejects_it,
+        hunk_decisions_write_only_the_accepted_hunk,
+        rejecting_every_hunk_is_a_rejection,
+        identical_hunks_are_decided_each_at_its_place,
+        quitting_the_editor_removes_the_lock_file,
+        a_second_editor_in_the_same_folder_gets_a_distinct_name,
+        answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text,
+        workspace_tools_ask_the_user_and_show_the_commands_output,
+        a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
+    ]
 );

@@ -2,7 +2,7 @@
 //! plugin and Vim's Vim9 one share Visual mode, diff mode (`do`, `:w` in
 //! the proposal, `:CCBridgeReject`), terminals and the plugin's commands,
 //! so each scenario here is a generic function over [`VimUnderTest`] and
-//! `both_vims!` runs it in each (`vim_scenarios::nvim::<scenario>`,
+//! `in_faces!` runs it in each (`vim_scenarios::nvim::<scenario>`,
 //! `::vim::`).
 //!
 //! The scenarios speak Vim script (`mode()`, `&diff`, `win_getid()`),
@@ -13,7 +13,7 @@
 //! `editor_scenarios`.
 
 use crate::claude_side::{assert_saved, range, selection_with, start_open_diff, verdict};
-use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
+use crate::editor_scenarios::{in_faces, EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
@@ -264,31 +264,16 @@ pub(crate) async fn stop_then_start_at_once_restarts_the_sidecar<E: VimUnderTest
     assert_eq!(ccbridge_testkit::lock_files(e.lock_dir()).len(), 1);
 }
 
-/// Every scenario above, once per face, as `<face>::<scenario>`.
-macro_rules! both_vims {
-    ($($scenario:ident),* $(,)?) => {
-        both_vims!(@face nvim, crate::nvim_plugin::Rig, $($scenario),*);
-        both_vims!(@face vim, crate::vim_plugin::Rig, $($scenario),*);
-    };
-    (@face $face:ident, $rig:ty, $($scenario:ident),*) => {
-        mod $face {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario::<$rig>().await
-                }
-            )*
-        }
-    };
-}
-
-both_vims!(
-    visual_selections_reach_claude_with_utf16_positions,
-    leaving_visual_mode_becomes_a_bare_cursor_after_the_hold,
-    w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout,
-    ccbridge_reject_rejects_from_either_side,
-    do_on_one_hunk_of_two_writes_only_the_other,
-    a_review_from_a_lone_terminal_window_returns_to_it,
-    claude_closing_its_diff_leaves_the_users_own_diff_windows_alone,
-    stop_then_start_at_once_restarts_the_sidecar,
+in_faces!(
+    [nvim: crate::nvim_plugin::Rig, vim: crate::vim_plugin::Rig],
+    [
+        visual_selections_reach_claude_with_utf16_positions,
+        leaving_visual_mode_becomes_a_bare_cursor_after_the_hold,
+        w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout,
+        ccbridge_reject_rejects_from_either_side,
+        do_on_one_hunk_of_two_writes_only_the_other,
+        a_review_from_a_lone_terminal_window_returns_to_it,
+        claude_closing_its_diff_leaves_the_users_own_diff_windows_alone,
+        stop_then_start_at_once_restarts_the_sidecar,
+    ]
 );
