@@ -40,6 +40,12 @@ pub(crate) trait EditorUnderTest: Sized {
 
     fn lock_dir(&self) -> &Path;
 
+    /// The name Claude's `/ide` shows: the face's, then the folder's.
+    fn ide_name(&self) -> String {
+        let folder = self.workspace().file_name().unwrap().to_string_lossy();
+        format!("{} ({folder})", Self::IDE)
+    }
+
     /// The sidecar's answer to the editor's `initialize` (its port, lock
     /// file, workspace tools, agents), as the editor keeps it.
     fn init(&mut self) -> Value;
@@ -357,14 +363,7 @@ pub(crate) async fn quitting_the_editor_removes_the_lock_file<E: EditorUnderTest
 /// claudecode.nvim #237/#247: every instance had the same name in `/ide`.
 pub(crate) async fn a_second_editor_in_the_same_folder_gets_a_distinct_name<E: EditorUnderTest>() {
     let mut first = E::start();
-    let folder = first
-        .workspace()
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let name = format!("{} ({folder})", E::IDE);
+    let name = first.ide_name();
     let ide_name = |lock: &Path| -> Option<Value> {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(lock).ok()?).ok()?;
         Some(v["ideName"].clone())

@@ -252,14 +252,7 @@ pub(crate) async fn stop_then_start_at_once_restarts_the_sidecar<E: VimUnderTest
         (e.status() == "running" && e.init()["port"] != port).then_some(())
     });
     assert!(restarted.is_some(), "no new sidecar; still {}", e.init());
-    let folder = e
-        .workspace()
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let name = format!("{} ({folder})", E::IDE);
+    let name = e.ide_name();
     assert_eq!(e.lock()["ideName"], name);
     assert_eq!(ccbridge_testkit::lock_files(e.lock_dir()).len(), 1);
 }
