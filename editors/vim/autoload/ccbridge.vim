@@ -234,6 +234,8 @@ var waiting: list<func> = []
 var callbacks: dict<func> = {}
 var next_id = 0
 var stderr: list<string> = []
+# What the sidecar wrote that is not yet a whole message (see OnRaw).
+var inbox = ''
 var stopping = false
 var restart = false
 var ide_name = ''
@@ -382,6 +384,44 @@ def OnOut(tok: number, ch: channel, msg: any)
       Cb(err, get(msg, 'result', v:null))
     endif
   endif
+enddef
+
+# The sidecar's output, framed as LSP is (a Content-Length header, then
+# that many bytes of JSON), read here rather than by Vim's "lsp" channel
+# mode: Vim 9.0's reader sometimes dropped a request that arrived while
+# Vim was busy (a `reviewText` never reached the plugin, and the agent
+# lost the user's edits in the review).
+def OnRaw(tok: number, ch: channel, chunk: string)
+  if tok != token
+    return
+  endif
+  inbox ..= chunk
+  while true
+    const head_end = stridx(inbox, "\r\n\r\n")
+    if head_end < 0
+      return
+    endif
+    const len = matchstr(strpart(inbox, 0, head_end), '\c\<content-length:\s*\zs\d\+')
+    if len == ''
+      # Not a header we know: skip it.
+      inbox = strpart(inbox, head_end + 4)
+      continue
+    endif
+    const start = head_end + 4
+    const size = str2nr(len)
+    if strlen(inbox) < start + size
+      return
+    endif
+    const body = strpart(inbox, start, size)
+    inbox = strpart(inbox, start + size)
+    var msg: any
+    try
+      msg = json_decode(body)
+    catch
+      continue
+    endtry
+    OnOut(tok, ch, msg)
+  endwhile
 enddef
 
 def OnErr(tok: number, ch: channel, line: string)
@@ -639,6 +679,7 @@ export def Start()
   token += 1
   const tok = token
   stderr = []
+  inbox = ''
   callbacks = {}
   # Request ids count from 1 for each sidecar.
   next_id = 0
@@ -646,9 +687,9 @@ export def Start()
   try
     j = job_start(Command(), {
       in_mode: 'lsp',
-      out_mode: 'lsp',
+      out_mode: 'raw',
       err_mode: 'nl',
-      out_cb: funcref(OnOut, [tok]),
+      out_cb: funcref(OnRaw, [tok]),
       err_cb: funcref(OnErr, [tok]),
       exit_cb: funcref(OnExit, [tok]),
       noblock: true,

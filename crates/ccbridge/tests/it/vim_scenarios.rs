@@ -248,8 +248,11 @@ pub(crate) async fn stop_then_start_at_once_restarts_the_sidecar<E: VimUnderTest
     let mut e = E::start();
     let port = e.init()["port"].clone();
     e.keys(":CCBridgeStop | CCBridgeStart<CR>");
+    // A port in `init` is the new sidecar's answer to `initialize` (the
+    // old one's is cleared when it stops).
     let restarted = poll_until(STEP, Duration::from_millis(10), || {
-        (e.status() == "running" && e.init()["port"] != port).then_some(())
+        let new_port = e.init()["port"].clone();
+        (new_port.is_u64() && new_port != port && e.status() == "running").then_some(())
     });
     assert!(restarted.is_some(), "no new sidecar; still {}", e.init());
     let name = e.ide_name();
