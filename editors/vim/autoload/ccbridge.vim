@@ -12,6 +12,7 @@ vim9script
 import autoload 'ccbridge/changes.vim'
 import autoload 'ccbridge/context.vim'
 import autoload 'ccbridge/diagnostics.vim' as diags
+import autoload 'ccbridge/frames.vim'
 import autoload 'ccbridge/remote.vim'
 import autoload 'ccbridge/review.vim'
 import autoload 'ccbridge/reload.vim'
@@ -234,7 +235,7 @@ var waiting: list<func> = []
 var callbacks: dict<func> = {}
 var next_id = 0
 var stderr: list<string> = []
-# What the sidecar wrote that is not yet a whole message (see OnRaw).
+# What the sidecar wrote that is not yet a whole message (frames.vim).
 var inbox = ''
 var stopping = false
 var restart = false
@@ -386,42 +387,16 @@ def OnOut(tok: number, ch: channel, msg: any)
   endif
 enddef
 
-# The sidecar's output, framed as LSP is (a Content-Length header, then
-# that many bytes of JSON), read here rather than by Vim's "lsp" channel
-# mode: Vim 9.0's reader sometimes dropped a request that arrived while
-# Vim was busy (a `reviewText` never reached the plugin, and the agent
-# lost the user's edits in the review).
+# The sidecar's output, read as frames.vim says why.
 def OnRaw(tok: number, ch: channel, chunk: string)
   if tok != token
     return
   endif
-  inbox ..= chunk
-  while true
-    const head_end = stridx(inbox, "\r\n\r\n")
-    if head_end < 0
-      return
-    endif
-    const len = matchstr(strpart(inbox, 0, head_end), '\c\<content-length:\s*\zs\d\+')
-    if len == ''
-      # Not a header we know: skip it.
-      inbox = strpart(inbox, head_end + 4)
-      continue
-    endif
-    const start = head_end + 4
-    const size = str2nr(len)
-    if strlen(inbox) < start + size
-      return
-    endif
-    const body = strpart(inbox, start, size)
-    inbox = strpart(inbox, start + size)
-    var msg: any
-    try
-      msg = json_decode(body)
-    catch
-      continue
-    endtry
+  const [messages, rest] = frames.Split(inbox .. chunk)
+  inbox = rest
+  for msg in messages
     OnOut(tok, ch, msg)
-  endwhile
+  endfor
 enddef
 
 def OnErr(tok: number, ch: channel, line: string)
