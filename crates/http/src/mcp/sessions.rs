@@ -84,7 +84,9 @@ struct Shared {
 struct Use {
     /// Requests in flight and streams open.
     busy: AtomicUsize,
-    /// When it was last used, in milliseconds since [`Shared::epoch`].
+    /// When it was last used, in nanoseconds since [`Shared::epoch`]:
+    /// milliseconds tied for sessions used within one, and the least
+    /// recently used one was then picked at random among them.
     last: AtomicU64,
 }
 
@@ -140,7 +142,7 @@ impl Shared {
     }
 
     fn now(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.epoch.elapsed().as_nanos() as u64
     }
 
     fn get(&self, id: &SessionId) -> Option<Arc<Use>> {
@@ -167,7 +169,7 @@ impl Shared {
     /// Sessions idle for [`Shared::idle`].
     fn expired(&self) -> Vec<SessionId> {
         let now = self.now();
-        let idle = self.idle.as_millis() as u64;
+        let idle = self.idle.as_nanos() as u64;
         self.uses()
             .iter()
             .filter(|(_, u)| {
