@@ -239,7 +239,7 @@ fn main() -> anyhow::Result<()> {
             "MB",
             mb(&rss.ccbridge.idle_kib),
             Some(mb(&rss.floor.idle_kib)),
-            Some(Target::Below { limit: 10.0 }),
+            Some(Target::Below { limit: 7.0 }),
         ));
         rows.push(Row::new(
             "private memory, `serve --stdio` idle after start",

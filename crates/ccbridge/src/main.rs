@@ -12,6 +12,7 @@
 
 mod cmd;
 mod display;
+mod maths;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
