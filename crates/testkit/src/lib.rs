@@ -107,6 +107,34 @@ pub fn poll_until<T>(
     }
 }
 
+/// The environment that keeps in `dir` what a ccbridge a test spawns writes
+/// outside its workspace: its lock file (`CLAUDE_CONFIG_DIR`), Qwen Code's
+/// and Gemini CLI's discovery files (`QWEN_HOME`, `TMPDIR`), the Codex
+/// socket (`CODEX_HOME`, `TMPDIR`) and anything under `HOME`. A test that
+/// kills ccbridge then leaves nothing in the user's own folders.
+pub fn confined_env(dir: &std::path::Path) -> Vec<(String, String)> {
+    let at = |sub: &str| dir.join(sub).display().to_string();
+    vec![
+        ("HOME".into(), dir.display().to_string()),
+        ("TMPDIR".into(), dir.display().to_string()),
+        ("CLAUDE_CONFIG_DIR".into(), dir.display().to_string()),
+        ("QWEN_HOME".into(), at(".qwen")),
+        ("CODEX_HOME".into(), at(".codex")),
+    ]
+}
+
+/// [`confined_env`] on a [`std::process::Command`].
+pub trait Confined {
+    /// Keeps what the spawned ccbridge writes outside its workspace in `dir`.
+    fn confined_to(&mut self, dir: &std::path::Path) -> &mut Self;
+}
+
+impl Confined for std::process::Command {
+    fn confined_to(&mut self, dir: &std::path::Path) -> &mut Self {
+        self.envs(confined_env(dir))
+    }
+}
+
 /// The `*.lock` files in `dir` (an IDE lock directory), in directory order;
 /// none when `dir` cannot be read.
 pub fn lock_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -9,6 +9,7 @@
 //! a legitimate client must still get in afterwards.
 
 use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_testkit::Confined;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -94,7 +95,7 @@ fn a_web_page_cannot_open_the_ide_websocket() {
     let mut child = Command::new(BIN)
         .args(["serve", "--stdio", "--ide-name", "CswshTest", "--log-file"])
         .arg(&log)
-        .env("CLAUDE_CONFIG_DIR", cfg.path())
+        .confined_to(cfg.path())
         .env("CCBRIDGE_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

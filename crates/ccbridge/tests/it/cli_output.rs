@@ -4,6 +4,7 @@
 //! one line that names its cause once and says what to do.
 
 use ccbridge_protocol::lockfile::LockFile;
+use ccbridge_testkit::Confined;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -18,7 +19,7 @@ fn ccbridge(args: &[&str], home: &Path) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(home)
-        .env("HOME", home)
+        .confined_to(home)
         .env("CLAUDE_CONFIG_DIR", home.join("cfg"))
         .env_remove("CLAUDE_CODE_SSE_PORT")
         .env_remove("CCBRIDGE_LOG")
@@ -215,7 +216,7 @@ fn serve_error(extra: &[&str], home: &Path) -> String {
         .args(["serve", "--stdio"])
         .args(extra)
         .current_dir(home)
-        .env("HOME", home)
+        .confined_to(home)
         .env("CLAUDE_CONFIG_DIR", home.join("cfg"))
         .env_remove("CCBRIDGE_LOG")
         .stdin(Stdio::null())

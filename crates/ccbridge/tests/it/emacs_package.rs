@@ -88,6 +88,7 @@ fn rig_with(setup: Setup) -> Rig {
     }
     let mut opts = EmacsOptions::for_package(&ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
+    opts.env.push(("TMPDIR".into(), home.display().to_string()));
     if !setup.path.is_empty() {
         let mut path: Vec<PathBuf> = setup.path.clone();
         path.extend(std::env::split_paths(

@@ -12,7 +12,7 @@
 //! These are allocation counts, not timings: the same on a busy machine.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::{lock_files, poll_until};
+use ccbridge_testkit::{lock_files, poll_until, Confined};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -73,7 +73,7 @@ impl Proc {
         let child = Command::new(BIN)
             .args(["serve", "--stdio", "--multi-client", "--workspace"])
             .arg(ws.path())
-            .env("CLAUDE_CONFIG_DIR", cfg.path())
+            .confined_to(cfg.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

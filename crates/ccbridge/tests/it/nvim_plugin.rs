@@ -62,6 +62,7 @@ fn plugin_nvim(ws: &Path, lock_dir: &Path, home: &Path, extra: &str) -> Nvim {
         ws,
         &[
             ("HOME", home.to_str().unwrap()),
+            ("TMPDIR", home.to_str().unwrap()),
             ("XDG_STATE_HOME", home.to_str().unwrap()),
         ],
     )

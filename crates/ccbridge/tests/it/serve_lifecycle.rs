@@ -4,7 +4,7 @@
 //! `shutdown`, SIGINT, SIGTERM, SIGHUP.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::{lock_files, poll_until};
+use ccbridge_testkit::{lock_files, poll_until, Confined};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -35,7 +35,7 @@ impl Sidecar {
             ])
             .arg(ws.path())
             .args(extra)
-            .env("CLAUDE_CONFIG_DIR", cfg.path())
+            .confined_to(cfg.path())
             .env("CCBRIDGE_LOG", "debug")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -249,6 +249,7 @@ fn stale_locks_are_swept_at_start_and_live_ones_kept() {
     let mut child = Command::new(BIN)
         .args(["serve", "--stdio", "--lock-dir"])
         .arg(&ide)
+        .confined_to(cfg.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -287,8 +288,7 @@ fn regression_lock_orphaned_by_sigkill_is_cleaned() {
 
     let out = Command::new(BIN)
         .args(["clean", "--dry-run"])
-        .env("CLAUDE_CONFIG_DIR", cfg.path())
-        .env("HOME", cfg.path())
+        .confined_to(cfg.path())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -303,6 +303,7 @@ fn regression_lock_orphaned_by_sigkill_is_cleaned() {
     let mut next = Command::new(BIN)
         .args(["serve", "--stdio", "--lock-dir"])
         .arg(cfg.path().join("ide"))
+        .confined_to(cfg.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -326,6 +327,7 @@ fn regression_refused_upgrades_are_summarised_not_logged_one_by_one() {
     let mut child = Command::new(BIN)
         .args(["serve", "--stdio", "--lock-dir"])
         .arg(&ide)
+        .confined_to(cfg.path())
         .env_remove("CCBRIDGE_LOG")
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())

@@ -10,7 +10,7 @@
 //! every way out finishes promptly, lock file removed.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::{lock_files, poll_until};
+use ccbridge_testkit::{lock_files, poll_until, Confined};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -60,7 +60,7 @@ impl Stalled {
         let mut child = Command::new(BIN)
             .args(["serve", "--stdio", "--workspace"])
             .arg(ws.path())
-            .env("CLAUDE_CONFIG_DIR", cfg.path())
+            .confined_to(cfg.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(log)

@@ -65,6 +65,7 @@ fn start_vim(ws: &Path, home: &Path, env: &[(&str, String)]) -> Vim {
     std::fs::create_dir_all(home).unwrap();
     let mut opts = VimOptions::for_plugin(ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
+    opts.env.push(("TMPDIR".into(), home.display().to_string()));
     for (k, v) in env {
         opts.env.push((k.to_string(), v.clone()));
     }
