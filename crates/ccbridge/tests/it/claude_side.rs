@@ -5,6 +5,7 @@
 
 use ccbridge_client::ws_client::IdeClient;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::time::Duration;
 
 /// Bound for one wait on Claude's side.
@@ -156,8 +157,8 @@ pub async fn open_file_at_text(c: &mut IdeClient, path: &str, start_text: &str) 
 
 /// Gemini CLI's end, for what only the other agents do: an MCP session on
 /// the companion server the sidecar runs on `port`, opened with the token
-/// of Gemini CLI's discovery file for that port (in `$TMPDIR/gemini/ide/`,
-/// the test's and the sidecar's temporary directory). Blocking calls.
+/// of Gemini CLI's discovery file for that port (in `gemini/ide/` of the
+/// sidecar's `TMPDIR`). Blocking calls.
 pub struct GeminiSide {
     port: u16,
     token: String,
@@ -177,8 +178,8 @@ impl GeminiSide {
             .unwrap_or_else(|| panic!("Gemini CLI is not offered in initialize: {init}"))
     }
 
-    pub fn connect(port: u16) -> GeminiSide {
-        let dir = std::env::temp_dir().join("gemini").join("ide");
+    pub fn connect(port: u16, temp_dir: &Path) -> GeminiSide {
+        let dir = temp_dir.join("gemini").join("ide");
         let suffix = format!("-{port}.json");
         let token = ccbridge_testkit::poll_until(STEP, Duration::from_millis(20), || {
             let entry = std::fs::read_dir(&dir)

@@ -75,8 +75,19 @@ pub(crate) trait EditorUnderTest: Sized {
         c
     }
 
+    /// The editor's `HOME`, also its `TMPDIR`: where its sidecar writes
+    /// Qwen Code's and Gemini CLI's discovery files.
+    fn home(&self) -> PathBuf;
+
     /// Visits `rel` in the workspace, as the user opens a file.
     fn visit(&mut self, rel: &str);
+
+    /// The face's connection indicator as the user sees it (status line,
+    /// mode line): "Claude ○" or "Claude ●" in the face's spelling.
+    fn indicator(&mut self) -> String;
+
+    /// The face's status report, opened as its user opens it.
+    fn status_report(&mut self) -> String;
 
     /// Types `line` as a new first line of the file being edited.
     fn type_line_at_top(&mut self, line: &str);
@@ -345,6 +356,37 @@ pub(crate) async fn identical_hunks_are_decided_each_at_its_place<E: EditorUnder
     assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
 }
 
+/// The indicator shows whether Claude is connected, and the status report
+/// says where ccbridge is (port, lock file, workspace), who is connected
+/// and where its workspace tools are.
+pub(crate) async fn the_status_follows_claudes_session<E: EditorUnderTest>() {
+    let mut e = E::start();
+    e.visit("hello.py");
+    let init = e.init();
+    let port = init["port"].as_u64().unwrap();
+    let lock = init["lockFile"].as_str().unwrap().to_owned();
+    let tools = init["tools"]["url"].as_str().unwrap().to_owned();
+    let shows =
+        |indicator: String, mark: char| indicator.contains("Claude") && indicator.contains(mark);
+    assert!(shows(e.indicator(), '○'), "{:?}", e.indicator());
+    let c = e.claude().await;
+    assert!(shows(e.indicator(), '●'), "{:?}", e.indicator());
+    let report = e.status_report();
+    for needle in [
+        format!("port {port}, lock file {lock}"),
+        format!("workspace: {}", e.workspace().display()),
+        "session 1: claude-code".to_owned(),
+        format!("workspace tools (MCP): {tools}, asking before writes and commands"),
+    ] {
+        assert!(report.contains(&needle), "no {needle:?} in\n{report}");
+    }
+    c.close().await.unwrap();
+    poll_until(STEP, Duration::from_millis(20), || {
+        shows(e.indicator(), '○').then_some(())
+    })
+    .unwrap_or_else(|| panic!("still {:?} after Claude left", e.indicator()));
+}
+
 pub(crate) async fn quitting_the_editor_removes_the_lock_file<E: EditorUnderTest>() {
     let mut e = E::start();
     let lock = e.lock_file();
@@ -386,7 +428,7 @@ pub(crate) async fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_ed
     E: EditorUnderTest,
 >() {
     let mut e = E::start();
-    let gemini = GeminiSide::connect(e.gemini_port());
+    let gemini = GeminiSide::connect(e.gemini_port(), &e.home());
     let path = e.workspace().join("hello.py").display().to_string();
     gemini.answered_in_terminal(&path, HELLO, |step| match step {
         Step::Edit => {
@@ -579,6 +621,7 @@ in_faces!(
         hunk_decisions_write_only_the_accepted_hunk,
         rejecting_every_hunk_is_a_rejection,
         identical_hunks_are_decided_each_at_its_place,
+        the_status_follows_claudes_session,
         quitting_the_editor_removes_the_lock_file,
         a_second_editor_in_the_same_folder_gets_a_distinct_name,
         answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text,

@@ -247,8 +247,29 @@ impl EditorUnderTest for Rig {
         );
     }
 
+    fn home(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap().join("home")
+    }
+
     fn visit(&mut self, rel: &str) {
         Rig::visit(self, rel);
+    }
+
+    fn indicator(&mut self) -> String {
+        self.emacs
+            .string("(with-current-buffer \"hello.py\" (ccbridge-mode-line-string))")
+    }
+
+    fn status_report(&mut self) -> String {
+        self.emacs
+            .eval("(when (get-buffer \"*ccbridge status*\") (kill-buffer \"*ccbridge status*\"))");
+        self.m_x("ccbridge-status");
+        let report = self.emacs.wait(
+            "the status buffer",
+            "(ccbridge-test-buffer-text \"*ccbridge status*\")",
+            STEP,
+        );
+        report.as_str().unwrap().to_owned()
     }
 
     fn type_line_at_top(&mut self, line: &str) {
@@ -1373,13 +1394,10 @@ async fn ccbridge_claude_says_which_agents_are_offered_when_one_is_not() {
 // ───────────────────────── status and lifetime ─────────────────────────
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_and_mode_line_follow_the_sessions() {
+async fn the_mode_line_shows_on_screen_and_the_status_names_the_sidecar() {
+    // What every face shows alike: editor_scenarios::emacs::the_status_follows_claudes_session.
     let rig = rig("");
-    let port = rig.info()["port"].as_u64().unwrap();
-    let lock = rig.info()["lockFile"].as_str().unwrap().to_owned();
-    assert_eq!(rig.emacs.json("(ccbridge-mode-line-string)"), " Claude○");
     let c = rig.claude().await;
-    assert_eq!(rig.emacs.json("(ccbridge-mode-line-string)"), " Claude●");
     // On the screen, in hello.py's mode line.
     poll_until(STEP, Duration::from_millis(50), || {
         rig.emacs.screen().contains("Claude●").then_some(())
@@ -1394,22 +1412,13 @@ async fn status_and_mode_line_follow_the_sessions() {
     let status = status.as_str().unwrap();
     for needle in [
         format!("{}: running", rig.ws.display()),
-        format!("port {port}, lock file {lock}"),
         "editor protocol 3".to_owned(),
-        "session 1: claude-code".to_owned(),
-        format!("workspace: {}", rig.ws.display()),
-        "workspace tools (MCP): http://127.0.0.1:".to_owned(),
         env!("CARGO_BIN_EXE_ccbridge").to_owned(),
     ] {
         assert!(status.contains(&needle), "no {needle:?} in\n{status}");
     }
     assert_eq!(rig.lock()["ideName"], "Emacs (ws)");
     c.close().await.unwrap();
-    rig.emacs.wait(
-        "Claude gone",
-        "(equal (with-current-buffer \"hello.py\" (ccbridge-mode-line-string)) \" Claude○\")",
-        STEP,
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -212,8 +212,21 @@ impl EditorUnderTest for Rig {
         );
     }
 
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
     fn visit(&mut self, rel: &str) {
         self.edit(rel);
+    }
+
+    fn indicator(&mut self) -> String {
+        let line = self.vim.eval("ccbridge#Statusline()");
+        line.as_str().unwrap().to_owned()
+    }
+
+    fn status_report(&mut self) -> String {
+        self.vim.ex("CCBridgeStatus")
     }
 
     /// Back in Normal mode once it returns: what comes next (a review
@@ -455,13 +468,12 @@ async fn a_review_opening_is_noticed_with_the_agent_and_the_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_statusline_follow_the_sidecar_and_the_sessions() {
+    // What every face shows alike: editor_scenarios::vim::the_status_follows_claudes_session.
     let mut rig = rig(json!({}));
     rig.edit("hello.py");
     let lock_path = rig.init()["lockFile"].as_str().unwrap().to_owned();
     assert!(Path::new(&lock_path).exists());
-    assert_eq!(rig.vim.eval("ccbridge#Statusline()"), "Claude ○");
     let c = rig.claude().await;
-    assert_eq!(rig.vim.eval("ccbridge#Statusline()"), "Claude ●");
     let connected = rig.vim.eval("TestEvents('CCBridgeConnected')[0].data");
     assert_eq!(connected["name"], "claude-code");
     assert_eq!(connected["pid"], std::process::id());
@@ -473,18 +485,12 @@ async fn status_and_statusline_follow_the_sidecar_and_the_sessions() {
         .unwrap();
     rig.vim.keys("<CR>");
     let status = rig.vim.ex("CCBridgeStatus");
-    let port = rig.init()["port"].as_u64().unwrap();
-    let tools = rig.init()["tools"]["url"].as_str().unwrap().to_owned();
     for needle in [
         &format!(
             "editor protocol {}",
             rig.vim.eval("ccbridge#ProtocolVersion()")
         ),
         &format!("binary: {}", env!("CARGO_BIN_EXE_ccbridge")),
-        &format!("port {port}, lock file {lock_path}"),
-        &format!("workspace: {}", rig.ws.display()),
-        &format!("workspace tools (MCP): {tools}, asking before writes and commands"),
-        "Claude session 1: claude-code",
     ] {
         assert!(status.contains(needle), "no {needle:?} in\n{status}");
     }
