@@ -448,7 +448,7 @@ mod tests {
         assert!(live.exists() && other.exists() && !dead.exists());
     }
 
-    /// Security issue 20, item 10: files planted in Gemini's shared folder
+    /// Another local user's attack: files planted in Gemini's shared folder
     /// under a discovery file's name (a FIFO, a link to `/dev/zero`, a huge
     /// sparse file) neither block the start-up sweep nor `scan`, and only
     /// a regular file of this user is ever removed.

@@ -183,8 +183,9 @@ fn name(c: char) -> Option<&'static str> {
 mod tests {
     use super::*;
 
-    /// The attack of security issue 20: `; touch X; :` drawn after the `#`,
-    /// as if commented out, run by the shell.
+    /// A command that reads as `echo safe` with a comment: right-to-left
+    /// isolates draw `; touch X; :` after the `#`, as if commented out, and
+    /// the shell runs it.
     const ATTACK: &str = "echo safe \u{2067}; touch X; : #\u{2069}";
 
     fn points(r: &Revealed) -> Vec<&str> {

@@ -603,9 +603,9 @@ pub enum EditorEvent {
 mod tests {
     use super::*;
 
-    /// Security issue 20, item 3: the approval of a command hiding
-    /// `touch X` behind right-to-left isolates shows them as markers
-    /// everywhere it is shown, and keeps the command exact.
+    /// A command hiding text from the person approving it: the approval of
+    /// a command hiding `touch X` behind right-to-left isolates shows them
+    /// as markers everywhere it is shown, and keeps the command exact.
     #[test]
     fn an_approval_shows_hidden_characters_as_markers_and_keeps_the_command() {
         let command = "echo safe \u{2067}; touch X; : #\u{2069}\nls";
