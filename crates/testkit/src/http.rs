@@ -85,7 +85,19 @@ pub fn request(
     body: &str,
     timeout: Duration,
 ) -> Answer {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    try_request(port, method, path, headers, body, timeout).expect("connect")
+}
+
+/// [`request`], or `None` when nothing listens on `port`.
+pub fn try_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Option<Answer> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_millis(200))).ok();
     let mut req = format!("{method} {path} HTTP/1.1\r\n");
     for (k, v) in headers {
@@ -122,7 +134,7 @@ pub fn request(
     }
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    Answer {
+    Some(Answer {
         status: head
             .split_whitespace()
             .nth(1)
@@ -130,7 +142,7 @@ pub fn request(
             .unwrap_or(0),
         head: head.to_owned(),
         body: body.to_owned(),
-    }
+    })
 }
 
 /// A JSON-RPC `body` POSTed to an MCP server's `/mcp` on 127.0.0.1:`port`
@@ -195,6 +207,24 @@ fn mcp_post_with(
     ];
     headers.extend_from_slice(extra);
     post(port, "/mcp", &headers, body, timeout)
+}
+
+/// Whether the MCP server that gave out `token` still answers on
+/// 127.0.0.1:`port`. A port is free once its server exits and another
+/// server may take it at once: only one that accepts `token` is the same.
+pub fn mcp_server_answers(port: u16, token: &str, timeout: Duration) -> bool {
+    let host = format!("127.0.0.1:{port}");
+    let auth = format!("Bearer {token}");
+    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let headers = [
+        ("Host", host.as_str()),
+        ("Authorization", auth.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    try_request(port, "POST", "/mcp", &headers, &init.to_string(), timeout)
+        .is_some_and(|a| a.status == 200)
 }
 
 /// The port of an MCP server's URL as ccbridge reports it

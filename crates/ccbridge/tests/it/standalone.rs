@@ -176,7 +176,11 @@ fn serve_until(sig: rustix::process::Signal) {
     assert!(exits(&mut child).success(), "{sig:?}");
     assert!(!lock.exists(), "the lock file outlived {sig:?}");
     assert!(
-        std::net::TcpStream::connect(("127.0.0.1", tools_port)).is_err(),
+        !ccbridge_testkit::http::mcp_server_answers(
+            tools_port,
+            &tools.token,
+            Duration::from_secs(5)
+        ),
         "the tools server outlived {sig:?}"
     );
     let mut out = String::new();

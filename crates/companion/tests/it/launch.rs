@@ -15,6 +15,7 @@ use ccbridge_server::{Config, EditorEvent, NoEditor, Server};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn read(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -114,10 +115,11 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
         !gemini.file.exists() && !qwen.file.exists(),
         "files left behind"
     );
-    for s in &served {
+    let tokens = [&g, &q].map(|file| file["authToken"].as_str().unwrap().to_owned());
+    for (s, token) in served.iter().zip(&tokens) {
         assert!(
-            std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err(),
-            "{:?} still listens",
+            !ccbridge_testkit::http::mcp_server_answers(s.port, token, Duration::from_secs(5)),
+            "{:?} still answers",
             s.agent
         );
     }
