@@ -18,6 +18,7 @@ use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::time::Duration;
 
 const STEP: Duration = Duration::from_secs(10);
@@ -59,6 +60,10 @@ pub(crate) trait VimUnderTest: EditorUnderTest {
     /// The bar over the review's proposal (Neovim's winbar, Vim's
     /// statusline), which says whose proposal it is.
     fn review_bar(&mut self) -> String;
+
+    /// The plugin's help file, and the tags for what the face configures
+    /// its own way (Lua's `setup()`, `g:ccbridge`) that it must hold.
+    fn help() -> (PathBuf, &'static [&'static str]);
 }
 
 /// The full path of `rel` in the workspace.
@@ -260,6 +265,41 @@ pub(crate) async fn stop_then_start_at_once_restarts_the_sidecar<E: VimUnderTest
     assert_eq!(ccbridge_testkit::lock_files(e.lock_dir()).len(), 1);
 }
 
+/// Every command the plugin defines has a tag in its help file (none is
+/// left undocumented), and `:help` opens the file from the runtime path.
+pub(crate) async fn every_command_has_a_help_tag<E: VimUnderTest>() {
+    let mut e = E::start();
+    let (file, topics) = E::help();
+    let runtime = tempfile::tempdir().unwrap();
+    let doc = runtime.path().join("doc");
+    std::fs::create_dir_all(&doc).unwrap();
+    std::fs::copy(&file, doc.join("ccbridge.txt")).unwrap();
+    e.ex(&format!("helptags {}", doc.display()));
+    let tags = std::fs::read_to_string(doc.join("tags")).unwrap();
+    let has = |tag: &str| tags.lines().any(|l| l.starts_with(&format!("{tag}\t")));
+    let commands = e.eval("getcompletion('CCBridge', 'command')");
+    let commands: Vec<&str> = commands
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(commands.len() >= 8, "the plugin's commands: {commands:?}");
+    for command in &commands {
+        assert!(has(&format!(":{command}")), "no :{command} in\n{tags}");
+    }
+    for topic in ["ccbridge.txt"].iter().chain(topics) {
+        assert!(has(topic), "no {topic} in\n{tags}");
+    }
+    e.ex(&format!("set runtimepath^={}", runtime.path().display()));
+    e.ex("help ccbridge.txt");
+    assert_eq!(e.eval("&buftype"), "help");
+    assert_eq!(
+        e.eval("expand('%:p')"),
+        doc.join("ccbridge.txt").display().to_string()
+    );
+}
+
 in_faces!(
     [nvim: crate::nvim_plugin::Rig, vim: crate::vim_plugin::Rig],
     [
@@ -271,5 +311,6 @@ in_faces!(
         a_review_from_a_lone_terminal_window_returns_to_it,
         claude_closing_its_diff_leaves_the_users_own_diff_windows_alone,
         stop_then_start_at_once_restarts_the_sidecar,
+        every_command_has_a_help_tag,
     ]
 );
