@@ -15,6 +15,7 @@ mod display;
 mod maths;
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -98,7 +99,8 @@ fn main() -> ExitCode {
                 msg.push_str("; ");
                 msg.push_str(h);
             }
-            eprintln!("ccbridge: {}", display::line(&msg));
+            // Not `eprintln!`, which panics when stderr is closed.
+            let _ = writeln!(std::io::stderr(), "ccbridge: {}", display::line(&msg));
             ExitCode::FAILURE
         }
     }

@@ -466,9 +466,13 @@ pub(crate) fn init_logging(file: Option<&std::path::Path>, default: &str) -> any
     let filter = EnvFilter::try_from_env("CCBRIDGE_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new(default));
+    // A line that cannot be written is dropped: the editor that quit closed
+    // our stderr, and reporting that on stderr (tracing-subscriber's
+    // `eprintln!`) would panic on the way out.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(false);
+        .with_ansi(false)
+        .log_internal_errors(false);
     match file {
         Some(path) => {
             let f = std::fs::OpenOptions::new()

@@ -223,6 +223,30 @@ fn sighup_removes_the_lock_file() {
     signal_removes_lock(rustix::process::Signal::HUP);
 }
 
+/// An editor that quits closes the sidecar's stderr with its stdin. The
+/// next log line failed to write; tracing-subscriber reported that with
+/// `eprintln!`, which panics when stderr is closed: the sidecar ended in a
+/// panic (exit 101), on its way out, wherever a line was logged.
+#[test]
+fn regression_a_closed_stderr_is_no_panic_on_the_way_out() {
+    let mut s = Sidecar::start(&[]);
+    let path = s.wait_for_lock();
+    drop(s.child.stderr.take());
+    drop(s.child.stdin.take());
+    let status = poll_until(Duration::from_secs(10), POLL, || {
+        s.child.try_wait().unwrap()
+    })
+    .expect("ccbridge exits");
+    assert!(status.success(), "{status:?}");
+    assert!(!path.exists(), "the lock file is removed");
+    let left = |dir: &str| std::fs::read_dir(s.cfg.path().join(dir)).map_or(0, |d| d.count());
+    assert_eq!(
+        left(".qwen/ide") + left("gemini/ide"),
+        0,
+        "discovery files left"
+    );
+}
+
 #[test]
 fn stale_locks_are_swept_at_start_and_live_ones_kept() {
     let cfg = tempfile::tempdir().unwrap();
