@@ -19,6 +19,14 @@ use tokio_tungstenite::WebSocketStream;
 /// How long a close frame may take to leave, at the end of a connection.
 const CLOSE_LIMIT: Duration = Duration::from_secs(1);
 
+/// How much one read from a socket asks for. tungstenite zeroes that much
+/// of its read buffer before every read, even one that finds nothing (and
+/// a connection's task tries one each time it wakes to send): with its
+/// default of 128 KiB, every notification to Claude cost a 128 KiB memset,
+/// and every connection kept 128 KiB touched. A large message takes more
+/// reads, each still as large as the socket has ready up to this.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// Frame and message limits: nothing over `max` bytes is buffered, and
 /// every frame is written as it is sent (no write buffering).
 pub fn config(max: usize) -> WebSocketConfig {
@@ -26,6 +34,7 @@ pub fn config(max: usize) -> WebSocketConfig {
         .max_message_size(Some(max))
         .max_frame_size(Some(max))
         .write_buffer_size(0)
+        .read_buffer_size(READ_CHUNK)
 }
 
 /// What one read from the socket means for the connection.
