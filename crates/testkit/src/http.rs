@@ -117,10 +117,14 @@ pub fn try_request(
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => raw.extend_from_slice(&buf[..n]),
+            // A signal (SIGCHLD when a command a test runs ends) interrupts
+            // a socket read that has a timeout, SA_RESTART or not.
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
                 ) => {}
             Err(_) => break,
         }
