@@ -33,9 +33,9 @@ pub struct EditorOptions {
     /// `CLAUDE_CONFIG_DIR` for ccbridge, so its lock file lands in
     /// `<config_dir>/ide/` where the sandboxed CLI looks.
     pub config_dir: PathBuf,
-    /// `HOME` and `TMPDIR` for ccbridge (the sandbox's), so nothing touches
-    /// the real ones (Qwen Code's and Gemini CLI's discovery files, the
-    /// Codex socket).
+    /// Where ccbridge's files outside the workspace go ([`crate::confined_env`]:
+    /// `HOME`, `TMPDIR`, Qwen Code's and Codex's homes; the sandbox's), so
+    /// nothing touches the real ones.
     pub home: PathBuf,
     /// ccbridge's stderr goes here.
     pub log_file: PathBuf,
@@ -208,13 +208,10 @@ impl Editor {
             .arg("--ide-name")
             .arg(&opts.ide_name)
             .args(&opts.extra_args)
+            .envs(crate::confined_env(&opts.home))
             .env("CLAUDE_CONFIG_DIR", &opts.config_dir)
-            .env("HOME", &opts.home)
-            .env("TMPDIR", &opts.home)
             .env("RUST_LOG", &opts.rust_log)
             .env_remove("CLAUDE_CODE_SSE_PORT")
-            .env_remove("QWEN_HOME")
-            .env_remove("CODEX_HOME")
             .envs(opts.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -201,6 +201,17 @@ fn mcp_post_with(
     body: &str,
     timeout: Duration,
 ) -> Answer {
+    try_mcp_post_with(port, token, extra, body, timeout).expect("connect")
+}
+
+/// [`mcp_post_with`], or `None` when nothing listens on `port`.
+fn try_mcp_post_with(
+    port: u16,
+    token: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Option<Answer> {
     let host = format!("127.0.0.1:{port}");
     let auth = format!("Bearer {token}");
     let mut headers = vec![
@@ -210,25 +221,21 @@ fn mcp_post_with(
         ("Content-Type", "application/json"),
     ];
     headers.extend_from_slice(extra);
-    post(port, "/mcp", &headers, body, timeout)
+    try_request(port, "POST", "/mcp", &headers, body, timeout)
+}
+
+/// A client's `initialize` request.
+fn initialize() -> String {
+    serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})
+    .to_string()
 }
 
 /// Whether the MCP server that gave out `token` still answers on
 /// 127.0.0.1:`port`. A port is free once its server exits and another
 /// server may take it at once: only one that accepts `token` is the same.
 pub fn mcp_server_answers(port: u16, token: &str, timeout: Duration) -> bool {
-    let host = format!("127.0.0.1:{port}");
-    let auth = format!("Bearer {token}");
-    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
-    let headers = [
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Accept", "application/json, text/event-stream"),
-        ("Content-Type", "application/json"),
-    ];
-    try_request(port, "POST", "/mcp", &headers, &init.to_string(), timeout)
-        .is_some_and(|a| a.status == 200)
+    try_mcp_post_with(port, token, &[], &initialize(), timeout).is_some_and(|a| a.status == 200)
 }
 
 /// The port of an MCP server's URL as ccbridge reports it
@@ -243,9 +250,7 @@ pub fn url_port(url: &str) -> u16 {
 /// Opens a session on the MCP server at 127.0.0.1:`port` (`initialize`)
 /// and returns its id. Panics unless the server accepts.
 pub fn mcp_session(port: u16, token: &str, timeout: Duration) -> String {
-    let init = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
-    let a = mcp_post(port, token, None, &init.to_string(), timeout);
+    let a = mcp_post(port, token, None, &initialize(), timeout);
     assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
     a.header("mcp-session-id").expect("a session")
 }

@@ -1396,20 +1396,14 @@ async fn ccbridge_claude_says_which_agents_are_offered_when_one_is_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mode_line_shows_on_screen_and_the_status_names_the_sidecar() {
     // What every face shows alike: editor_scenarios::emacs::the_status_follows_claudes_session.
-    let rig = rig("");
+    let mut rig = rig("");
     let c = rig.claude().await;
     // On the screen, in hello.py's mode line.
     poll_until(STEP, Duration::from_millis(50), || {
         rig.emacs.screen().contains("Claude●").then_some(())
     })
     .unwrap_or_else(|| panic!("no Claude● on screen:\n{}", rig.emacs.screen()));
-    rig.m_x("ccbridge-status");
-    let status = rig.emacs.wait(
-        "the status buffer",
-        "(ccbridge-test-buffer-text \"*ccbridge status*\")",
-        STEP,
-    );
-    let status = status.as_str().unwrap();
+    let status = rig.status_report();
     for needle in [
         format!("{}: running", rig.ws.display()),
         "editor protocol 3".to_owned(),
