@@ -3,9 +3,10 @@
 //! `ccbridge call` uses it to exercise any IDE server (ccbridge, the VS Code
 //! extension, claudecode.nvim, ...) by hand or from scripts, and tests use it
 //! as a stand-in for the Claude Code CLI. It reproduces the CLI's upgrade
-//! request (reference §2.3: `ws://127.0.0.1:<port>/`, subprotocol `mcp`,
-//! `X-Claude-Code-Ide-Authorization`, no `Origin`) and the legacy MCP
-//! handshake (§2.4), then sends one request at a time.
+//! request (`ws://127.0.0.1:<port>/`, subprotocol `mcp`,
+//! `X-Claude-Code-Ide-Authorization`, no `Origin`) and its MCP handshake
+//! (`initialize`, then `notifications/initialized`), then sends one request
+//! at a time.
 //!
 //! It is deliberately tolerant of what comes back: frames that are not
 //! JSON-RPC are skipped, notifications are queued for
@@ -41,7 +42,8 @@ pub const AUTH_HEADER: &str = "X-Claude-Code-Ide-Authorization";
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// `clientInfo.name` in `initialize`.
 pub const CLIENT_NAME: &str = "ccbridge-call";
-/// The versions the real CLI accepts in the `initialize` reply (§2.4).
+/// The protocol versions the real CLI (2.1.328) accepts in the
+/// `initialize` reply.
 pub const CLAUDE_ACCEPTED_VERSIONS: [&str; 5] = [
     "2025-11-25",
     "2025-06-18",

@@ -1,5 +1,5 @@
 //! The editor's context as Gemini CLI and Qwen Code want it pushed
-//! (`ide/contextUpdate`, `../shared/reference/agents.md` §5): the open
+//! (`ide/contextUpdate`, `docs/agents.md`): the open
 //! files that exist on disk, most recently focused first (ten at most),
 //! each with when it was last focused; the active one with its 1-based
 //! cursor and selected text (16 KiB at most); whether the workspace is

@@ -1,6 +1,5 @@
 //! Where Gemini CLI and Qwen Code look for an IDE, and what they expect to
-//! find there (`../shared/reference/agents.md` §2, observed with the real
-//! clients):
+//! find there (observed with the real clients; `docs/agents.md`):
 //!
 //! - Gemini CLI reads `<os tmpdir>/gemini/ide/gemini-ide-server-<pid>-<port>.json`
 //!   (`TMPDIR` moves it) holding `port`, `workspacePath` (folders joined

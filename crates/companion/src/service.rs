@@ -5,7 +5,7 @@
 //! the client closed a diff without suppressing the notification).
 //!
 //! What the real clients do, and so what this answers
-//! (`../shared/reference/agents.md` §4–§6): `openDiff` is answered at once
+//! (observed with them; `docs/agents.md`): `openDiff` is answered at once
 //! and the verdict comes later as a notification; one diff per file per
 //! session, a second one replacing the first; `closeDiff` (sent when the
 //! user answered in the terminal instead) closes the view quietly and

@@ -2,9 +2,9 @@
 //!
 //! An IDE server advertises itself with `<dir>/<port>.lock`. To list, call or
 //! clean servers we must look in exactly the directories the CLI scans, in
-//! its order (reference §1.1), read the files as it does (§1.2, §1.3) and
-//! match workspaces as it does (§1.5); otherwise `ccbridge list` would show
-//! a different picture from what Claude Code sees.
+//! its order, read the files as it does and match workspaces as it does
+//! (all observed with Claude Code 2.1.328); otherwise `ccbridge list` would
+//! show a different picture from what Claude Code sees.
 //!
 //! Every function takes the environment as a value ([`Env`]) so tests can
 //! describe any machine without touching the process environment;
@@ -37,7 +37,7 @@ const SKIPPED_WINDOWS_USERS: [&str; 4] = ["Public", "Default", "Default User", "
 /// Lock files larger than this are reported as invalid instead of being read.
 pub const MAX_LOCK_FILE_BYTES: u64 = 1 << 20;
 
-/// How long a port gets to accept a TCP connection (the CLI's value, §1.4).
+/// How long a port gets to accept a TCP connection (the CLI's own value).
 pub const PORT_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The parts of the environment discovery depends on.
@@ -492,7 +492,7 @@ fn folder_candidates(folder: &str, lock: &LockFile, wsl_distro: Option<&str>) ->
     out
 }
 
-/// The CLI's `contains-cwd` verdict (§1.5): some non-empty workspace folder,
+/// The CLI's `contains-cwd` verdict: some non-empty workspace folder,
 /// resolved, equals `dir` or is a prefix of it followed by `/`. Comparison
 /// is a case-sensitive string test with no realpath, like the CLI's.
 /// Relative folders are resolved against `dir`.

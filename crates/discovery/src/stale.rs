@@ -2,7 +2,7 @@
 //!
 //! A stale lock file makes Claude Code offer, or try to connect to, a server
 //! that no longer exists. The CLI removes them itself only at the start of an
-//! auto-connect search (reference §1.4), and it treats EPERM as dead, so it
+//! auto-connect search, and it treats EPERM as dead, so it
 //! may delete the live lock of another user's IDE. `ccbridge clean` is more
 //! careful, with one rule for every file:
 //!

@@ -16,6 +16,8 @@
 //! - [`notifications`]: `selection_changed`, `at_mentioned`,
 //!   `diagnostics_changed`, `log_event`, `ide_connected`.
 //! - [`lockfile`]: the discovery file `<config>/ide/<port>.lock`.
+//! - [`uri`]: `file://` URIs built and compared the way the client does.
+//! - [`language`]: a file's language id, VS Code's names, from one table.
 //! - [`reveal`]: text shown for a decision (a command to allow) with its
 //!   invisible and bidirectional characters made visible.
 //!

@@ -1,7 +1,7 @@
 //! The discovery lock file `<CLAUDE_CONFIG_DIR or ~/.claude>/ide/<port>.lock`.
 //!
 //! The client takes the port from the file name, never from the contents,
-//! and selects WebSocket only for `transport: "ws"` (reference §1.3).
+//! and selects WebSocket only for `transport: "ws"`.
 //! `Debug` never prints the token.
 //!
 //! `pid` is the *editor's* process, which the CLI checks. The process that

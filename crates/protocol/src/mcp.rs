@@ -3,7 +3,7 @@
 //!
 //! Results never carry `structuredContent`: the client may replace the
 //! content with it and then fail to parse `FILE_SAVED` or the diagnostics
-//! array (reference §2.6).
+//! array.
 
 use crate::jsonrpc::RawJson;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //!
 //! The client concatenates `file://` and the raw absolute path, with no
 //! percent-encoding, and compares after stripping the prefix and normalizing
-//! the path (reference §5.2). ccbridge does the same in both directions, and
+//! the path. ccbridge does the same in both directions, and
 //! additionally understands percent-encoded URIs from other clients.
 
 /// `file://` + the raw path, exactly as the client expects.

@@ -1,5 +1,5 @@
 //! Round trips of the messages the real client (Claude Code 2.1.328) sends
-//! and expects, as quoted in shared/reference/claude-code-client.md.
+//! and expects, as captured from it.
 
 use ccbridge_protocol::editor::{Position, Range, Selection};
 use ccbridge_protocol::jsonrpc::{Message, RequestId, Response};

@@ -14,8 +14,8 @@
 //! companion's discovery file depends on `$TMPDIR` (Gemini CLI:
 //! `$TMPDIR/gemini/ide/`) or `$HOME` (Qwen Code: `$HOME/.qwen/ide/`). So
 //! each run gets a fresh [`Sandbox`]: a private `HOME`, `TMPDIR` and
-//! workspace, with the settings that `shared/reference/agents.md` §7 found to
-//! start straight at the prompt against a mock model, IDE mode on. The
+//! workspace, with the settings found to start each CLI straight at the
+//! prompt against a mock model, IDE mode on. The
 //! settings are in [`AgentOptions::settings`], for a test to change before
 //! [`AgentCli::start`] writes them. Two traps it handles:
 //!
@@ -367,7 +367,7 @@ impl AgentOptions {
         }
     }
 
-    /// The settings of `agents.md` §7: API-key authentication already
+    /// The settings that start the CLI at the prompt: API-key authentication already
     /// chosen, folder trust off, IDE mode on with its nudge seen, no
     /// telemetry, update checks or tips; for Qwen Code also the mock as its
     /// OpenAI provider, approval mode `default`, the memory agent off and

@@ -18,7 +18,7 @@
 //! - `:generateContent` is a utility call (the router's complexity
 //!   classifier, the next-speaker check, a session summary): a request with a
 //!   `responseJsonSchema` gets JSON valid against it (the classifier needs a
-//!   `complexity_score` of at least 1, see `agents.md` pitfall 5), any other
+//!   `complexity_score` of at least 1, or it fails the turn), any other
 //!   a short text.
 //! - `:countTokens` gets a token count; anything else `200 {}`.
 //!

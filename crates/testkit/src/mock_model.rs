@@ -16,7 +16,7 @@
 //!   only agent turns whose *last user text* (the prompt the user typed, also
 //!   while the CLI sends tool results back) contains the marker, in order,
 //!   so a background request that carries tools too (Qwen's memory agent,
-//!   `shared/reference/agents.md` §7) cannot eat a keyed reply unless it
+//!   which runs after each turn unless switched off) cannot eat a keyed reply unless it
 //!   quotes the marker. Turns that match no marker take the unkeyed queue
 //!   ([`MockModel::push`]); with nothing scripted the answer is the text `ok`.
 //!   A marker whose replies are used up answers `ok` too, rather than taking

@@ -22,8 +22,9 @@
 //!   short text. It never consumes the script.
 //! - `GET /v1/models` lists one model; anything else gets `200 {}`.
 //!
-//! Qwen needs a `read_file` of a file before it will `edit` it (`agents.md`
-//! §6), so an edit is scripted as [`read_file`] then [`edit`].
+//! Qwen needs a `read_file` of a file before it will `edit` it (otherwise
+//! its tool answers "File … has not been read in this session" and no diff
+//! opens), so an edit is scripted as [`read_file`] then [`edit`].
 
 use crate::mock_model::{schema_sample, Api, Incoming, Reply, Response, Served};
 use serde_json::{json, Value};

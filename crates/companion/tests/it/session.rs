@@ -1,5 +1,5 @@
 //! The companion server over real sockets, played by a client that does
-//! what Gemini CLI and Qwen Code do (`../shared/reference/agents.md` §4):
+//! what Gemini CLI and Qwen Code do (`docs/agents.md`):
 //! initialize, open the event stream with GET, list the tools, then
 //! `openDiff`/`closeDiff`. The engine behind it has a frontend that shows
 //! diffs; the test decides them as the user would.
