@@ -8,6 +8,10 @@
 //! file reads a few kilobytes; `bytes_read` says how much was read.
 //! A file whose first 8 KiB hold a NUL byte is binary and refused; a line
 //! longer than [`MAX_LINE_BYTES`] is cut, saying how much was left out.
+//! Of a line only its first bytes are kept, and one that goes on past
+//! [`MAX_LINE_SCAN`] without a break (a text header over gigabytes with
+//! none) ends the reading there: memory stays at one buffer and the head of
+//! a line whatever the file holds.
 
 use ccbridge_workspace::{OpenFile, Workspace, WorkspaceError};
 use std::io::{BufRead, BufReader, Read};
@@ -18,6 +22,9 @@ pub const DEFAULT_LIMIT: usize = 2000;
 pub const COUNT_TO_END_BELOW: u64 = 16 << 20;
 /// Longer lines are cut (minified code would otherwise fill a context).
 pub const MAX_LINE_BYTES: usize = 2000;
+/// How far one line is read looking for its end; the window stops at a
+/// line longer than this.
+pub const MAX_LINE_SCAN: usize = 1 << 20;
 /// How much of the start decides "binary".
 const SNIFF_BYTES: usize = 8192;
 
@@ -49,6 +56,8 @@ pub enum ReadError {
     Binary(String),
     #[error("{path} is not UTF-8 text (line {line} is not valid UTF-8): a binary file or another encoding; read_file shows UTF-8 text only")]
     NotUtf8 { path: String, line: usize },
+    #[error("line {line} of {path} goes on past {} MiB without a line break, and read_file reads no further (search_files finds text past it)", MAX_LINE_SCAN >> 20)]
+    LineTooLong { path: String, line: usize },
     #[error("offset must be 1 or more (lines are numbered from 1)")]
     BadOffset,
     #[error("limit must be 1 or more")]
@@ -99,26 +108,43 @@ pub fn read(
     }
 
     let mut lines: Vec<(usize, String)> = Vec::new();
-    let mut line = Vec::new();
+    // The head of each line: what is shown of it, and the bytes of a
+    // character cut at MAX_LINE_BYTES.
+    let mut head = Vec::with_capacity(MAX_LINE_BYTES + 4);
     let mut number = 0usize;
+    let mut stopped = false;
     loop {
-        line.clear();
-        if r.read_until(b'\n', &mut line).map_err(io)? == 0 {
+        head.clear();
+        let line = read_line(&mut r, &mut head, MAX_LINE_BYTES + 4).map_err(io)?;
+        if line.len == 0 {
             break;
         }
         number += 1;
         if number < first {
+            if !line.ended {
+                return Err(ReadError::LineTooLong {
+                    path: asked,
+                    line: number,
+                });
+            }
             continue;
         }
         // Shown lossily, a line would lie about the file (and a write of
-        // what the model saw would corrupt it).
-        if std::str::from_utf8(&line).is_err() {
-            return Err(ReadError::NotUtf8 {
-                path: asked,
-                line: number,
-            });
+        // what the model saw would corrupt it). Of a cut line the head is
+        // checked, its last character possibly cut short.
+        if let Err(e) = std::str::from_utf8(&head) {
+            if head.len() == line.len || e.error_len().is_some() {
+                return Err(ReadError::NotUtf8 {
+                    path: asked,
+                    line: number,
+                });
+            }
         }
-        lines.push((number, shown_line(&line)));
+        lines.push((number, shown_line(&head, &line)));
+        if !line.ended {
+            stopped = true;
+            break;
+        }
         if number == last {
             break;
         }
@@ -126,7 +152,10 @@ pub fn read(
     let window_ended = number == last;
     let mut more = false;
     let mut total = Some(number);
-    if window_ended {
+    if stopped {
+        more = true;
+        total = None;
+    } else if window_ended {
         if size <= COUNT_TO_END_BELOW {
             let after = count_lines(&mut r).map_err(io)?;
             more = after > 0;
@@ -170,11 +199,74 @@ fn count_lines<R: BufRead>(r: &mut R) -> std::io::Result<usize> {
     }
 }
 
+/// One line as [`read_line`] read it.
+struct Line {
+    /// Bytes read, its break included.
+    len: usize,
+    /// Its length without the break (`\n` or `\r\n`).
+    content: usize,
+    /// It ended (a break or the end of the file) within [`MAX_LINE_SCAN`].
+    ended: bool,
+}
+
+/// Reads one line from `r`, keeping its first `keep` bytes in `head`
+/// (the rest is only counted), and no further than [`MAX_LINE_SCAN`].
+fn read_line<R: BufRead>(r: &mut R, head: &mut Vec<u8>, keep: usize) -> std::io::Result<Line> {
+    let mut len = 0;
+    let mut before_break = None;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(Line {
+                len,
+                content: len,
+                ended: true,
+            });
+        }
+        let found = buf.iter().position(|&b| b == b'\n');
+        let n = found.map_or(buf.len(), |i| i + 1);
+        let room = keep.saturating_sub(head.len());
+        head.extend_from_slice(&buf[..n.min(room)]);
+        if let Some(i) = found {
+            let cr = if i > 0 {
+                buf[i - 1]
+            } else {
+                before_break.unwrap_or(0)
+            } == b'\r';
+            r.consume(n);
+            len += n;
+            return Ok(Line {
+                len,
+                content: len - 1 - usize::from(cr),
+                ended: true,
+            });
+        }
+        before_break = buf.last().copied();
+        r.consume(n);
+        len += n;
+        if len >= MAX_LINE_SCAN {
+            return Ok(Line {
+                len,
+                content: len,
+                ended: false,
+            });
+        }
+    }
+}
+
 /// A line as shown: without its line break, cut if very long.
-fn shown_line(raw: &[u8]) -> String {
-    match crate::shown::line(raw, MAX_LINE_BYTES) {
-        (text, 0) => text,
-        (text, cut) => format!("{text} … ({cut} more bytes on this line)"),
+fn shown_line(head: &[u8], line: &Line) -> String {
+    let (text, _) = crate::shown::line(head, MAX_LINE_BYTES);
+    if line.content <= MAX_LINE_BYTES {
+        text
+    } else if line.ended {
+        let cut = line.content - MAX_LINE_BYTES;
+        format!("{text} … ({cut} more bytes on this line)")
+    } else {
+        format!(
+            "{text} … (the line goes on past {} MiB; read_file stops here)",
+            MAX_LINE_SCAN >> 20
+        )
     }
 }
 
@@ -241,6 +333,54 @@ mod tests {
             &w.text[w.text.len() - 60..]
         );
         assert!(!w.text.contains('\u{FFFD}'));
+    }
+
+    #[test]
+    fn a_long_crlf_line_counts_what_is_cut_without_its_break() {
+        let body = format!("{}\r\nnext\r\n", "a".repeat(MAX_LINE_BYTES + 7));
+        let (_d, ws) = ws_with(&[("w.txt", body.as_bytes())]);
+        let w = read(&ws, "w.txt", None, None).unwrap();
+        assert!(
+            w.text.contains("… (7 more bytes on this line)\n"),
+            "{}",
+            &w.text[w.text.len() - 60..]
+        );
+        assert!(w.text.ends_with("2 | next\n"), "{}", w.text);
+        assert_eq!(w.total_lines, Some(2));
+    }
+
+    /// A text head, then gigabytes with no line break: every byte of the
+    /// line was gathered in memory to find its end (a sparse 10 GB file with
+    /// a text head would take 10 GB). The head is kept, the rest only counted,
+    /// and the reading stops a megabyte into the line.
+    #[test]
+    fn regression_a_line_with_no_break_for_megabytes_is_not_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.txt");
+        std::fs::write(&path, "first\n").unwrap();
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut &f, &b"y".repeat(MAX_LINE_SCAN * 3)).unwrap();
+        drop(f);
+        let ws = Workspace::open(&[PathBuf::from(dir.path())]).unwrap();
+        let w = read(&ws, "huge.txt", None, None).unwrap();
+        assert_eq!((w.first_line, w.last_line), (1, 2));
+        assert!(
+            w.text
+                .ends_with("(the line goes on past 1 MiB; read_file stops here)\n"),
+            "{}",
+            &w.text[w.text.len() - 80..]
+        );
+        assert!(w.more);
+        assert_eq!(w.total_lines, None);
+        let read_at_most = (MAX_LINE_SCAN + (128 << 10)) as u64;
+        assert!(w.bytes_read <= read_at_most, "read {} bytes", w.bytes_read);
+        let e = read(&ws, "huge.txt", Some(3), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2 of huge.txt goes on past 1 MiB"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! `../shared/reference/security.md`'s checklist, items 9–16 (the HTTP
-//! transport) and 26–38 (the workspace tools), each attacking a running
-//! tools server over a real socket. Tests are named after their item.
+//! Items 9–16 (the HTTP transport) and 26–38 (the workspace tools) of the
+//! security checklist, `docs/security.md`, each attacking a running tools
+//! server over a real socket. Tests are named after their item.
 //!
 //! Writes run in the `never` approval mode: nobody reviews them, so an
 //! escape would really land. Every "outside" target is a canary beside the
@@ -62,9 +62,17 @@ async fn item_09_every_request_needs_the_bearer_token_in_the_header() {
     let lower = format!("bearer {TOKEN}");
     let a = rig.post("/mcp", &[("Authorization", &lower)], INIT).await;
     assert_eq!(a.status, 200, "the scheme is case-insensitive: {}", a.head);
-    let doubled = format!("{TOKEN}x");
+    let longer = format!("Bearer {TOKEN}x");
     let basic = format!("Basic {TOKEN}");
-    for auth in ["", "Bearer", "Bearer ", "Bearer nope", &basic, &doubled] {
+    for auth in [
+        "",
+        "Bearer",
+        "Bearer ",
+        "Bearer nope",
+        TOKEN,
+        &basic,
+        &longer,
+    ] {
         let a = rig.post("/mcp", &[("Authorization", auth)], INIT).await;
         assert_eq!(a.status, 401, "{auth:?}: {}", a.head);
         assert!(a.header("www-authenticate").unwrap().starts_with("Bearer"));
@@ -525,6 +533,16 @@ async fn item_32_fifos_sockets_and_huge_sparse_files_are_refused_at_once() {
     std::os::unix::fs::symlink("/dev/zero", rig.path("zero")).unwrap();
     let sparse = std::fs::File::create(rig.path("sparse")).unwrap();
     sparse.set_len(10 << 30).unwrap();
+    // The same behind 9 KB of text: not binary, and its 101st line runs
+    // on for 10 GB without a break.
+    let headed = rig.path("headed");
+    std::fs::write(&headed, format!("{}\n", "t".repeat(89)).repeat(100)).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&headed)
+        .unwrap()
+        .set_len(10 << 30)
+        .unwrap();
     // Bounded: a call that blocked on a special file would never end.
     let calls = async {
         for p in ["fifo", "sock", "zero"] {
@@ -543,6 +561,17 @@ async fn item_32_fifos_sockets_and_huge_sparse_files_are_refused_at_once() {
             &rig,
             "apply_diff",
             json!({"path": "sparse", "diff": "<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"}),
+            outside.path(),
+        )
+        .await;
+        // Shown up to that line, the line cut; read no further.
+        let (text, is_error) = rig.call("read_file", json!({"path": "headed"})).await;
+        assert!(!is_error, "{text}");
+        assert!(text.contains("read_file stops here"), "{text}");
+        refused(
+            &rig,
+            "apply_diff",
+            json!({"path": "headed", "diff": "<<<<<<< SEARCH\nt\n=======\nu\n>>>>>>> REPLACE\n"}),
             outside.path(),
         )
         .await;
@@ -762,7 +791,7 @@ async fn several_folders_are_each_confined_and_reached_only_by_their_own_paths()
     refused(
         &rig,
         "search_files",
-        json!({"pattern": "sibling", "path": evil.display().to_string()}),
+        json!({"regex": "sibling", "path": evil.display().to_string()}),
         outside.path(),
     )
     .await;
