@@ -102,9 +102,9 @@ pub(crate) trait EditorUnderTest: Sized {
     /// The text of `rel`'s buffer, its lines joined by newlines.
     fn buffer_text(&mut self, rel: &str) -> String;
 
-    /// How many times the editor told its user something containing
-    /// `needle`, once it has at least once.
-    fn wait_told(&mut self, needle: &str) -> usize;
+    /// Each thing the editor told its user that contains `needle`, once it
+    /// has told one.
+    fn wait_told(&mut self, needle: &str) -> Vec<String>;
 
     /// The port Gemini CLI is told (its terminal's environment).
     fn gemini_port(&mut self) -> u16 {
@@ -267,7 +267,7 @@ pub(crate) async fn buffers_reload_when_claude_writes_and_unsaved_ones_get_one_n
     assert!(typed.is_some(), "{:?}", e.buffer_text("hello.py"));
     write_as_claude(HELLO);
     let told = e.wait_told("hello.py changed on disk but has unsaved changes");
-    assert_eq!(told, 1);
+    assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(e.buffer_text("hello.py"), mine);
 }
 

@@ -295,9 +295,11 @@ impl EditorUnderTest for Rig {
         text.as_str().unwrap().trim_end_matches('\n').to_owned()
     }
 
-    fn wait_told(&mut self, needle: &str) -> usize {
+    fn wait_told(&mut self, needle: &str) -> Vec<String> {
         self.wait_message(needle);
-        emacs_count(self, needle) as usize
+        let messages = self.emacs.string("(ccbridge-test-messages)");
+        let told = messages.lines().filter(|l| l.contains(needle));
+        told.map(str::to_owned).collect()
     }
 
     fn append_to_proposal(&mut self, line: &str) {
@@ -1203,19 +1205,6 @@ async fn quitting_the_ediff_session_rejects_and_restores_the_windows() {
         ),
         Value::Null
     );
-}
-
-// ───────────────────────── reload ─────────────────────────
-
-/// Writes `text` to `path` as Claude does: a temporary file renamed over it.
-fn emacs_count(rig: &Rig, needle: &str) -> u64 {
-    rig.emacs
-        .json(&format!(
-            "(ccbridge-test-count {} (ccbridge-test-messages))",
-            lisp_str(needle)
-        ))
-        .as_u64()
-        .unwrap()
 }
 
 // ───────────────────────── terminal ─────────────────────────

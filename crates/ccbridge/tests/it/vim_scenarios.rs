@@ -64,6 +64,19 @@ pub(crate) trait VimUnderTest: EditorUnderTest {
     /// The plugin's help file, and the tags for what the face configures
     /// its own way (Lua's `setup()`, `g:ccbridge`) that it must hold.
     fn help() -> (PathBuf, &'static [&'static str]);
+
+    /// Sets the option at `path` (`["terminal", "cmd"]`) while the plugin
+    /// runs, as a user changing their configuration does.
+    fn set_option(&mut self, path: &[&str], value: Value);
+
+    /// The buffer of Claude's terminal (`:CCBridgeClaude`), if there is one.
+    fn claude_terminal(&mut self) -> Option<u64>;
+
+    /// Whether the program in the terminal buffer `buf` has exited.
+    fn terminal_finished(&mut self, buf: u64) -> bool;
+
+    /// How the plugin's notice names the option that says where ccbridge is.
+    const BIN_OPTION: &'static str;
 }
 
 /// The full path of `rel` in the workspace.
@@ -300,6 +313,85 @@ pub(crate) async fn every_command_has_a_help_tag<E: VimUnderTest>() {
     );
 }
 
+/// `:CCBridgeClaude` once Claude has exited starts a new one; a run that
+/// failed (status 3) leaves its terminal, for its last words.
+pub(crate) async fn ccbridge_claude_starts_claude_again_once_it_has_exited<E: VimUnderTest>() {
+    let mut e = E::start_with(json!({
+        "terminal": {"cmd": ["sh", "-c", "echo \"run $$\"; exit 3"]}
+    }));
+    e.keys(":CCBridgeClaude<CR>");
+    let first = poll_until(STEP, Duration::from_millis(10), || {
+        let buf = e.claude_terminal()?;
+        e.terminal_finished(buf).then_some(buf)
+    })
+    .expect("the first run to end in Claude's terminal");
+    e.keys("<C-\\><C-n><C-w>p:CCBridgeClaude<CR>");
+    let second = poll_until(STEP, Duration::from_millis(10), || {
+        e.claude_terminal().filter(|&buf| buf != first)
+    });
+    assert!(second.is_some(), "no second terminal; still {first}");
+    assert_eq!(
+        e.eval(&format!("bufexists({first})")),
+        1,
+        "the failed run's terminal was closed"
+    );
+}
+
+/// With the sidecar behind a prefix (`env` here, standing for `ssh -T
+/// host`), a Claude started by `:CCBridgeClaude`'s default command would
+/// run on this side, where the sidecar's lock file is not: it says where
+/// to start Claude instead and starts nothing. A command of the user's own
+/// still runs.
+pub(crate) async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there<
+    E: VimUnderTest,
+>() {
+    let mut e = E::start_with(json!({"cmd": ["env"]}));
+    let port = e.init()["port"].as_u64().unwrap();
+    e.keys(":CCBridgeClaude<CR>");
+    let told = e.wait_told("started here would not find it");
+    assert!(told[0].contains("through `env`"), "{told:?}");
+    assert!(
+        told[0].contains(&format!("CLAUDE_CODE_SSE_PORT={port} claude")),
+        "{told:?}"
+    );
+    assert_eq!(e.claude_terminal(), None, "a terminal was started");
+    e.set_option(&["terminal", "cmd"], json!(["sh", "-c", "sleep 30"]));
+    e.keys(":CCBridgeClaude<CR>");
+    let own = poll_until(STEP, Duration::from_millis(10), || e.claude_terminal());
+    assert!(own.is_some(), "the user's own command did not start");
+}
+
+/// A ccbridge that is not there: the user is told once, not at every
+/// start, with the path, how to install it and the option to set; the
+/// status says why nothing runs.
+pub(crate) async fn a_missing_binary_is_reported_once_with_what_to_do<E: VimUnderTest>() {
+    let missing = "/nonexistent/ccbridge";
+    let mut e = E::start();
+    e.keys(":CCBridgeStop<CR>");
+    let stopped = poll_until(STEP, Duration::from_millis(10), || {
+        (e.status() == "stopped").then_some(())
+    });
+    assert!(
+        stopped.is_some(),
+        "the sidecar did not stop: {}",
+        e.status()
+    );
+    e.set_option(&["bin"], json!(missing));
+    e.keys(":CCBridgeStart<CR>:CCBridgeStart<CR>:let g:test_started_twice = 1<CR>");
+    e.wait("both starts", "get(g:, 'test_started_twice', 0)");
+    let told = e.wait_told("not found");
+    assert_eq!(told.len(), 1, "{told:?}");
+    for what in [missing, "install ccbridge", E::BIN_OPTION] {
+        assert!(told[0].contains(what), "no {what:?} in {told:?}");
+    }
+    assert_eq!(e.status(), "stopped");
+    let status = e.status_report();
+    assert!(
+        status.contains(&format!("`{missing}` not found")),
+        "{status}"
+    );
+}
+
 in_faces!(
     [nvim: crate::nvim_plugin::Rig, vim: crate::vim_plugin::Rig],
     [
@@ -312,5 +404,8 @@ in_faces!(
         claude_closing_its_diff_leaves_the_users_own_diff_windows_alone,
         stop_then_start_at_once_restarts_the_sidecar,
         every_command_has_a_help_tag,
+        ccbridge_claude_starts_claude_again_once_it_has_exited,
+        ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there,
+        a_missing_binary_is_reported_once_with_what_to_do,
     ]
 );

@@ -21,6 +21,7 @@ M.protocol_version = 3
 ---@field clients table<integer, table> connected Claude sessions by id
 ---@field waiting fun(init: table?, err: string?)[] callbacks for `on_ready`
 ---@field told table<string, boolean> messages already shown once
+---@field failure string? why the last start failed or the sidecar ended (`:CCBridgeStatus` says it)
 M.state = { status = "stopped", clients = {}, waiting = {}, told = {} }
 
 local S = M.state
@@ -190,6 +191,9 @@ local function on_exit(code, signal, stderr)
   require("ccbridge.diff").close_all("shutdown")
   require("ccbridge.reload").update()
   settle(nil, "ccbridge exited")
+  if not S.stopping and was ~= "stopped" then
+    S.failure = ("the sidecar exited (status %d%s)"):format(code, signal ~= 0 and (", signal " .. signal) or "")
+  end
   if not S.stopping and was ~= "stopped" and vim.v.exiting == vim.NIL then
     local tail = table.concat(stderr, "\n")
     vim.notify(
@@ -248,10 +252,12 @@ function M.start()
   end
   local o = config.options
   local prog = M.is_remote() and o.cmd[1] or o.bin
+  S.failure = nil
   if vim.fn.executable(prog) ~= 1 then
     local msg = M.is_remote() and ("`%s` (the `cmd` prefix) not found"):format(prog)
       or ("`%s` not found: install ccbridge (cargo install --path crates/ccbridge) or set `bin`"):format(o.bin)
     M.notify_once(msg, vim.log.levels.ERROR, "no-binary")
+    S.failure = msg
     settle(nil, msg)
     return
   end
@@ -261,8 +267,9 @@ function M.start()
     on_exit = on_exit,
   })
   if not conn then
+    S.failure = "could not start the sidecar: " .. tostring(err)
     settle(nil, err)
-    M.notify_once("could not start the sidecar: " .. tostring(err), vim.log.levels.ERROR)
+    M.notify_once(S.failure, vim.log.levels.ERROR)
     return
   end
   S.conn, S.status = conn, "starting"
@@ -296,10 +303,10 @@ function M.start()
       return
     end
     if e then
-      M.notify_once(
-        "the sidecar refused initialize: " .. tostring(e.message) .. " (is `bin` a ccbridge of another version?)",
-        vim.log.levels.ERROR
-      )
+      S.failure = "the sidecar refused initialize: "
+        .. tostring(e.message)
+        .. " (is `bin` a ccbridge of another version?)"
+      M.notify_once(S.failure, vim.log.levels.ERROR)
       settle(nil, e.message)
       M.stop()
       return

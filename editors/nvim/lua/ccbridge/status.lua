@@ -40,7 +40,8 @@ function M.lines()
   local S = bridge().state
   local out = {}
   if S.status == "stopped" then
-    out[#out + 1] = "ccbridge: stopped (:CCBridgeStart starts it)"
+    out[#out + 1] = S.failure and ("ccbridge: stopped: %s (:CCBridgeStart starts it)"):format(S.failure)
+      or "ccbridge: stopped (:CCBridgeStart starts it)"
     return out
   end
   local init = S.init or {}
