@@ -1,5 +1,5 @@
-//! `../shared/reference/security.md`'s checklist items 9–13 (the HTTP
-//! transport) against the companion server Gemini CLI and Qwen Code
+//! Items 9–13 (the HTTP transport) of the security checklist,
+//! `docs/security.md`, against the companion server Gemini CLI and Qwen Code
 //! connect to, over a real socket; named after their item. The canary for
 //! a request that must not get through is an `openDiff`: had it run, the
 //! frontend would have been asked to show a diff.
@@ -406,7 +406,7 @@ async fn issue20_open_diff_is_bounded_in_size_and_count() {
 /// not one whose GET stream (where Gemini CLI gets its notifications) is
 /// open, and a new client still gets in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_sessions_have_no_cap_the_oldest_idle_one_is_closed_for_a_new_one() {
+async fn regression_mcp_sessions_had_no_cap_now_the_oldest_idle_one_closes_for_a_new_one() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rig = rig().await;
     let ping = |sid: String| {

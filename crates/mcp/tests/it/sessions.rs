@@ -71,7 +71,7 @@ async fn get_stream(rig: &Rig, sid: &str) -> TcpStream {
 /// idle ones first, never one with a call in flight or its GET stream
 /// open; the count stays at the cap and a new client still gets in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_sessions_have_no_cap_the_oldest_idle_one_is_closed_for_a_new_one() {
+async fn regression_mcp_sessions_had_no_cap_now_the_oldest_idle_one_closes_for_a_new_one() {
     let mut rig = start().await;
     // A: a write waiting for the user's review (a request in flight).
     let a = open(&rig).await;
