@@ -868,18 +868,33 @@ fn hash(text: &str) -> u64 {
     h.finish()
 }
 
-/// A regular file's text, when it is UTF-8 and at most [`MAX_FILE`] bytes
-/// (never opening a FIFO or device).
+/// A regular file's text, when it is UTF-8 and at most [`MAX_FILE`] bytes.
+/// Opened without blocking and judged by the open file itself, so a FIFO or
+/// device (or a larger file) put in its place after a look at the path is
+/// never waited on or read whole.
 async fn read(path: &Path) -> Option<String> {
-    let meta = tokio::fs::metadata(path).await.ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE {
-        return None;
-    }
-    let bytes = tokio::fs::read(path).await.ok()?;
-    if bytes.len() as u64 > MAX_FILE {
-        return None;
-    }
-    String::from_utf8(bytes).ok()
+    let path = path.to_owned();
+    let read = move || {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags.bits() as i32)
+            .open(&path)
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() > MAX_FILE {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(MAX_FILE + 1).read_to_end(&mut bytes).ok()?;
+        if bytes.len() as u64 > MAX_FILE {
+            return None;
+        }
+        String::from_utf8(bytes).ok()
+    };
+    tokio::task::spawn_blocking(read).await.ok().flatten()
 }
 
 fn open(uri: &str, path: &Path, text: &str) -> Vec<u8> {
@@ -1056,5 +1071,33 @@ mod tests {
                 "exited"
             ]
         );
+    }
+
+    /// A file given to the language servers is read only when it is a
+    /// regular file of at most MAX_FILE bytes: a FIFO (which a blocking
+    /// open would wait on forever, with no writer) is passed over at once.
+    #[tokio::test]
+    async fn only_regular_files_within_the_limit_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("a.py");
+        std::fs::write(&text, "x = 1\n").unwrap();
+        assert_eq!(read(&text).await.as_deref(), Some("x = 1\n"));
+        let fifo = dir.path().join("b.py");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        let fifo_read = tokio::time::timeout(std::time::Duration::from_secs(10), read(&fifo));
+        assert_eq!(fifo_read.await.expect("a FIFO was waited on"), None);
+        let big = dir.path().join("c.py");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_FILE + 1)
+            .unwrap();
+        assert_eq!(read(&big).await, None);
     }
 }
