@@ -219,6 +219,21 @@ test("a workspace tool's command is asked about in a modal prompt with the exact
   assert.equal(existsSync(join(cs.ws, "never-ran")), false);
 });
 
+test("a command hiding text behind bidi characters is shown in the prompt with markers and a warning", async () => {
+  const lock = JSON.parse(readFileSync(lockFile, "utf8"));
+  const tools = await ToolsClient.connect(lock.tools);
+  // Drawn right to left, the isolate makes `touch bidi-ran` look like a comment.
+  const asked = tools.call("execute_command", { command: "echo safe \u2067; touch bidi-ran; : #\u2069" }, 120_000);
+  const dialog = wb.page.locator(".monaco-dialog-box");
+  await dialog.getByText("This contains 2 hidden characters", { exact: false }).waitFor();
+  await dialog.getByText("echo safe ⟨U+2067⟩; touch bidi-ran; : #⟨U+2069⟩", { exact: false }).waitFor();
+  await screenshot(wb.page, "07-approval-hidden");
+  await dialog.getByRole("button", { name: "Cancel" }).click();
+  const r = await within("the refused command's result", asked);
+  assert.match(r.text, /rejected/);
+  assert.equal(existsSync(join(cs.ws, "bidi-ran")), false);
+});
+
 test("Start Claude Code opens a terminal running claude connected to this window, with the review settings", async () => {
   await wb.page.keyboard.press("F1");
   const input = wb.page.locator(".quick-input-widget input");

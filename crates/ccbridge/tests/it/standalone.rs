@@ -208,6 +208,58 @@ fn serve_until(sig: rustix::process::Signal) {
     );
 }
 
+/// Security checklist item 43: every socket a running `ccbridge serve`
+/// listens on (the IDE port, the page, the workspace tools, the Gemini and
+/// Qwen companions) is bound to loopback, never to every interface.
+#[test]
+fn item_43_every_listening_socket_is_on_loopback() {
+    let sb = Sandbox::new();
+    let (mut child, _link, _lock) = sb.serve_with_link(&[], None);
+    poll_until(Duration::from_secs(10), POLL, || {
+        (sb.gemini_files().len() == 1 && sb.qwen_files().len() == 1).then_some(())
+    })
+    .expect("a discovery file per companion");
+    let listening = listening_sockets(child.id());
+    assert!(
+        listening.len() >= 5,
+        "the IDE port, the page, the tools and two companions: {listening:?}"
+    );
+    for local in &listening {
+        let loopback = local.starts_with("0100007F:")
+            || local.starts_with("00000000000000000000000001000000:");
+        assert!(
+            loopback,
+            "a listener off loopback: {local} in {listening:?}"
+        );
+    }
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(exits(&mut child).success());
+}
+
+/// The local addresses, as `/proc/net/tcp` writes them (`0100007F:1F90`),
+/// of the TCP sockets process `pid` listens on.
+fn listening_sockets(pid: u32) -> Vec<String> {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|row| {
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            // 0A: LISTEN; the tenth column is the socket's inode.
+            (cols.len() > 9 && cols[3] == "0A" && inodes.contains(cols[9]))
+                .then(|| cols[1].to_owned())
+        })
+        .collect()
+}
+
 #[test]
 fn serve_says_when_the_tools_are_off_and_why() {
     let sb = Sandbox::new();

@@ -200,6 +200,36 @@ async fn item_12_a_simple_request_cannot_open_a_diff() {
     assert!(matches!(shown, Ok(Some(_))), "{shown:?}");
 }
 
+/// A body past the cap (32 MiB: an `openDiff` carries a whole file) is
+/// refused with 413 before it is parsed; nothing is shown. (One byte past
+/// it: the server has read all of it when it answers, so the answer is not
+/// lost to a connection reset under a body still being sent.)
+#[tokio::test(flavor = "multi_thread")]
+async fn item_19_a_body_over_the_cap_is_refused() {
+    let mut rig = rig().await;
+    let sid = session(&rig).await;
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "openDiff", "arguments": {"filePath": "/tmp/a.txt", "newContent": ""}}})
+    .to_string();
+    let pad = ccbridge_companion::service::MAX_BODY_BYTES + 1 - call.len();
+    let body = call.replace(
+        "\"newContent\":\"\"",
+        &format!("\"newContent\":\"{}\"", "x".repeat(pad)),
+    );
+    assert_eq!(body.len(), ccbridge_companion::service::MAX_BODY_BYTES + 1);
+    let auth = bearer();
+    let a = send(
+        &rig,
+        "POST",
+        "/mcp",
+        &[("Authorization", &auth), ("Mcp-Session-Id", &sid)],
+        &body,
+    )
+    .await;
+    assert_eq!(a.status, 413, "{}", a.head);
+    no_diff_shown(&mut rig).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn item_13_no_cors_headers_and_no_preflight() {
     let rig = rig().await;

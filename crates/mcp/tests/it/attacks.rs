@@ -207,6 +207,149 @@ async fn item_14_a_post_that_cannot_take_the_answer_is_refused() {
     rig.stop().await;
 }
 
+/// A GET (the session's event stream) that cannot take an event stream.
+#[tokio::test]
+async fn item_14_a_get_that_cannot_take_an_event_stream_is_refused() {
+    let (mut rig, _o) = rig().await;
+    rig.open_session().await;
+    let sid = rig.session_id().to_owned();
+    for accept in ["application/json", "text/html", ""] {
+        let a = rig
+            .request_later(
+                "GET",
+                "/mcp",
+                &[
+                    ("Mcp-Session-Id", &sid),
+                    ("Accept", accept),
+                    ("Content-Type", ""),
+                ],
+                "",
+            )
+            .await
+            .unwrap();
+        assert_eq!(a.status, 406, "Accept {accept:?}: {}", a.head);
+    }
+    rig.stop().await;
+}
+
+/// A request without `MCP-Protocol-Version` after `initialize` (clients of
+/// the 2025-03-26 revision send none) is served, at the version the
+/// session negotiated.
+#[tokio::test]
+async fn item_15_a_request_without_the_version_header_is_served() {
+    let (mut rig, _o) = rig().await;
+    rig.open_session().await;
+    let sid = rig.session_id().to_owned();
+    let a = rig
+        .post(
+            "/mcp",
+            &[("Mcp-Session-Id", &sid)],
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    assert!(a.body.contains("\"read_file\""), "{}", a.body);
+    rig.stop().await;
+}
+
+/// Request smuggling: a body framed both by `Transfer-Encoding: chunked`
+/// and a `Content-Length` that disagrees is read by the former alone (as
+/// RFC 9112 allows: here an empty body, refused), the connection is closed
+/// after the answer, and what follows on it is never taken as a second
+/// request.
+#[tokio::test]
+async fn item_24_a_request_framed_by_both_lengths_is_refused() {
+    use std::io::{Read, Write};
+    let (rig, outside) = rig().await;
+    let smuggled = support::call(
+        "write_file",
+        json!({"path": "smuggled.txt", "content": "x\n"}),
+    );
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {len}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        port = rig.port,
+        len = 5,
+    );
+    let second = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {len}\r\n\r\n{smuggled}",
+        port = rig.port,
+        len = smuggled.len(),
+    );
+    let port = rig.port;
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(format!("{head}{second}").as_bytes()).unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n"),
+        "{answer}"
+    );
+    assert_eq!(
+        answer.matches("HTTP/1.1 ").count(),
+        1,
+        "a second answer: {answer}"
+    );
+    assert!(!rig.path("smuggled.txt").exists());
+    canary_intact(outside.path());
+    rig.stop().await;
+}
+
+/// Malformed JSON-RPC over HTTP: broken JSON, a nesting bomb, the wrong
+/// version, a batch (gone since the 2025-06-18 revision): each refused
+/// with a 4xx at once, nothing run, and the session goes on serving.
+#[tokio::test]
+async fn items_17_18_20_malformed_messages_over_http_are_refused() {
+    let (mut rig, outside) = rig().await;
+    rig.open_session().await;
+    let sid = rig.session_id().to_owned();
+    let write = support::call("write_file", json!({"path": "ran.txt", "content": "x\n"}));
+    let bodies = [
+        "{".to_owned(),
+        "[".repeat(100_000),
+        "{\"a\":".repeat(10_000),
+        write.replace("\"2.0\"", "\"1.0\""),
+        format!("[{write}]"),
+        format!("[{write},{write}]"),
+        "[]".to_owned(),
+    ];
+    for body in &bodies {
+        let a = tokio::time::timeout(
+            Duration::from_secs(10),
+            rig.post("/mcp", &[("Mcp-Session-Id", &sid)], body),
+        )
+        .await
+        .expect("answered at once");
+        let shown = &body[..body.len().min(40)];
+        assert!(
+            (400..500).contains(&a.status),
+            "{shown}: {}\n{}",
+            a.head,
+            a.body
+        );
+    }
+    assert!(
+        !rig.path("ran.txt").exists(),
+        "a malformed message ran a tool"
+    );
+    let (text, is_error) = rig.call("list_files", json!({"path": "."})).await;
+    assert!(!is_error, "the session stopped serving: {text}");
+    canary_intact(outside.path());
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn item_15_an_unknown_protocol_version_header_is_refused() {
     let (mut rig, _o) = rig().await;

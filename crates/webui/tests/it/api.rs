@@ -294,6 +294,48 @@ async fn without_the_session_header_nothing_is_readable_or_writable() {
     rig.stop().await;
 }
 
+/// Guessing the link's token: after a few wrong ones in a row each further
+/// answer waits (doubling, up to two seconds), so a guesser gets a few tries
+/// a second instead of thousands; the right token still signs in at once.
+#[tokio::test]
+async fn guessing_the_link_token_is_slowed_and_the_real_link_still_works() {
+    use ccbridge_server::refusals::{BASE_DELAY, FREE_FAILURES};
+    let rig = Rig::start().await;
+    let wrong = json!({"token": "0".repeat(64)}).to_string();
+    for _ in 0..FREE_FAILURES {
+        let a = rig.raw("POST", "/api/session", &[], &wrong).await;
+        assert_eq!(a.status, 401, "{}", a.head);
+    }
+    for n in 1..=3u32 {
+        let asked = std::time::Instant::now();
+        let a = rig.raw("POST", "/api/session", &[], &wrong).await;
+        assert_eq!(a.status, 401, "{}", a.head);
+        let waited = asked.elapsed();
+        let least = BASE_DELAY * (1 << (n - 1));
+        assert!(
+            waited >= least,
+            "guess {n} past the free ones answered after {waited:?}, not {least:?}"
+        );
+    }
+    let session = rig.sign_in().await;
+    assert_eq!(rig.get(&session, "/api/state").await.status, 200);
+    rig.stop().await;
+}
+
+/// A body past the page's cap (40 MiB; one byte past it, all of it sent
+/// before the answer) is refused with 413.
+#[tokio::test]
+async fn a_body_over_the_cap_is_refused() {
+    let rig = Rig::start().await;
+    let auth = rig.sign_in().await;
+    let huge = format!("\"{}\"", "x".repeat((40 << 20) - 1));
+    let a = rig
+        .raw("POST", "/api/selection", &[("Authorization", &auth)], &huge)
+        .await;
+    assert_eq!(a.status, 413, "{}", a.head);
+    rig.stop().await;
+}
+
 /// The bundle is revalidated, not downloaded again: a browser that has it
 /// (its entity tag) gets 304 and no body, so a reload reuses the compiled
 /// script; a stale tag gets the bundle.
