@@ -117,7 +117,7 @@ fn tool_list() -> &'static [Tool] {
             ),
             tool::<SearchFilesArgs>(
                 "search_files",
-                "Search the files under a directory for a regular expression. Matches are grouped by file: the path, then `N:line` for each matching line and `N-line` for one line of context around it. Files ignored by .gitignore, hidden files and binary files are skipped; at most 300 matching lines.",
+                "Search the files under a directory for a regular expression. Matches are grouped by file: the path, then `N:line` for each matching line and `N-line` for one line of context around it. Files ignored by .gitignore, hidden files and binary files are skipped; at most 300 matching lines, and a search stops after 30 s with what it found.",
             ),
             tool::<WriteFileArgs>(
                 "write_file",

@@ -15,6 +15,11 @@
 //! walk stops once they are found and the answer says it was cut. Which
 //! files a cut answer holds depends on the parallel walk: narrow the pattern
 //! or the path for a complete one. Files are listed in path order.
+//!
+//! A search also ends at [`TIME_LIMIT`] (a huge tree, a slow disk), with
+//! what it found and saying so, and at once when no one waits for its
+//! answer any more ([`Until::abandoned`]: the call was cancelled), so a
+//! forgotten search does not keep walking in the background.
 
 use ccbridge_workspace::{Workspace, WorkspaceError};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -22,7 +27,8 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use ignore::overrides::OverrideBuilder;
 use ignore::{WalkBuilder, WalkState};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Matching lines returned when no cap is given.
 pub const DEFAULT_MAX_RESULTS: usize = 300;
@@ -30,6 +36,28 @@ pub const DEFAULT_MAX_RESULTS: usize = 300;
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
 /// A shown line is cut after this many bytes.
 const MAX_LINE_BYTES: usize = 500;
+/// How long a search walks before it answers with what it found.
+pub const TIME_LIMIT: Duration = Duration::from_secs(30);
+
+/// When a search stops before its walk is done.
+#[derive(Debug, Clone)]
+pub struct Until {
+    /// It answers with what it found by then, saying it stopped.
+    pub deadline: Instant,
+    /// Set when no one waits for the answer any more: the walk ends at the
+    /// next file.
+    pub abandoned: Arc<AtomicBool>,
+}
+
+impl Until {
+    /// `limit` from now.
+    pub fn after(limit: Duration) -> Until {
+        Until {
+            deadline: Instant::now() + limit,
+            abandoned: Arc::default(),
+        }
+    }
+}
 
 /// One line of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +85,9 @@ pub struct Found {
     pub matches: usize,
     /// More matches exist than were returned.
     pub truncated: bool,
+    /// The time limit ended the walk: files it had not reached were not
+    /// searched.
+    pub timed_out: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +120,13 @@ impl Found {
             }
             out.push('\n');
         }
-        if self.files.is_empty() {
+        if self.timed_out {
+            out.push_str(&format!(
+                "({} after {} s: files the walk had not reached were not searched; narrow the path or the file_pattern.)\n",
+                if self.files.is_empty() { "No matches found" } else { "The search stopped" },
+                TIME_LIMIT.as_secs()
+            ));
+        } else if self.files.is_empty() {
             out.push_str("No matches.\n");
         } else if self.truncated {
             out.push_str(&format!(
@@ -144,13 +181,26 @@ impl Sink for Collect<'_> {
 }
 
 /// Searches the files under `path` for `regex`, only those matching the
-/// glob `file_pattern` when given.
+/// glob `file_pattern` when given, for at most [`TIME_LIMIT`].
 pub fn search(
     ws: &Workspace,
     path: &str,
     regex: &str,
     file_pattern: Option<&str>,
     max_results: usize,
+) -> Result<Found, SearchError> {
+    let until = Until::after(TIME_LIMIT);
+    search_until(ws, path, regex, file_pattern, max_results, &until)
+}
+
+/// [`search`], ending at `until`.
+pub fn search_until(
+    ws: &Workspace,
+    path: &str,
+    regex: &str,
+    file_pattern: Option<&str>,
+    max_results: usize,
+    until: &Until,
 ) -> Result<Found, SearchError> {
     let at = ws.locate(path)?;
     // The walk starts from a path; first make sure that path, opened
@@ -187,6 +237,7 @@ pub fn search(
     };
     let taken = AtomicUsize::new(0);
     let cut = AtomicBool::new(false);
+    let late = AtomicBool::new(false);
     let files: Mutex<Vec<FileMatches>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
         let mut searcher = SearcherBuilder::new()
@@ -196,9 +247,13 @@ pub fn search(
             .after_context(1)
             .build();
         let matcher: RegexMatcher = matcher.clone();
-        let (taken, cut, files, ws, only) = (&taken, &cut, &files, ws, &only);
+        let (taken, cut, late, files, ws, only) = (&taken, &cut, &late, &files, ws, &only);
         Box::new(move |entry| {
-            if cut.load(Ordering::Relaxed) {
+            if cut.load(Ordering::Relaxed) || until.abandoned.load(Ordering::Relaxed) {
+                return WalkState::Quit;
+            }
+            if Instant::now() >= until.deadline {
+                late.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
             let Ok(entry) = entry else {
@@ -264,6 +319,7 @@ pub fn search(
         files,
         matches,
         truncated: cut.into_inner(),
+        timed_out: late.into_inner(),
     })
 }
 
@@ -280,6 +336,29 @@ mod tests {
         }
         let ws = Workspace::open(&[dir.path().to_path_buf()]).unwrap();
         (dir, ws)
+    }
+
+    #[test]
+    fn a_search_past_its_time_or_abandoned_stops_and_says_so() {
+        let (_d, ws) = tree(&[("a.txt", "needle\n"), ("b.txt", "needle\n")]);
+        let over = Until {
+            deadline: Instant::now(),
+            abandoned: Arc::default(),
+        };
+        let f = search_until(&ws, ".", "needle", None, 300, &over).unwrap();
+        assert!(f.timed_out && f.files.is_empty(), "{f:?}");
+        assert!(
+            f.render()
+                .starts_with("(No matches found after 30 s: files the walk had not reached"),
+            "{}",
+            f.render()
+        );
+        let gone = Until::after(TIME_LIMIT);
+        gone.abandoned.store(true, Ordering::Relaxed);
+        let f = search_until(&ws, ".", "needle", None, 300, &gone).unwrap();
+        assert!(f.files.is_empty() && !f.timed_out, "{f:?}");
+        let f = search(&ws, ".", "needle", None, 300).unwrap();
+        assert_eq!((f.files.len(), f.timed_out), (2, false));
     }
 
     #[test]
