@@ -335,3 +335,34 @@ impl SessionManager for CappedSessions {
         Ok(tracked(stream, busy))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session unused for the idle time is closed by the reaper (checklist
+    /// item 16's expiry, here with 30 ms instead of 10 minutes); one with a
+    /// request in flight or a stream open is never, however long it lasts.
+    #[tokio::test]
+    async fn an_idle_session_expires_and_a_busy_one_never_does() {
+        let sessions = CappedSessions::new(8, Duration::from_millis(30));
+        let (idle, _t1) = sessions.create_session().await.unwrap();
+        let (busy, _t2) = sessions.create_session().await.unwrap();
+        // Both are busy until `initialize` is answered; that of `idle` was.
+        let usage = sessions.shared.get(&idle).unwrap();
+        usage.busy.store(0, Ordering::Release);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sessions.has_session(&idle).await.unwrap() {
+            assert!(
+                Instant::now() < deadline,
+                "the idle session was never closed"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            sessions.has_session(&busy).await.unwrap(),
+            "a busy session was closed"
+        );
+        assert_eq!(sessions.len(), 1);
+    }
+}
