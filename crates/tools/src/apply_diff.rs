@@ -17,10 +17,17 @@
 //! - a block that fails does not stop the others: what applied is kept and
 //!   the failures are listed (`partial`, `failed_blocks`);
 //! - line endings follow the file: LF blocks match a CRLF file, and their
-//!   replacements are written with CRLF.
+//!   replacements are written with CRLF;
+//! - at most [`MAX_BLOCKS`] blocks in one call (each is looked for through
+//!   the whole file, in time linear in both).
 //!
 //! This module computes the new text only; the review and the write are
 //! the caller's.
+
+/// Blocks one call may hold: each is looked for through the whole file
+/// (up to 16 MiB), so a body of 100,000 tiny blocks would have the file
+/// scanned 100,000 times.
+pub const MAX_BLOCKS: usize = 1000;
 
 /// One parsed block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +57,8 @@ pub enum ParseError {
     },
     #[error("block {block}: the SEARCH part is empty; give the lines to replace (to write a whole file, use write_file)")]
     EmptySearch { block: usize },
+    #[error("{count} blocks in one call, more than the {MAX_BLOCKS} allowed: split the change into several calls")]
+    TooMany { count: usize },
 }
 
 /// Why one block did not apply.
@@ -176,6 +185,9 @@ pub fn parse(diff: &str) -> Result<Vec<Block>, ParseError> {
     }
     match at {
         At::Outside if blocks.is_empty() => Err(ParseError::NoBlocks),
+        At::Outside if blocks.len() > MAX_BLOCKS => Err(ParseError::TooMany {
+            count: blocks.len(),
+        }),
         At::Outside => Ok(blocks),
         At::Search(_) => Err(ParseError::Unfinished {
             block: blocks.len() + 1,
@@ -188,29 +200,61 @@ pub fn parse(diff: &str) -> Result<Vec<Block>, ParseError> {
     }
 }
 
-/// Byte offsets where `needle` starts in `text` as whole lines (at a line
-/// start, ending at a line end); overlapping places count.
-fn places(text: &str, needle: &str) -> Vec<usize> {
-    let bytes = text.as_bytes();
+/// Where `needle` stands in `text` as whole lines (at a line start, ending
+/// at a line end): the first such place and how many there are,
+/// overlapping ones included.
+///
+/// Knuth–Morris–Pratt, so the time is linear in both: a search block
+/// compared again at each of its places (a block of a million `a`s over a
+/// file of sixteen million) took hours.
+fn places(text: &str, needle: &str) -> (Option<usize>, usize) {
+    let (t, n) = (text.as_bytes(), needle.as_bytes());
     let whole_lines = |at: usize| {
-        let end = at + needle.len();
-        (at == 0 || bytes[at - 1] == b'\n')
-            && (end == bytes.len() || bytes[end] == b'\n' || bytes[end..].starts_with(b"\r\n"))
+        let end = at + n.len();
+        (at == 0 || t[at - 1] == b'\n')
+            && (end == t.len() || t[end] == b'\n' || t[end..].starts_with(b"\r\n"))
     };
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(i) = text[from..].find(needle) {
-        let at = from + i;
+    let mut first = None;
+    let mut count = 0;
+    let mut found = |at: usize| {
         if whole_lines(at) {
-            found.push(at);
+            first.get_or_insert(at);
+            count += 1;
         }
-        // One character on: overlapping places count.
-        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
-        if from >= text.len() {
-            break;
+    };
+    if n.is_empty() {
+        // Empty lines (a place after a line break is a character boundary).
+        (0..t.len().max(1)).for_each(&mut found);
+        return (first, count);
+    }
+    // For each prefix of the needle, the longest proper prefix that is also
+    // its suffix. A byte match of UTF-8 text starts at a character
+    // boundary: the needle's first byte is never a continuation byte.
+    let mut border = vec![0usize; n.len()];
+    let mut k = 0usize;
+    for i in 1..n.len() {
+        while k > 0 && n[i] != n[k] {
+            k = border[k - 1];
+        }
+        if n[i] == n[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let mut k = 0usize;
+    for (i, &b) in t.iter().enumerate() {
+        while k > 0 && b != n[k] {
+            k = border[k - 1];
+        }
+        if b == n[k] {
+            k += 1;
+        }
+        if k == n.len() {
+            found(i + 1 - n.len());
+            k = border[k - 1];
         }
     }
-    found
+    (first, count)
 }
 
 /// Applies `blocks` to `text` in order.
@@ -228,13 +272,12 @@ pub fn apply(text: &str, blocks: &[Block]) -> Applied {
         } else {
             (b.search.clone(), b.replace.clone())
         };
-        let at = places(&out, &search);
-        match at.len() {
-            1 => {
-                out.replace_range(at[0]..at[0] + search.len(), &replace);
+        match places(&out, &search) {
+            (Some(at), 1) => {
+                out.replace_range(at..at + search.len(), &replace);
                 applied.push(b.number);
             }
-            n => failed.push(FailedBlock {
+            (_, n) => failed.push(FailedBlock {
                 number: b.number,
                 failure: if n == 0 {
                     Failure::NotFound
@@ -376,5 +419,54 @@ mod tests {
         let blocks = parse(diff).unwrap();
         assert_eq!(blocks[0].search, "b");
         assert_eq!(blocks[0].replace, "c");
+    }
+
+    /// A search block of a million lines over a file of eight million
+    /// (every line the same): compared again at each of its places, it took
+    /// hours; found in one pass it takes well under a second. Run on a
+    /// thread with a generous bound so the old behaviour fails, not hangs.
+    #[test]
+    fn regression_a_huge_block_over_a_repetitive_file_is_found_in_one_pass() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let text = "a\n".repeat(8 << 20);
+            let search = "a\n".repeat(1 << 20);
+            let blocks = [Block {
+                number: 1,
+                search: search.trim_end().to_owned(),
+                replace: "b".to_owned(),
+            }];
+            let _ = tx.send(apply(&text, &blocks).failed);
+        });
+        let failed = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the search ended");
+        let matches = (8 << 20) - (1 << 20) + 1;
+        assert_eq!(failed[0].failure, Failure::Ambiguous { matches });
+    }
+
+    #[test]
+    fn overlapping_and_line_bound_places_are_counted() {
+        assert_eq!(places("x\nx\nx\n", "x\nx"), (Some(0), 2));
+        assert_eq!(places("ax\nx\n", "x"), (Some(3), 1));
+        assert_eq!(places("x\r\ny", "x"), (Some(0), 1));
+        assert_eq!(places("é\né", "é"), (Some(0), 2));
+        assert_eq!(places("abc", "abcd"), (None, 0));
+        assert_eq!(places("\n\nx", ""), (Some(0), 2));
+    }
+
+    #[test]
+    fn more_blocks_than_allowed_are_refused_before_any_search() {
+        let many = block("a", "b").repeat(MAX_BLOCKS + 1);
+        assert_eq!(
+            parse(&many),
+            Err(ParseError::TooMany {
+                count: MAX_BLOCKS + 1
+            })
+        );
+        assert_eq!(
+            parse(&block("a", "b").repeat(MAX_BLOCKS)).unwrap().len(),
+            MAX_BLOCKS
+        );
     }
 }
