@@ -44,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(out.text, text, "nothing applied, yet the text changed");
     }
     if blocks.iter().all(|b| b.search == b.replace) {
-        assert_eq!(out.text, text, "replacing lines by themselves changed the text");
+        assert_eq!(
+            out.text, text,
+            "replacing lines by themselves changed the text"
+        );
     }
     if let ([b], [1]) = (&blocks[..], &out.applied[..]) {
         let replaced = if text.contains("\r\n") {
@@ -52,6 +55,9 @@ fuzz_target!(|data: &[u8]| {
         } else {
             b.replace.clone()
         };
-        assert!(out.text.contains(&replaced), "the replacement is not in the text");
+        assert!(
+            out.text.contains(&replaced),
+            "the replacement is not in the text"
+        );
     }
 });
