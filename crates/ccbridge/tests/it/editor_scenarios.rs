@@ -89,6 +89,27 @@ pub(crate) trait EditorUnderTest: Sized {
     /// The face's status report, opened as its user opens it.
     fn status_report(&mut self) -> String;
 
+    /// As [`Self::start`], with `dir` first on the editor's `PATH` (where
+    /// the programs its terminals run are found).
+    fn start_with_path(dir: &Path) -> Self;
+
+    /// Runs the face's command for Claude's terminal (`:CCBridgeClaude`,
+    /// `M-x ccbridge-claude`) from where the user is.
+    fn run_claude_command(&mut self);
+
+    /// The text of Claude's terminal, its lines joined as they are, once it
+    /// contains `needle`.
+    fn wait_claude_terminal(&mut self, needle: &str) -> String;
+
+    /// Goes from Claude's terminal back to the file's window.
+    fn back_to_the_file(&mut self);
+
+    /// Whether the user is in Claude's terminal.
+    fn in_claude_terminal(&mut self) -> bool;
+
+    /// How many terminals the editor has open.
+    fn terminal_count(&mut self) -> usize;
+
     /// Types `line` as a new first line of the file being edited.
     fn type_line_at_top(&mut self, line: &str);
 
@@ -440,6 +461,38 @@ pub(crate) async fn answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_ed
 }
 
 /// The workspace tools' port and token in an `initialize` answer.
+/// The face's command for Claude runs the `claude` on the editor's PATH in
+/// a terminal, connected to this editor's sidecar (its port, IDE mode on,
+/// loopback kept away from proxies) and with the sidecar's settings first,
+/// so every edit asks and is reviewed here, even in the auto mode Claude
+/// starts in. Asked again, it brings back the same terminal, not a second.
+pub(crate) async fn the_claude_command_runs_claude_connected_in_a_terminal<E: EditorUnderTest>() {
+    let bin = tempfile::tempdir().unwrap();
+    let claude = bin.path().join("claude");
+    std::fs::write(
+        &claude,
+        "#!/bin/sh\necho \"port=$CLAUDE_CODE_SSE_PORT ide=$ENABLE_IDE_INTEGRATION np=$no_proxy args=$*\"\nexec sleep 60\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut e = E::start_with_path(bin.path());
+    let port = e.init()["port"].as_u64().unwrap();
+    e.run_claude_command();
+    // The hook's matcher, near the end of the settings: all was printed.
+    let out = e.wait_claude_terminal("MultiEdit|Write");
+    assert!(out.contains(&format!("port={port} ide=true")), "{out}");
+    assert!(out.contains("args=--settings {"), "{out}");
+    assert!(out.contains("permissionDecision"), "{out}");
+    assert!(out.contains("127.0.0.1"), "no_proxy: {out}");
+    e.back_to_the_file();
+    e.run_claude_command();
+    let back = poll_until(STEP, Duration::from_millis(10), || {
+        e.in_claude_terminal().then_some(())
+    });
+    assert!(back.is_some(), "Claude's terminal was not brought back");
+    assert_eq!(e.terminal_count(), 1, "a second terminal");
+}
+
 pub(crate) fn tools_of(init: &Value) -> (u16, String) {
     let tools = &init["tools"];
     let url = tools["url"]
@@ -627,5 +680,6 @@ in_faces!(
         answered_in_gemini_clis_terminal_the_cli_gets_the_reviews_edited_text,
         workspace_tools_ask_the_user_and_show_the_commands_output,
         a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
+        the_claude_command_runs_claude_connected_in_a_terminal,
     ]
 );

@@ -226,6 +226,49 @@ impl EditorUnderTest for Rig {
         rig("")
     }
 
+    fn start_with_path(dir: &Path) -> Rig {
+        rig_with(Setup {
+            path: vec![dir.to_owned()],
+            before: "(setq ccbridge-terminal-backend 'term)",
+            ..Setup::default()
+        })
+    }
+
+    fn run_claude_command(&mut self) {
+        self.m_x("ccbridge-claude");
+    }
+
+    fn wait_claude_terminal(&mut self, needle: &str) -> String {
+        let text = self.emacs.wait(
+            &format!("Claude's terminal to show {needle:?}"),
+            &format!(
+                "(let* ((b (get-buffer \"*claude: ws*\")) \
+                        (text (and b (replace-regexp-in-string \"\n\" \"\" (ccbridge-test-buffer-text b))))) \
+                   (and text (string-search {} text) text))",
+                lisp_str(needle)
+            ),
+            STEP,
+        );
+        text.as_str().unwrap().to_owned()
+    }
+
+    fn back_to_the_file(&mut self) {
+        self.emacs.eval("(select-window (next-window))");
+    }
+
+    fn in_claude_terminal(&mut self) -> bool {
+        self.emacs
+            .json("(equal (buffer-name (window-buffer)) \"*claude: ws*\")")
+            == Value::Bool(true)
+    }
+
+    fn terminal_count(&mut self) -> usize {
+        let n = self.emacs.json(
+            "(cl-count-if (lambda (b) (string-prefix-p \"*claude\" (buffer-name b))) (buffer-list))",
+        );
+        n.as_u64().unwrap() as usize
+    }
+
     fn workspace(&self) -> &Path {
         &self.ws
     }
@@ -1221,47 +1264,6 @@ fn fake_agent(rig_dir: &Path, name: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     bin
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ccbridge_claude_runs_claude_in_a_terminal_with_the_sidecars_environment() {
-    let scratch = tempfile::tempdir().unwrap();
-    let bin = fake_agent(scratch.path(), "claude");
-    let rig = rig_with(Setup {
-        path: vec![bin],
-        before: "(setq ccbridge-terminal-backend 'term)",
-        ..Setup::default()
-    });
-    let port = rig.info()["port"].as_u64().unwrap();
-    rig.m_x("ccbridge-claude");
-    let out = rig.emacs.wait(
-        "the terminal's output",
-        "(let* ((b (get-buffer \"*claude: ws*\")) \
-                (text (and b (replace-regexp-in-string \"\n\" \"\" (ccbridge-test-buffer-text b))))) \
-           (and text (string-search \"MultiEdit|Write\" text) text))",
-        STEP,
-    );
-    let out = out.as_str().unwrap();
-    assert!(out.contains(&format!("port={port} ide=true")), "{out}");
-    // The sidecar's settings come first: every edit asks, and so is
-    // reviewed here, even in the auto mode claude starts in.
-    assert!(out.contains("args=--settings {"), "{out}");
-    assert!(out.contains("permissionDecision"), "{out}");
-    assert!(out.contains("127.0.0.1"), "no_proxy: {out}");
-    assert_eq!(rig.emacs.json("major-mode"), "term-mode");
-    // Again: the same terminal is shown, no second one starts.
-    rig.emacs.eval("(select-window (next-window))");
-    rig.m_x("ccbridge-claude");
-    rig.emacs.wait(
-        "Claude's terminal selected",
-        "(equal (buffer-name (window-buffer)) \"*claude: ws*\")",
-        STEP,
-    );
-    assert_eq!(
-        rig.emacs
-            .json("(cl-count-if (lambda (b) (string-prefix-p \"*claude\" (buffer-name b))) (buffer-list))"),
-        1
-    );
 }
 
 /// Editor protocol 3 gives the other agents and their environments.
