@@ -200,6 +200,43 @@ async fn item_12_a_simple_request_cannot_open_a_diff() {
     assert!(matches!(shown, Ok(Some(_))), "{shown:?}");
 }
 
+/// A request that cannot take the answer (a POST without both JSON and
+/// the event stream in its `Accept`, a GET without the event stream) is
+/// refused with 406, and nothing is shown.
+#[tokio::test(flavor = "multi_thread")]
+async fn item_14_a_request_that_cannot_take_the_answer_is_refused() {
+    let mut rig = rig().await;
+    let auth = bearer();
+    for accept in ["text/html", "application/json", "text/event-stream"] {
+        let a = send(
+            &rig,
+            "POST",
+            "/mcp",
+            &[("Authorization", &auth), ("Accept", accept)],
+            &init(),
+        )
+        .await;
+        assert_eq!(a.status, 406, "POST, Accept {accept}: {}", a.head);
+    }
+    let sid = session(&rig).await;
+    for accept in ["application/json", "text/html"] {
+        let a = send(
+            &rig,
+            "GET",
+            "/mcp",
+            &[
+                ("Authorization", &auth),
+                ("Accept", accept),
+                ("Mcp-Session-Id", &sid),
+            ],
+            "",
+        )
+        .await;
+        assert_eq!(a.status, 406, "GET, Accept {accept}: {}", a.head);
+    }
+    no_diff_shown(&mut rig).await;
+}
+
 /// A body past the cap (32 MiB: an `openDiff` carries a whole file) is
 /// refused with 413 before it is parsed; nothing is shown. (One byte past
 /// it: the server has read all of it when it answers, so the answer is not
