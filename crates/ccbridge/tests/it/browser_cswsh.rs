@@ -1,4 +1,5 @@
-//! Security checklist item 8: a web page cannot reach the IDE server.
+//! Security checklist items 8 and 12 from a real browser: a web page can
+//! neither reach the IDE server nor call the workspace tools.
 //!
 //! A real browser (Debian Chromium driven by playwright-core) loads a page
 //! from `http://evil.example` (mapped to 127.0.0.1) that tries to open
@@ -6,7 +7,10 @@
 //! token in the query string, and with the token as a subprotocol (as if
 //! the page had stolen it) — and to 20 neighbouring ports. Every attempt on
 //! our port must fail, the server must say it refused a browser origin, and
-//! a legitimate client must still get in afterwards.
+//! a legitimate client must still get in afterwards. A second page fires
+//! at the workspace tools server what a page can send without CORS (no-cors
+//! `text/plain` posts, a form post, the token in the URL) and, as if it had
+//! stolen the token, a CORS request with it: no file may be written.
 
 use ccbridge_protocol::lockfile::LockFile;
 use ccbridge_testkit::Confined;
@@ -187,4 +191,119 @@ fn a_web_page_cannot_open_the_ide_websocket() {
         "the others are counted:\n{logged}"
     );
     assert!(!logged.contains(&token), "the token leaked into the log");
+}
+
+const TOOLS_ATTACK: &str = r#"<!doctype html><meta charset="utf-8"><body>
+<iframe name="sink" style="display:none"></iframe><script>
+const url = __URL__, token = __TOKEN__;
+const call = (path) => JSON.stringify({jsonrpc: "2.0", id: 1, method: "tools/call",
+  params: {name: "write_file", arguments: {path, content: "pwned\n"}}});
+const init = JSON.stringify({jsonrpc: "2.0", id: 0, method: "initialize", params: {
+  protocolVersion: "2025-03-26", capabilities: {}, clientInfo: {name: "evil", version: "1"}}});
+const simple = (body, at = url) => fetch(at, {method: "POST", mode: "no-cors",
+  headers: {"Content-Type": "text/plain"}, body}).then(() => "opaque");
+const attempts = {
+  "no-cors call": () => simple(call("pwned-simple.txt")),
+  "no-cors initialize": () => simple(init),
+  "no-cors token in the url": () =>
+    simple(call("pwned-query.txt"), `${url}?token=${token}&access_token=${token}&auth=${token}`),
+  "cors with the stolen token": () => fetch(url, {method: "POST", headers: {
+      "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+      "Authorization": `Bearer ${token}`}, body: call("pwned-cors.txt")}).then((r) => r.text()),
+  "cors read": () => fetch(url).then((r) => r.text()),
+  "form post": () => new Promise((done) => {
+    const f = document.createElement("form");
+    f.method = "POST"; f.action = url; f.enctype = "text/plain"; f.target = "sink";
+    const i = document.createElement("input");
+    // text/plain encodes `name=value`: the JSON is split around an `=`.
+    i.name = call("pwned-form.txt").slice(0, -1) + ', "x": "';
+    i.value = '"}';
+    f.appendChild(i); document.body.appendChild(f);
+    document.querySelector("iframe").onload = () => done("submitted");
+    setTimeout(() => done("timeout"), 8000);
+    f.submit();
+  }),
+};
+const results = {};
+Promise.all(Object.entries(attempts).map(([name, go]) =>
+  go().then((v) => { results[name] = typeof v === "string" && v.length < 40 ? v : "read"; },
+            () => { results[name] = "error"; })))
+  .then(() => { const d = document.createElement("pre"); d.id = "done";
+    d.textContent = JSON.stringify(results); document.body.appendChild(d); });
+</script>"#;
+
+#[test]
+fn item_12_a_web_page_cannot_call_the_workspace_tools() {
+    let modules = e2e_modules();
+    let chromium = chromium();
+    let home = tempfile::tempdir().unwrap();
+    let ws = home.path().join("project");
+    std::fs::create_dir(&ws).unwrap();
+    // Nobody reviews in `never`: a call that got through would write.
+    let mut child = Command::new(BIN)
+        .args(["serve", "--approval-mode", "never"])
+        .current_dir(&ws)
+        .confined_to(home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    let lock_path = loop {
+        if let Some(p) = ccbridge_testkit::lock_files(&home.path().join("ide"))
+            .into_iter()
+            .next()
+        {
+            break p;
+        }
+        assert!(Instant::now() < end, "no lock file");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
+    let tools = lock.tools.expect("the workspace tools run");
+    let page = TOOLS_ATTACK
+        .replace("__URL__", &format!("{:?}", tools.url))
+        .replace("__TOKEN__", &format!("{:?}", tools.token));
+    let http = serve_page(page);
+    let out = Command::new("node")
+        .arg(ccbridge_testkit::claude::workspace_root().join("tests/e2e/cswsh.mjs"))
+        .arg(format!("http://evil.example:{http}/attack.html"))
+        .env("CCBRIDGE_E2E_MODULES", &modules)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the browser run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(results.as_object().unwrap().len(), 6, "{results}");
+    // What needs CORS fails in the page: no answer is readable.
+    for read in ["cors with the stolen token", "cors read"] {
+        assert_eq!(results[read], "error", "{read}: {results}");
+    }
+    let written: Vec<_> = std::fs::read_dir(&ws)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        written.is_empty(),
+        "the page wrote {written:?}; results: {results}"
+    );
+    // The tools still serve their real client.
+    let port = ccbridge_testkit::http::url_port(&tools.url);
+    assert!(
+        ccbridge_testkit::http::mcp_server_answers(port, &tools.token, Duration::from_secs(5)),
+        "the tools server stopped serving"
+    );
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(!lock_path.exists());
 }
