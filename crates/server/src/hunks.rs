@@ -49,6 +49,19 @@ fn diff<'a>(original: &'a str, proposed: &'a str) -> TextDiff<'a, 'a, str> {
         .diff_lines(original, proposed)
 }
 
+/// The changes from `before` to `after` as a unified diff with three lines
+/// of context under the two labels, from the same line diff (and time
+/// bound) as the hunks; `None` when the texts are equal. What a model is
+/// told of the user's own edits to its proposal.
+pub fn unified(before: &str, after: &str, labels: (&str, &str)) -> Option<String> {
+    if before == after {
+        return None;
+    }
+    let d = diff(before, after);
+    let mut out = d.unified_diff();
+    Some(out.context_radius(3).header(labels.0, labels.1).to_string())
+}
+
 /// The hunks that turn `original` into `proposed`, in order.
 pub fn hunks(original: &str, proposed: &str) -> Vec<Hunk> {
     let d = diff(original, proposed);
@@ -143,6 +156,22 @@ mod tests {
 
     const ORIGINAL: &str = "a\nb\nc\nd\ne\nf\ng\nh\ni\n";
     const PROPOSED: &str = "A\nb\nc\nd\nE\nE2\nf\ng\nh\n";
+
+    #[test]
+    fn unified_diffs_say_what_changed_under_their_labels() {
+        assert_eq!(unified("a\nb\n", "a\nb\n", ("x", "y")), None);
+        let d = unified(
+            "a\nb\nc\n",
+            "a\nB\nc\n",
+            ("f.py (proposed)", "f.py (as accepted)"),
+        )
+        .unwrap();
+        assert!(
+            d.starts_with("--- f.py (proposed)\n+++ f.py (as accepted)\n"),
+            "{d}"
+        );
+        assert!(d.contains("-b\n+B\n"), "{d}");
+    }
 
     #[test]
     fn hunks_are_runs_of_changed_lines() {

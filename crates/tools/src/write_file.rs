@@ -1,7 +1,8 @@
 //! `write_file`'s text handling, around the review and the atomic write
 //! (`Workspace::write_atomic`): what is written keeps the conventions of the
-//! file it replaces, and what the user changed in the proposal is reported
-//! back to the model as a unified diff.
+//! file it replaces. (What the user changed in the proposal is reported to
+//! the model as a unified diff by `ccbridge_server::hunks::unified`, the
+//! same line diff the review's hunks come from.)
 //!
 //! Conventions kept from the original: a UTF-8 byte-order mark, CRLF line
 //! endings (a proposal with bare LF lines is converted), and a final line
@@ -40,24 +41,6 @@ fn uses_crlf(text: &str) -> bool {
     crlf > 0 && crlf * 2 >= lf
 }
 
-/// The user's changes to the proposal, as a unified diff of `proposed`
-/// → `final_text` with three lines of context; `None` when they are equal.
-pub fn user_edits(path: &str, proposed: &str, final_text: &str) -> Option<String> {
-    if proposed == final_text {
-        return None;
-    }
-    let diff = similar::TextDiff::from_lines(proposed, final_text);
-    Some(
-        diff.unified_diff()
-            .context_radius(3)
-            .header(
-                &format!("{path} (proposed)"),
-                &format!("{path} (as accepted)"),
-            )
-            .to_string(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,16 +66,5 @@ mod tests {
         );
         // An emptied file stays empty.
         assert_eq!(keep_conventions(Some("a\n"), ""), "");
-    }
-
-    #[test]
-    fn user_edits_are_a_unified_diff_of_the_proposal() {
-        assert_eq!(user_edits("f.py", "a\nb\n", "a\nb\n"), None);
-        let d = user_edits("f.py", "a\nb\nc\n", "a\nB\nc\n").unwrap();
-        assert!(
-            d.starts_with("--- f.py (proposed)\n+++ f.py (as accepted)\n"),
-            "{d}"
-        );
-        assert!(d.contains("-b\n+B\n"), "{d}");
     }
 }

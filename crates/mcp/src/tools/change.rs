@@ -9,7 +9,7 @@
 
 use super::Context;
 use ccbridge_protocol::editor::{Diagnostic, FileDiagnostics, Severity};
-use ccbridge_server::{Proposal, Verdict};
+use ccbridge_server::{hunks, Proposal, Verdict};
 use ccbridge_tools::{get_diagnostics, write_file};
 use ccbridge_workspace::{Expected, FileText, Workspace, WorkspaceError};
 use serde_json::{json, Map, Value};
@@ -145,7 +145,11 @@ pub(crate) async fn land(
         };
         match ctx.editor.review(proposal).await {
             Ok(Verdict::Accepted { contents }) => {
-                if let Some(edits) = write_file::user_edits(&c.shown, &c.proposed, &contents) {
+                let labels = (
+                    &*format!("{} (proposed)", c.shown),
+                    &*format!("{} (as accepted)", c.shown),
+                );
+                if let Some(edits) = hunks::unified(&c.proposed, &contents, labels) {
                     result.insert("user_edits".into(), edits.into());
                 }
                 (contents, "accepted")
