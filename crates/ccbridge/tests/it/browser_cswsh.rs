@@ -42,6 +42,25 @@ fn chromium() -> PathBuf {
     p
 }
 
+/// Loads `page` from `http://evil.example` in headless Chromium and returns
+/// what it observed (the JSON it writes into `#done`).
+fn attack_from_a_browser(page: String) -> serde_json::Value {
+    let http = serve_page(page);
+    let out = Command::new("node")
+        .arg(ccbridge_testkit::claude::workspace_root().join("tests/e2e/cswsh.mjs"))
+        .arg(format!("http://evil.example:{http}/attack.html"))
+        .env("CCBRIDGE_E2E_MODULES", e2e_modules())
+        .env("CHROMIUM", chromium())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the browser run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Serves `page` to every request until the listener is dropped.
 fn serve_page(page: String) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -92,8 +111,6 @@ for (const [name, url, protocols] of attempts) {
 
 #[test]
 fn a_web_page_cannot_open_the_ide_websocket() {
-    let modules = e2e_modules();
-    let chromium = chromium();
     let cfg = tempfile::tempdir().unwrap();
     let log = cfg.path().join("ccbridge.log");
     let mut child = Command::new(BIN)
@@ -132,20 +149,7 @@ fn a_web_page_cannot_open_the_ide_websocket() {
         .replace("__TARGET__", &port.to_string())
         .replace("__TOKEN__", &format!("{token:?}"))
         .replace("__PORTS__", &format!("{neighbours:?}"));
-    let http = serve_page(page);
-    let out = Command::new("node")
-        .arg(ccbridge_testkit::claude::workspace_root().join("tests/e2e/cswsh.mjs"))
-        .arg(format!("http://evil.example:{http}/attack.html"))
-        .env("CCBRIDGE_E2E_MODULES", &modules)
-        .env("CHROMIUM", &chromium)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the browser run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = attack_from_a_browser(page);
     for attempt in ["plain", "query", "subprotocol", "localhost"] {
         let r = results[attempt].as_str().unwrap_or("missing");
         assert!(
@@ -234,8 +238,6 @@ Promise.all(Object.entries(attempts).map(([name, go]) =>
 
 #[test]
 fn item_12_a_web_page_cannot_call_the_workspace_tools() {
-    let modules = e2e_modules();
-    let chromium = chromium();
     let home = tempfile::tempdir().unwrap();
     let ws = home.path().join("project");
     std::fs::create_dir(&ws).unwrap();
@@ -265,20 +267,7 @@ fn item_12_a_web_page_cannot_call_the_workspace_tools() {
     let page = TOOLS_ATTACK
         .replace("__URL__", &format!("{:?}", tools.url))
         .replace("__TOKEN__", &format!("{:?}", tools.token));
-    let http = serve_page(page);
-    let out = Command::new("node")
-        .arg(ccbridge_testkit::claude::workspace_root().join("tests/e2e/cswsh.mjs"))
-        .arg(format!("http://evil.example:{http}/attack.html"))
-        .env("CCBRIDGE_E2E_MODULES", &modules)
-        .env("CHROMIUM", &chromium)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the browser run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = attack_from_a_browser(page);
     assert_eq!(results.as_object().unwrap().len(), 6, "{results}");
     // What needs CORS fails in the page: no answer is readable.
     for read in ["cors with the stolen token", "cors read"] {
