@@ -61,6 +61,14 @@ fn attack_from_a_browser(page: String) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The lock file the ccbridge just started writes in `dir`, once it is there.
+fn lock_file_in(dir: &std::path::Path) -> PathBuf {
+    ccbridge_testkit::poll_until(Duration::from_secs(10), Duration::from_millis(10), || {
+        ccbridge_testkit::lock_files(dir).into_iter().next()
+    })
+    .expect("a lock file within 10 s")
+}
+
 /// Serves `page` to every request until the listener is dropped.
 fn serve_page(page: String) -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -123,20 +131,7 @@ fn a_web_page_cannot_open_the_ide_websocket() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let ide = cfg.path().join("ide");
-    let end = Instant::now() + Duration::from_secs(10);
-    let lock_path = loop {
-        let found = std::fs::read_dir(&ide).ok().and_then(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|e| e == "lock"))
-        });
-        if let Some(p) = found {
-            break p;
-        }
-        assert!(Instant::now() < end, "no lock file");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let lock_path = lock_file_in(&cfg.path().join("ide"));
     let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
     let port =
         LockFile::port_from_file_name(lock_path.file_name().unwrap().to_str().unwrap()).unwrap();
@@ -251,17 +246,7 @@ fn item_12_a_web_page_cannot_call_the_workspace_tools() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(10);
-    let lock_path = loop {
-        if let Some(p) = ccbridge_testkit::lock_files(&home.path().join("ide"))
-            .into_iter()
-            .next()
-        {
-            break p;
-        }
-        assert!(Instant::now() < end, "no lock file");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let lock_path = lock_file_in(&home.path().join("ide"));
     let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
     let tools = lock.tools.expect("the workspace tools run");
     let page = TOOLS_ATTACK

@@ -193,17 +193,16 @@ local function on_exit(code, signal, stderr)
   settle(nil, "ccbridge exited")
   if not S.stopping and was ~= "stopped" then
     S.failure = ("the sidecar exited (status %d%s)"):format(code, signal ~= 0 and (", signal " .. signal) or "")
-  end
-  if not S.stopping and was ~= "stopped" and vim.v.exiting == vim.NIL then
-    local tail = table.concat(stderr, "\n")
-    vim.notify(
-      ("ccbridge: the sidecar exited (status %d%s).%s\nRun :checkhealth ccbridge, then :CCBridgeStart."):format(
-        code,
-        signal ~= 0 and (", signal " .. signal) or "",
-        tail ~= "" and ("\n" .. tail) or ""
-      ),
-      vim.log.levels.ERROR
-    )
+    if vim.v.exiting == vim.NIL then
+      local tail = table.concat(stderr, "\n")
+      vim.notify(
+        ("ccbridge: %s.%s\nRun :checkhealth ccbridge, then :CCBridgeStart."):format(
+          S.failure,
+          tail ~= "" and ("\n" .. tail) or ""
+        ),
+        vim.log.levels.ERROR
+      )
+    end
   end
   S.stopping = false
   if S.restart then
