@@ -959,7 +959,11 @@ crates/ccbridge in its repository) or set `ccbridge-program'"
 
 (defun ccbridge--initialize-failed (session conn err)
   "SESSION's sidecar on CONN refused `initialize' with ERR (a plist)."
-  (when (eq conn (ccbridge--session-conn session))
+  (when (and (eq conn (ccbridge--session-conn session))
+             ;; Not when it exited before answering (an option it does not
+             ;; know, a folder it cannot watch): `ccbridge--exited' says
+             ;; so, with what it printed.
+             (process-live-p (ccbridge--session-proc session)))
     (let* ((data (plist-get err :data))
            (supported (and (listp data) (plist-get data :supported)))
            (why (or (plist-get err :message) "unknown error")))
@@ -1013,8 +1017,12 @@ another version?  Install the one that goes with this package.)"
       (with-current-buffer buf
         (save-excursion
           (goto-char (point-max))
-          (forward-line (- (or n 10)))
-          (string-trim (buffer-substring-no-properties (point) (point-max))))))))
+          ;; Not the line Emacs adds when the pipe closes.
+          (when (looking-back "^Process .* finished\n*" (line-beginning-position -1))
+            (goto-char (match-beginning 0)))
+          (let ((end (point)))
+            (forward-line (- (or n 10)))
+            (string-trim (buffer-substring-no-properties (point) end))))))))
 
 (defun ccbridge--exited (session conn)
   "SESSION's sidecar on CONN exited."
@@ -1029,7 +1037,8 @@ another version?  Install the one that goes with this package.)"
             (ccbridge--session-clients session) nil
             (ccbridge--session-stopping session) nil
             (ccbridge--session-ide-name session) nil
-            (ccbridge--session-exit session) status)
+            ;; A deliberate stop is no news for the status.
+            (ccbridge--session-exit session) (unless deliberate status))
       (dolist (r (ccbridge--session-reviews session))
         (ccbridge--review-forget r "shutdown"))
       (ccbridge--settle session nil "ccbridge exited")
@@ -2426,9 +2435,9 @@ line per file and its hunks against what it held before.  See
   "Start the sidecar of the current project."
   (interactive)
   (let ((session (ccbridge--session-here)))
+    ;; A failure already warned about is not warned about again (the
+    ;; echo area says why this start failed).
     (setf (ccbridge--session-held session) nil)
-    (remhash 'no-binary ccbridge--told)
-    (remhash 'protocol ccbridge--told)
     (ccbridge--on-ready
      session
      (lambda (init err)
@@ -2707,7 +2716,7 @@ number with more), then \" ◆N\" with N reviews waiting."
              (progn
                (push (format "  stopped%s (M-x ccbridge-start starts it)"
                              (if (ccbridge--session-exit session)
-                                 (format ", last exit status %s"
+                                 (format ": the sidecar exited (status %s)"
                                          (ccbridge--session-exit session))
                                ""))
                      lines)

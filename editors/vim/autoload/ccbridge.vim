@@ -23,6 +23,9 @@ import autoload 'ccbridge/tools.vim'
 # 3 adds the other agents (`agents` in the initialize result, `agent` in
 # showDiff and clientConnected), all optional here.
 const PROTOCOL = 3
+# The error code a request gets when the sidecar is gone before it answered
+# (its exit is the news: OnExit reports it).
+const GONE = -32099
 
 # ---------------------------------------------------------------- options
 
@@ -239,6 +242,8 @@ var stderr: list<string> = []
 var inbox = ''
 var stopping = false
 var restart = false
+# Why the last start failed or the sidecar ended (:CCBridgeStatus says it).
+var failure = ''
 var ide_name = ''
 # The path map in force (remote.Normalize of `path_map`), fixed when the
 # sidecar starts: both sides must agree for its whole life.
@@ -336,7 +341,7 @@ export def Request(method: string, params: dict<any>, Cb: any = 0)
   if !Write({jsonrpc: '2.0', id: id, method: method, params: remote.Map(path_map, 'outgoing', method, params)})
     if has_key(callbacks, string(id))
       remove(callbacks, string(id))
-      Cb({code: -32099, message: 'ccbridge is not running'}, v:null)
+      Cb({code: GONE, message: 'ccbridge is not running'}, v:null)
     endif
   endif
 enddef
@@ -534,7 +539,9 @@ def DistinctName()
 enddef
 
 def OnInitialized(tok: number, err: dict<any>, result: any)
-  if tok != token
+  if tok != token || get(err, 'code', 0) == GONE
+    # It exited before answering (an option it does not know, a folder it
+    # cannot watch): OnExit says so, with what it printed.
     return
   endif
   if !empty(err) || type(result) != v:t_dict
@@ -546,6 +553,7 @@ def OnInitialized(tok: number, err: dict<any>, result: any)
     else
       msg ..= ' (is `bin` a ccbridge of another version? Update ccbridge and the plugin together.)'
     endif
+    failure = msg
     MessageOnce(msg, 'error', 'initialize')
     Settle({}, msg)
     Stop()
@@ -576,7 +584,7 @@ def OnExit(tok: number, j: job, code: number)
   const cbs = callbacks
   callbacks = {}
   for Cb in values(cbs)
-    Cb({code: -32099, message: 'ccbridge exited'}, v:null)
+    Cb({code: GONE, message: 'ccbridge exited'}, v:null)
   endfor
   Detach()
   review.CloseAll('shutdown')
@@ -586,7 +594,8 @@ def OnExit(tok: number, j: job, code: number)
   if !stopping && was != 'stopped' && type(v:exiting) == v:t_none
     const info = job_info(j)
     const signal = get(info, 'termsig', '')
-    var msg = printf('the sidecar exited (status %d%s).', code, signal != '' ? ', signal ' .. signal : '')
+    failure = printf('the sidecar exited (status %d%s)', code, signal != '' ? ', signal ' .. signal : '')
+    var msg = failure .. '.'
     if !empty(stderr)
       msg ..= "\n" .. join(stderr, "\n")
     endif
@@ -630,22 +639,26 @@ export def Start()
   if status != 'stopped'
     return
   endif
+  failure = ''
   const o = Options()
   const problems = RemoteProblems()
   if !empty(problems)
     const msg = 'not started: ' .. join(problems, '; ')
+    failure = msg
     MessageOnce(msg, 'error', 'remote-options')
     Settle({}, msg)
     return
   endif
   if IsRemote() && !executable(o.cmd[0])
     const msg = printf('`%s` (the `cmd` prefix) not found', o.cmd[0])
+    failure = msg
     MessageOnce(msg, 'error', 'no-binary')
     Settle({}, msg)
     return
   endif
   if !IsRemote() && !executable(o.bin)
     const msg = printf('`%s` not found: install ccbridge (cargo install --path crates/ccbridge in a ccbridge checkout) or set g:ccbridge.bin to its full path', o.bin)
+    failure = msg
     MessageOnce(msg, 'error', 'no-binary')
     Settle({}, msg)
     return
@@ -671,12 +684,14 @@ export def Start()
       stoponexit: 'term',
     })
   catch
-    MessageOnce('could not start the sidecar: ' .. v:exception, 'error', 'spawn')
+    failure = 'could not start the sidecar: ' .. v:exception
+    MessageOnce(failure, 'error', 'spawn')
     Settle({}, v:exception)
     return
   endtry
   if job_status(j) == 'fail'
     const msg = printf('could not start the sidecar (`%s`)', join(Command()))
+    failure = msg
     MessageOnce(msg, 'error', 'spawn')
     Settle({}, msg)
     return
@@ -803,7 +818,8 @@ export def StatusLines(): list<string>
   var out: list<string> = []
   const o = Options()
   if status == 'stopped'
-    out->add('ccbridge: stopped (:CCBridgeStart starts it)')
+    out->add(failure == '' ? 'ccbridge: stopped (:CCBridgeStart starts it)'
+      : printf('ccbridge: stopped: %s (:CCBridgeStart starts it)', failure))
     if IsRemote()
       out->add(printf('remote: through %s, binary there: %s', string(o.cmd), o.bin))
       const problems = RemoteProblems()

@@ -127,6 +127,23 @@ pub(crate) trait EditorUnderTest: Sized {
     /// has told one.
     fn wait_told(&mut self, needle: &str) -> Vec<String>;
 
+    /// The option naming ccbridge's program, as the face's notices name
+    /// it ("set `bin`").
+    const BIN_OPTION: &'static str;
+
+    /// Stops the sidecar and waits until it has stopped, then makes `bin`
+    /// ccbridge's program, with `extra` after the test's arguments.
+    fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]);
+
+    /// Starts the sidecar with the face's command (`:CCBridgeStart`,
+    /// `M-x ccbridge-start`).
+    fn start_command(&mut self);
+
+    /// Every error the editor showed its user so far (Neovim's and Vim's
+    /// error notices, Emacs's `*Warnings*`), as one text, once one
+    /// contains `needle`.
+    fn wait_errors(&mut self, needle: &str) -> String;
+
     /// The port Gemini CLI is told (its terminal's environment).
     fn gemini_port(&mut self) -> u16 {
         GeminiSide::port_of(&self.init())
@@ -641,6 +658,46 @@ pub(crate) async fn a_command_hiding_text_with_bidi_characters_is_shown_with_mar
     assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
 }
 
+/// A ccbridge that is not there: the user is told once, not at every
+/// start, with the path, how to install it and the option to set; the
+/// status says why nothing runs.
+pub(crate) async fn a_missing_binary_is_reported_once_with_what_to_do<E: EditorUnderTest>() {
+    let missing = "/nonexistent/ccbridge";
+    let mut e = E::start();
+    e.stop_and_set_program(missing, &[]);
+    e.start_command();
+    e.start_command();
+    let errors = e.wait_errors("not found");
+    assert_eq!(errors.matches("not found").count(), 1, "{errors}");
+    for what in [missing, "install ccbridge", E::BIN_OPTION] {
+        assert!(errors.contains(what), "no {what:?} in {errors}");
+    }
+    let status = e.status_report();
+    assert!(status.contains(missing), "{status}");
+    assert!(status.contains("not found"), "{status}");
+}
+
+/// A sidecar that exits before it answers (an option this ccbridge does
+/// not know, a folder it cannot watch): the user is told once that it
+/// exited, with what it printed, and not that it may be of another version
+/// (it never answered); the status says so too.
+pub(crate) async fn a_sidecar_exiting_at_start_up_is_reported_with_what_it_said<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    e.stop_and_set_program(env!("CARGO_BIN_EXE_ccbridge"), &["--no-such-option"]);
+    e.start_command();
+    let errors = e.wait_errors("exited");
+    assert_eq!(errors.matches("exited").count(), 1, "{errors}");
+    assert!(
+        errors.contains("unexpected argument '--no-such-option'"),
+        "what the sidecar printed is not shown: {errors}"
+    );
+    assert!(!errors.contains("another version"), "{errors}");
+    let status = e.status_report();
+    assert!(status.contains("exited"), "{status}");
+}
+
 /// Each scenario of the list once per face, as `<face>::<scenario>`:
 /// `in_faces!([nvim: crate::nvim_plugin::Rig, ...], [scenario, ...])`.
 macro_rules! in_faces {
@@ -681,5 +738,7 @@ in_faces!(
         workspace_tools_ask_the_user_and_show_the_commands_output,
         a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
         the_claude_command_runs_claude_connected_in_a_terminal,
+        a_missing_binary_is_reported_once_with_what_to_do,
+        a_sidecar_exiting_at_start_up_is_reported_with_what_it_said,
     ]
 );

@@ -338,6 +338,51 @@ impl EditorUnderTest for Rig {
         text.as_str().unwrap().trim_end_matches('\n').to_owned()
     }
 
+    /// A substring: Emacs quotes it as `text-quoting-style' says.
+    const BIN_OPTION: &'static str = "ccbridge-program";
+
+    fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]) {
+        self.m_x("ccbridge-stop");
+        self.emacs.wait(
+            "the sidecar to stop",
+            "(equal (plist-get (car (ccbridge-info)) :status) \"stopped\")",
+            STEP,
+        );
+        let extra: Vec<String> = extra.iter().map(|a| lisp_str(a)).collect();
+        self.emacs.eval(&format!(
+            "(setq ccbridge-program {} \
+                   ccbridge-program-args (append ccbridge-program-args (list {})))",
+            lisp_str(bin),
+            extra.join(" ")
+        ));
+    }
+
+    /// Waits until the command said how the start went (it always does).
+    fn start_command(&mut self) {
+        let said = "(+ (ccbridge-test-count \"ccbridge: not started\" (ccbridge-test-messages)) \
+                       (ccbridge-test-count \"ccbridge: running for\" (ccbridge-test-messages)))";
+        let before = self.emacs.json(said).as_u64().unwrap();
+        self.m_x("ccbridge-start");
+        self.emacs.wait(
+            "ccbridge-start to say how the start went",
+            &format!("(> {said} {before})"),
+            STEP,
+        );
+    }
+
+    fn wait_errors(&mut self, needle: &str) -> String {
+        let warnings = self.emacs.wait(
+            &format!("a warning saying {needle:?}"),
+            &format!(
+                "(let ((w (ccbridge-test-buffer-text \"*Warnings*\"))) \
+                   (and w (string-search {} w) w))",
+                lisp_str(needle)
+            ),
+            STEP,
+        );
+        warnings.as_str().unwrap().to_owned()
+    }
+
     fn wait_told(&mut self, needle: &str) -> Vec<String> {
         self.wait_message(needle);
         let messages = self.emacs.string("(ccbridge-test-messages)");
@@ -1464,8 +1509,12 @@ async fn closing_emacss_terminal_ends_it_and_removes_the_lock_file() {
     assert!(gone.is_some(), "the lock file outlived Emacs");
 }
 
+/// (How a missing ccbridge is told is a shared scenario,
+/// `editor_scenarios::emacs::a_missing_binary_is_reported_once_with_what_to_do`.)
+/// Turned on with no ccbridge there, the mode warns once: more buffers and
+/// a command that needs the sidecar say so in the echo area, not again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_binary_is_reported_once_with_what_to_do() {
+async fn without_ccbridge_the_mode_warns_once_and_commands_say_why() {
     let rig = rig_with(Setup {
         before: "(setq ccbridge-program \"/nonexistent/ccbridge\")",
         start: false,
@@ -1479,7 +1528,6 @@ async fn a_missing_binary_is_reported_once_with_what_to_do() {
         "(string-search \"not found\" (or (ccbridge-test-buffer-text \"*Warnings*\") \"\"))",
         STEP,
     );
-    // More buffers and commands: no second warning.
     rig.visit("two.txt");
     rig.emacs.keys("C-n C-p");
     rig.m_x("ccbridge-send");
@@ -1488,21 +1536,6 @@ async fn a_missing_binary_is_reported_once_with_what_to_do() {
         .emacs
         .string("(ccbridge-test-buffer-text \"*Warnings*\")");
     assert_eq!(warnings.matches("not found").count(), 1, "{warnings}");
-    // Quotes as `text-quoting-style' renders them.
-    let q = |s: &str| {
-        rig.emacs
-            .string(&format!("(format-message {})", lisp_str(s)))
-    };
-    let want = q(
-        "`/nonexistent/ccbridge' not found: install ccbridge (cargo install \
-                  --path crates/ccbridge in its repository) or set `ccbridge-program'",
-    );
-    assert!(warnings.contains(&want), "no {want:?} in {warnings}");
-    let status = rig.emacs.string("(ccbridge-status-string)");
-    assert!(
-        status.contains(&q("`/nonexistent/ccbridge' not found")),
-        "{status}"
-    );
 }
 
 // ───────────────────────── workspace tools ─────────────────────────

@@ -247,6 +247,39 @@ impl EditorUnderTest for Rig {
         told.map(|m| m.as_str().unwrap().to_owned()).collect()
     }
 
+    const BIN_OPTION: &'static str = "set `bin`";
+
+    fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]) {
+        self.nvim.command("CCBridgeStop");
+        self.nvim.wait(
+            "the sidecar to stop",
+            "require('ccbridge').state.status == 'stopped'",
+            STEP,
+        );
+        self.nvim.lua(
+            "local bin, extra = ...
+             local o = require('ccbridge.config').options
+             o.bin = bin
+             vim.list_extend(o.args, extra)",
+            vec![bin.into(), json!(extra)],
+        );
+    }
+
+    fn start_command(&mut self) {
+        self.nvim.command("CCBridgeStart");
+    }
+
+    fn wait_errors(&mut self, needle: &str) -> String {
+        let errors = "table.concat(vim.tbl_map(function(n) return n.msg end, \
+             vim.tbl_filter(function(n) return n.level == vim.log.levels.ERROR end, test.notes)), '\\n')";
+        let errors = self.nvim.wait(
+            &format!("an error saying {needle:?}"),
+            &format!("({errors}):find({needle:?}, 1, true) and {errors}"),
+            STEP,
+        );
+        errors.as_str().unwrap().to_owned()
+    }
+
     fn append_to_proposal(&mut self, line: &str) {
         self.nvim.lua(
             "local r = require('ccbridge.diff').pending()[1]
@@ -435,8 +468,6 @@ impl VimUnderTest for Rig {
             .eval("require('ccbridge.terminal').buffer()")
             .as_u64()
     }
-
-    const BIN_OPTION: &'static str = "set `bin`";
 
     fn terminal_finished(&mut self, buf: u64) -> bool {
         let finished = format!(

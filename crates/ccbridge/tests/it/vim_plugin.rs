@@ -299,6 +299,35 @@ impl EditorUnderTest for Rig {
         self.noted(needle)
     }
 
+    const BIN_OPTION: &'static str = "set g:ccbridge.bin";
+
+    fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]) {
+        self.vim.keys(":CCBridgeStop<CR>");
+        self.vim.wait(
+            "the sidecar to stop",
+            "ccbridge#Status() == 'stopped'",
+            STEP,
+        );
+        let mut o = self.vim.eval("g:ccbridge");
+        o["bin"] = bin.into();
+        let args = o["args"].as_array_mut().unwrap();
+        args.extend(extra.iter().map(|a| json!(a)));
+        self.vim.ex(&let_options(&o));
+    }
+
+    fn start_command(&mut self) {
+        self.vim.keys(":CCBridgeStart<CR>");
+        self.sync();
+    }
+
+    /// `:messages` whole: Vim keeps no level there (an error line is
+    /// only highlighted).
+    fn wait_errors(&mut self, needle: &str) -> String {
+        self.wait_told(needle);
+        let messages = self.vim.eval("execute('messages')");
+        messages.as_str().unwrap().to_owned()
+    }
+
     fn append_to_proposal(&mut self, line: &str) {
         self.vim.ex(&format!(
             "call appendbufline(ccbridge#review#Pending()[0].prop, '$', {})",
@@ -485,8 +514,6 @@ impl VimUnderTest for Rig {
         let buf = self.vim.eval("ccbridge#terminal#Buffer()").as_u64()?;
         (buf != 0).then_some(buf)
     }
-
-    const BIN_OPTION: &'static str = "set g:ccbridge.bin";
 
     fn terminal_finished(&mut self, buf: u64) -> bool {
         let status = self.vim.eval(&format!("term_getstatus({buf})"));

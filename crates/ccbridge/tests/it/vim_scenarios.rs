@@ -74,9 +74,6 @@ pub(crate) trait VimUnderTest: EditorUnderTest {
 
     /// Whether the program in the terminal buffer `buf` has exited.
     fn terminal_finished(&mut self, buf: u64) -> bool;
-
-    /// How the plugin's notice names the option that says where ccbridge is.
-    const BIN_OPTION: &'static str;
 }
 
 /// The full path of `rel` in the workspace.
@@ -363,37 +360,6 @@ pub(crate) async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_t
     assert!(own.is_some(), "the user's own command did not start");
 }
 
-/// A ccbridge that is not there: the user is told once, not at every
-/// start, with the path, how to install it and the option to set; the
-/// status says why nothing runs.
-pub(crate) async fn a_missing_binary_is_reported_once_with_what_to_do<E: VimUnderTest>() {
-    let missing = "/nonexistent/ccbridge";
-    let mut e = E::start();
-    e.keys(":CCBridgeStop<CR>");
-    let stopped = poll_until(STEP, Duration::from_millis(10), || {
-        (e.status() == "stopped").then_some(())
-    });
-    assert!(
-        stopped.is_some(),
-        "the sidecar did not stop: {}",
-        e.status()
-    );
-    e.set_option(&["bin"], json!(missing));
-    e.keys(":CCBridgeStart<CR>:CCBridgeStart<CR>:let g:test_started_twice = 1<CR>");
-    e.wait("both starts", "get(g:, 'test_started_twice', 0)");
-    let told = e.wait_told("not found");
-    assert_eq!(told.len(), 1, "{told:?}");
-    for what in [missing, "install ccbridge", E::BIN_OPTION] {
-        assert!(told[0].contains(what), "no {what:?} in {told:?}");
-    }
-    assert_eq!(e.status(), "stopped");
-    let status = e.status_report();
-    assert!(
-        status.contains(&format!("`{missing}` not found")),
-        "{status}"
-    );
-}
-
 in_faces!(
     [nvim: crate::nvim_plugin::Rig, vim: crate::vim_plugin::Rig],
     [
@@ -408,6 +374,5 @@ in_faces!(
         every_command_has_a_help_tag,
         ccbridge_claude_starts_claude_again_once_it_has_exited,
         ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there,
-        a_missing_binary_is_reported_once_with_what_to_do,
     ]
 );

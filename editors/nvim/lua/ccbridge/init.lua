@@ -70,7 +70,7 @@ function M.request(method, params, cb)
       end
     end)
   elseif cb then
-    cb({ code = -32099, message = "ccbridge is not running" })
+    cb({ code = rpc.GONE, message = "ccbridge is not running" })
   end
 end
 
@@ -299,6 +299,11 @@ function M.start()
     diagnostics = o.diagnostics.source,
   }, function(e, result)
     if S.conn ~= conn then
+      return
+    end
+    if e and e.code == rpc.GONE then
+      -- It exited before answering (an option it does not know, a folder
+      -- it cannot watch): `on_exit` says so, with what it printed.
       return
     end
     if e then

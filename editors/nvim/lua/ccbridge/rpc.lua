@@ -13,6 +13,10 @@
 --- every complete message is handed to the main loop in one scheduled batch.
 local M = {}
 
+--- The error code a request gets when the child is gone before it answered
+--- (its exit is the news: `on_exit` reports it).
+M.GONE = -32099
+
 ---@class ccbridge.rpc.Handlers
 ---@field on_request fun(method: string, params: any): any, table?  result, or nil and `{code, message}`, or a `M.later` answer
 ---@field on_notification fun(method: string, params: any)
@@ -28,6 +32,7 @@ local M = {}
 ---@field private need integer?
 ---@field private inbox string[]
 ---@field private stderr string[]
+---@field private partial string the stderr line being received
 ---@field closed boolean
 local Conn = {}
 Conn.__index = Conn
@@ -35,6 +40,8 @@ Conn.__index = Conn
 --- At most this many stderr lines are kept (for `:checkhealth` and the
 --- message shown when the sidecar exits).
 local STDERR_LINES = 20
+--- Of a longer line, the head is kept.
+local STDERR_LINE_BYTES = 1000
 
 local function decode(body)
   return vim.json.decode(body, { luanil = { object = true, array = true } })
@@ -55,6 +62,7 @@ function M.spawn(cmd, opts, handlers)
     have = 0,
     inbox = {},
     stderr = {},
+    partial = "",
     closed = false,
   }, Conn)
   local ok, proc = pcall(vim.system, cmd, {
@@ -91,16 +99,32 @@ function Conn:stderr_tail()
 end
 
 ---@private
-function Conn:_stderr(data)
-  if not data then
+function Conn:_stderr_line(line)
+  if line == "" then
     return
   end
-  for line in data:gmatch("[^\n]+") do
-    table.insert(self.stderr, line)
-    if #self.stderr > STDERR_LINES then
-      table.remove(self.stderr, 1)
-    end
+  table.insert(self.stderr, line)
+  if #self.stderr > STDERR_LINES then
+    table.remove(self.stderr, 1)
   end
+end
+
+--- A line may come in several chunks (a program writes it in pieces):
+--- the part after the last newline waits for the rest, its head kept.
+---@private
+function Conn:_stderr(data)
+  if not data then
+    self:_stderr_line(self.partial)
+    self.partial = ""
+    return
+  end
+  local text = self.partial .. data
+  local rest = 1
+  for line, next_at in text:gmatch("([^\n]*)\n()") do
+    self:_stderr_line(line:sub(1, STDERR_LINE_BYTES))
+    rest = next_at
+  end
+  self.partial = text:sub(rest, rest + STDERR_LINE_BYTES - 1)
 end
 
 --- Fast context: split frames, never call the API here.
@@ -240,7 +264,7 @@ function Conn:request(method, params, cb)
   if not self:_send({ jsonrpc = "2.0", id = id, method = method, params = params or vim.empty_dict() }) then
     self.callbacks[id] = nil
     if cb then
-      cb({ code = -32099, message = "ccbridge is not running" })
+      cb({ code = M.GONE, message = "ccbridge is not running" })
     end
   end
 end
@@ -275,7 +299,7 @@ function Conn:_exited(code, signal)
   local callbacks = self.callbacks
   self.callbacks = {}
   for _, cb in pairs(callbacks) do
-    pcall(cb, { code = -32099, message = "ccbridge exited" })
+    pcall(cb, { code = M.GONE, message = "ccbridge exited" })
   end
   self.handlers.on_exit(code, signal, self.stderr)
 end
