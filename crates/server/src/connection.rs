@@ -40,6 +40,7 @@ where
         shared: shared.clone(),
         tx,
         initialized: AtomicBool::new(false),
+        waiting: Default::default(),
     });
     let interval = shared.config.keepalive_interval;
     let mut keepalive = Keepalive::new(interval, Instant::now());

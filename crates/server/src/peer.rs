@@ -8,8 +8,10 @@ use crate::frontend::{Activity, ClientId, ClientInfo};
 use crate::ide::{lock, Caller};
 use crate::sessions::Outbound;
 use crate::shared::Shared;
+use ccbridge_protocol::jsonrpc::RequestId;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -19,12 +21,26 @@ pub(crate) struct Conn {
     pub shared: Arc<Shared>,
     pub tx: mpsc::Sender<Outbound>,
     pub initialized: AtomicBool,
+    /// The ids of the calls waiting for the editor or the user: one is
+    /// not reused until it is answered (two answers with one id, the
+    /// client could not tell which is which).
+    pub waiting: Mutex<HashSet<RequestId>>,
 }
 
 impl Conn {
     /// Queues a frame for the writer; false once the connection is gone.
     pub async fn send(&self, text: String) -> bool {
         self.tx.send(Outbound::Text(text)).await.is_ok()
+    }
+
+    /// Takes `id` for a waiting call; false when one has it.
+    pub fn take_id(&self, id: &RequestId) -> bool {
+        lock(&self.waiting).insert(id.clone())
+    }
+
+    /// Frees `id` (its call is answered).
+    pub fn free_id(&self, id: &RequestId) {
+        lock(&self.waiting).remove(id);
     }
 
     pub fn client_id(&self) -> ClientId {

@@ -121,11 +121,20 @@ async fn call(conn: &Arc<Conn>, r: Request) -> Option<String> {
     }
     // Tools that wait for the editor or the user run in their own task, so
     // a pending openDiff never delays anything else on this connection.
+    if !conn.take_id(&r.id) {
+        let e = ErrorObject::invalid_request(format!(
+            "request id {} is in use by a call not answered yet; an id may not be reused",
+            r.id
+        ));
+        return Some(Response::error(Some(r.id), e).to_json());
+    }
     let conn = conn.clone();
     let shared = conn.shared.clone();
     shared.calls_in_flight.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
         let reply = run_tool(&conn, tool, args).await;
+        // Free before the client can read the answer and reuse the id.
+        conn.free_id(&r.id);
         conn.send(reply.into_response(&r.id)).await;
         shared.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
         shared.calls_done.notify_waiters();

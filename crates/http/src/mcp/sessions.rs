@@ -12,6 +12,11 @@
 //! the new `initialize` is refused (rmcp answers a session manager's error
 //! with 500, the message saying why).
 //!
+//! A request id still in flight in its session is refused (-32600, as the
+//! answer to the request that reused it): MCP forbids reusing one, and
+//! rmcp routes an answer by its id, so the first request's answer went to
+//! the second and the first POST waited for ever.
+//!
 //! Idle expiry is done here too, by the same notion of idle: a session
 //! nobody used for [`SESSION_IDLE`] and with no stream open is closed.
 //! (rmcp's own timer counts only messages, so it also closed a client that
@@ -19,15 +24,16 @@
 //! long tool call; it is turned off.) A closed session answers 404, on
 //! which an MCP client starts a new one.
 
-use futures_util::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use futures_util::future::Either;
+use futures_util::{stream, Stream};
+use rmcp::model::{ClientJsonRpcMessage, ErrorData, JsonRpcError, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, SessionConfig,
 };
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -88,6 +94,57 @@ struct Use {
     /// milliseconds tied for sessions used within one, and the least
     /// recently used one was then picked at random among them.
     last: AtomicU64,
+    /// The ids of its requests not answered yet.
+    pending: Mutex<HashSet<RequestId>>,
+}
+
+impl Use {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A request in flight: its id is taken until its answer goes out or its
+/// stream is dropped (the client went away).
+struct Pending {
+    usage: Arc<Use>,
+    id: RequestId,
+}
+
+impl Pending {
+    /// Takes `id` in `usage`'s session; `None` when a request in flight
+    /// has it.
+    fn take(usage: &Arc<Use>, id: &RequestId) -> Option<Pending> {
+        usage.pending().insert(id.clone()).then(|| Pending {
+            usage: usage.clone(),
+            id: id.clone(),
+        })
+    }
+
+    /// Whether `message` is this request's answer.
+    fn answered_by(&self, message: &ServerJsonRpcMessage) -> bool {
+        match message {
+            ServerJsonRpcMessage::Response(r) => r.id == self.id,
+            ServerJsonRpcMessage::Error(e) => e.id.as_ref() == Some(&self.id),
+            _ => false,
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.usage.pending().remove(&self.id);
+    }
+}
+
+/// The answer to a request reusing the id of one in flight.
+fn id_in_use(id: RequestId) -> ServerSseMessage {
+    let why = format!(
+        "request id {id} is in use by a request of this session not answered yet; \
+         an id may not be reused"
+    );
+    let error = JsonRpcError::new(Some(id), ErrorData::invalid_request(why, None));
+    ServerSseMessage::from_message(ServerJsonRpcMessage::Error(error))
 }
 
 impl CappedSessions {
@@ -233,23 +290,37 @@ impl Drop for Busy {
     }
 }
 
-/// A session's event stream, keeping it busy while open.
+/// A session's event stream, keeping it busy while open, and its
+/// request's id taken until the answer passes.
 struct Tracked<St> {
     inner: Pin<Box<St>>,
     _busy: Option<Busy>,
+    pending: Option<Pending>,
 }
 
-impl<St: Stream> Stream for Tracked<St> {
-    type Item = St::Item;
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<St::Item>> {
-        self.get_mut().inner.as_mut().poll_next(cx)
+impl<St: Stream<Item = ServerSseMessage>> Stream for Tracked<St> {
+    type Item = ServerSseMessage;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+        let this = self.get_mut();
+        let next = this.inner.as_mut().poll_next(cx);
+        if let Poll::Ready(Some(ServerSseMessage {
+            message: Some(m), ..
+        })) = &next
+        {
+            // Free before the client can read the answer and reuse the id.
+            if this.pending.as_ref().is_some_and(|p| p.answered_by(m)) {
+                this.pending = None;
+            }
+        }
+        next
     }
 }
 
-fn tracked<St: Stream>(inner: St, busy: Option<Busy>) -> Tracked<St> {
+fn tracked<St>(inner: St, busy: Option<Busy>, pending: Option<Pending>) -> Tracked<St> {
     Tracked {
         inner: Box::pin(inner),
         _busy: busy,
+        pending,
     }
 }
 
@@ -271,6 +342,7 @@ impl SessionManager for CappedSessions {
         let usage = Use {
             busy: AtomicUsize::new(1),
             last: AtomicU64::new(shared.now()),
+            pending: Mutex::default(),
         };
         shared.uses().insert(id.clone(), Arc::new(usage));
         Ok((id, transport))
@@ -303,8 +375,16 @@ impl SessionManager for CappedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.shared.enter(id);
+        let mut pending = None;
+        if let (ClientJsonRpcMessage::Request(r), Some(b)) = (&message, &busy) {
+            pending = Pending::take(&b.usage, &r.id);
+            if pending.is_none() {
+                tracing::info!(session = %id, request = %r.id, "refused a request reusing the id of one in flight");
+                return Ok(Either::Left(stream::iter([id_in_use(r.id.clone())])));
+            }
+        }
         let stream = self.shared.inner.create_stream(id, message).await?;
-        Ok(tracked(stream, busy))
+        Ok(Either::Right(tracked(stream, busy, pending)))
     }
 
     async fn accept_message(
@@ -322,7 +402,7 @@ impl SessionManager for CappedSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.shared.enter(id);
         let stream = self.shared.inner.create_standalone_stream(id).await?;
-        Ok(tracked(stream, busy))
+        Ok(tracked(stream, busy, None))
     }
 
     async fn resume(
@@ -332,7 +412,7 @@ impl SessionManager for CappedSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.shared.enter(id);
         let stream = self.shared.inner.resume(id, last_event_id).await?;
-        Ok(tracked(stream, busy))
+        Ok(tracked(stream, busy, None))
     }
 }
 

@@ -350,6 +350,46 @@ async fn items_17_18_20_malformed_messages_over_http_are_refused() {
     rig.stop().await;
 }
 
+/// Item 17, a duplicate id: a client reusing the id of a call still
+/// waiting for the user. MCP forbids it, and rmcp routes an answer by its
+/// id: the reusing request took the first one's answer and the first POST
+/// waited for ever. The reusing request is refused at once (-32600, naming
+/// the id), the first is answered when the user answers, and the id is
+/// free again once it is.
+#[tokio::test]
+async fn item_17_an_id_reused_while_its_call_waits_is_refused_and_the_first_answered() {
+    let mut rig = support::start().await;
+    rig.open_session().await;
+    std::fs::write(rig.path("a.txt"), "alpha\n").unwrap();
+    let id = support::next_id();
+    let command = rig.call_later_with_id(id, "execute_command", json!({"command": "echo first"}));
+    let (_, approve) = rig.next_approval().await;
+    let again = tokio::time::timeout(
+        Duration::from_secs(10),
+        rig.call_later_with_id(id, "read_file", json!({"path": "a.txt"})),
+    )
+    .await
+    .expect("the reusing request is answered at once")
+    .unwrap();
+    let m = again.message();
+    assert_eq!(m["id"], id, "{m}");
+    assert_eq!(m["error"]["code"], -32600, "{m}");
+    let why = m["error"]["message"].as_str().unwrap();
+    assert!(why.contains(&format!("request id {id} is in use")), "{why}");
+    approve.send(Ok(true)).unwrap();
+    let command = tokio::time::timeout(Duration::from_secs(10), command)
+        .await
+        .expect("the first call is answered once approved")
+        .unwrap();
+    assert_eq!(command.message()["id"], id, "{}", command.body);
+    let (text, is_error) = support::outcome(command);
+    assert!(!is_error && text.contains("first"), "{text}");
+    let read = rig.call_later_with_id(id, "read_file", json!({"path": "a.txt"}));
+    let (text, is_error) = support::outcome(read.await.unwrap());
+    assert!(!is_error && text.contains("alpha"), "{text}");
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn item_15_an_unknown_protocol_version_header_is_refused() {
     let (mut rig, _o) = rig().await;

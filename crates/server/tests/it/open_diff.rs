@@ -396,3 +396,33 @@ async fn an_editor_that_cannot_show_the_diff_gives_an_error_result() {
     decide(&s, v.id, DiffDecision::Accepted { contents: None }).await;
     assert_eq!(result_texts(&c.response(id).await), vec!["FILE_SAVED", "y"]);
 }
+
+/// Checklist item 17, a duplicate id: a client reusing the id of an
+/// `openDiff` still waiting for the user. Two answers with one id could
+/// not be told apart, so the reusing request is refused at once (-32600,
+/// naming the id) and nothing more is shown; the first is answered when
+/// the user decides, and the id is free again once it is.
+#[tokio::test]
+async fn an_id_reused_while_its_diff_waits_is_refused_and_the_first_answered() {
+    let s = TestServer::start().await;
+    let mut c = s.client().await;
+    let call = |tab: &str| {
+        json!({"jsonrpc":"2.0","id":42,"method":"tools/call",
+               "params":{"name":"openDiff","arguments":diff_args("/nonexistent/a.py", "x", tab)}})
+    };
+    c.send_json(&call(&tab("a.py"))).await;
+    let view = s.frontend.wait_show_diff(&tab("a.py")).await;
+    c.send_json(&call(&tab("b.py"))).await;
+    let refused = c.response(42).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap();
+    assert!(why.contains("request id 42 is in use"), "{why}");
+    let shown = |call: &Call| matches!(call, Call::ShowDiff(_));
+    assert_eq!(s.frontend.count(shown), 1, "{:?}", s.frontend.calls());
+    decide(&s, view.id, DiffDecision::Rejected).await;
+    assert_eq!(result_texts(&c.response(42).await)[0], "DIFF_REJECTED");
+    c.send_json(&call(&tab("c.py"))).await;
+    let view = s.frontend.wait_show_diff(&tab("c.py")).await;
+    decide(&s, view.id, DiffDecision::Rejected).await;
+    assert_eq!(result_texts(&c.response(42).await)[0], "DIFF_REJECTED");
+}
