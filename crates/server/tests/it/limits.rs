@@ -3,11 +3,13 @@
 //! server keeps serving a good client afterwards.
 
 use crate::support::*;
+use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
 
 #[tokio::test]
 async fn json_rpc_shape_errors_are_32600_and_the_connection_stays_up() {
@@ -234,6 +236,64 @@ async fn two_hundred_half_open_connections_do_not_lock_out_a_good_client() {
     assert!(!tools.is_empty());
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     drop(idle);
+}
+
+/// Checklist item 23 with the token: a hundred clients that hold it, each
+/// sending WebSocket pings and JSON-RPC pings as fast as it can. Every
+/// ping is answered, and a client connecting in the middle of it gets in
+/// and is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_signed_in_clients_pinging_at_once_are_answered_and_lock_nobody_out() {
+    const CLIENTS: usize = 100;
+    const PINGS: usize = 100;
+    // Liveness, not speed: a loaded machine gets time.
+    const LIMIT: Duration = Duration::from_secs(30);
+    let s = TestServer::start().await;
+    let mut floods = Vec::new();
+    for _ in 0..CLIENTS {
+        let (mut tx, mut rx) = s.connect().await.into_inner().split();
+        floods.push(tokio::spawn(async move {
+            let send = async {
+                for i in 0..PINGS {
+                    tx.send(Message::Ping(vec![i as u8].into())).await?;
+                    let ping = json!({"jsonrpc": "2.0", "id": i, "method": "ping"});
+                    tx.send(Message::text(ping.to_string())).await?;
+                }
+                Ok::<_, tokio_tungstenite::tungstenite::Error>(tx)
+            };
+            let answers = async {
+                let (mut pongs, mut results) = (0, 0);
+                while pongs < PINGS || results < PINGS {
+                    match rx.next().await {
+                        Some(Ok(Message::Pong(_))) => pongs += 1,
+                        Some(Ok(Message::Text(t))) => {
+                            let m: serde_json::Value = serde_json::from_str(&t).unwrap();
+                            assert_eq!(m["result"], json!({}), "{m}");
+                            results += 1;
+                        }
+                        Some(Ok(_)) => {}
+                        other => panic!("a pinging client's connection ended: {other:?}"),
+                    }
+                }
+                (pongs, results)
+            };
+            let (sent, answered) = tokio::join!(send, answers);
+            let _tx = sent.expect("the pings are sent");
+            answered
+        }));
+    }
+    let mut c = bounded("a client joining the pings", LIMIT, s.client()).await;
+    let d = bounded(
+        "a tool call among the pings",
+        LIMIT,
+        c.call_tool("getDiagnostics", json!({})),
+    )
+    .await;
+    assert_eq!(first_json(&d), json!([]));
+    for flood in floods {
+        let answered = bounded("a pinging client's answers", LIMIT, flood).await;
+        assert_eq!(answered.unwrap(), (PINGS, PINGS));
+    }
 }
 
 #[tokio::test]

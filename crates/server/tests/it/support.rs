@@ -408,6 +408,11 @@ impl WsClient<TcpStream> {
     pub fn tcp(&mut self) -> &mut TcpStream {
         self.ws.get_mut()
     }
+
+    /// The WebSocket itself, to drive it frame by frame.
+    pub fn into_inner(self) -> WebSocketStream<TcpStream> {
+        self.ws
+    }
 }
 
 impl<S> WsClient<S>
