@@ -319,6 +319,64 @@ mod tests {
         out
     }
 
+    /// Checklist item 38's full disk: the write fails with the system's
+    /// own words, the old file keeps its text, and no temporary file or
+    /// directory made for the write stays. The disk is a 64 KiB tmpfs,
+    /// mounted in a user and mount namespace of this test's own: the test
+    /// runs itself again there (`unshare -rm`), and does the writes in that
+    /// run.
+    #[test]
+    fn a_full_disk_keeps_the_old_file_and_leaves_nothing_behind() {
+        const IN_NAMESPACE: &str = "CCBRIDGE_TEST_FULL_DISK";
+        if std::env::var_os(IN_NAMESPACE).is_none() {
+            let name = "write::tests::a_full_disk_keeps_the_old_file_and_leaves_nothing_behind";
+            let out = std::process::Command::new("unshare")
+                .args(["--user", "--map-root-user", "--mount", "--"])
+                .arg(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--nocapture", "--test-threads=1"])
+                .env(IN_NAMESPACE, "1")
+                .output()
+                .expect("unshare (util-linux) runs");
+            let said = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{said}");
+            assert!(
+                said.contains("1 passed"),
+                "the run in the namespace ran nothing: {said}"
+            );
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "ccbridge-full-disk"])
+            .arg(d.path())
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "mount tmpfs in the namespace");
+        std::fs::write(d.path().join("keep.txt"), "old\n").unwrap();
+        let mut filler = std::fs::File::create(d.path().join("filler")).unwrap();
+        let full = loop {
+            if let Err(e) = std::io::Write::write_all(&mut filler, &[0; 4096]) {
+                break e;
+            }
+        };
+        assert_eq!(full.raw_os_error(), Some(28), "{full}");
+        let ws = Workspace::open(&[d.path().to_path_buf()]).unwrap();
+        let before = walk(d.path());
+        for path in ["keep.txt", "new/deep/file.txt"] {
+            let err = ws.write_atomic(path, &[b'x'; 32 * 1024]).unwrap_err();
+            assert!(
+                err.to_string().contains("No space left on device"),
+                "{path}: {err}"
+            );
+            assert_eq!(walk(d.path()), before, "{path}: left behind");
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("keep.txt")).unwrap(),
+            "old\n"
+        );
+    }
+
     #[test]
     fn a_new_file_in_new_directories_is_created() {
         let (d, ws) = ws();
