@@ -15,6 +15,16 @@ vim.notify = function(msg, level)
   table.insert(_G.test.notes, { msg = msg, level = level or vim.log.levels.INFO })
 end
 
+-- What is echoed is told too (without a level: INFO).
+local echo = vim.api.nvim_echo
+vim.api.nvim_echo = function(chunks, history, opts)
+  local text = table.concat(vim.tbl_map(function(c)
+    return c[1]
+  end, chunks))
+  table.insert(_G.test.notes, { msg = text, level = vim.log.levels.INFO })
+  return echo(chunks, history, opts)
+end
+
 vim.api.nvim_create_autocmd("User", {
   pattern = "CCBridge*",
   callback = function(args)

@@ -12,7 +12,8 @@
 //! layouts, its help, its options).
 
 use crate::claude_side::{
-    assert_saved, connect, poll_tool, start_open_diff, verdict, GeminiSide, Step, KEPT_LINE,
+    assert_saved, connect, next_note, poll_tool, start_open_diff, verdict, GeminiSide, Step,
+    KEPT_LINE,
 };
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
@@ -109,6 +110,14 @@ pub(crate) trait EditorUnderTest: Sized {
 
     /// How many terminals the editor has open.
     fn terminal_count(&mut self) -> usize;
+
+    /// Selects lines `first` to `last` (from 1) of the file being edited
+    /// and sends them with the face's send command (`:CCBridgeSend`,
+    /// `M-x ccbridge-send`).
+    fn send_lines(&mut self, first: usize, last: usize);
+
+    /// Leaves the selection and sends the file with the send command.
+    fn send_file(&mut self);
 
     /// Types `line` as a new first line of the file being edited.
     fn type_line_at_top(&mut self, line: &str);
@@ -658,6 +667,29 @@ pub(crate) async fn a_command_hiding_text_with_bidi_characters_is_shown_with_mar
     assert!(!header.contains(['\u{2067}', '\u{2069}']), "{view:?}");
 }
 
+/// `@`-mentions for Claude's prompt: the selected lines (from 0 on the
+/// wire, as VS Code sends them), or with no selection the file. One sent
+/// before Claude connects says so and reaches Claude when it connects.
+pub(crate) async fn send_mentions_the_selected_lines_or_the_file<E: EditorUnderTest>() {
+    let mut e = E::start();
+    let hello = e.workspace().join("hello.py").display().to_string();
+    e.send_lines(2, 3);
+    e.wait_told("@hello.py:2-3 (sent when Claude connects)");
+    let mut c = e.claude().await;
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert_eq!(
+        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
+        (Some(1), Some(2))
+    );
+    e.send_file();
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], hello);
+    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
+    let told = e.wait_told("@hello.py");
+    assert!(told.iter().any(|t| t.ends_with("@hello.py")), "{told:?}");
+}
+
 /// A ccbridge that is not there: the user is told once, not at every
 /// start, with the path, how to install it and the option to set; the
 /// status says why nothing runs.
@@ -738,6 +770,7 @@ in_faces!(
         workspace_tools_ask_the_user_and_show_the_commands_output,
         a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
         the_claude_command_runs_claude_connected_in_a_terminal,
+        send_mentions_the_selected_lines_or_the_file,
         a_missing_binary_is_reported_once_with_what_to_do,
         a_sidecar_exiting_at_start_up_is_reported_with_what_it_said,
     ]

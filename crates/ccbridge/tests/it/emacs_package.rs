@@ -338,6 +338,19 @@ impl EditorUnderTest for Rig {
         text.as_str().unwrap().trim_end_matches('\n').to_owned()
     }
 
+    fn send_lines(&mut self, first: usize, last: usize) {
+        // From the start of `first` to the start of the line after `last`.
+        let down = |n: usize| vec!["C-n"; n].join(" ");
+        let keys = format!("M-< {} C-SPC {}", down(first - 1), down(last - first + 1));
+        self.emacs.keys(keys.trim());
+        self.m_x("ccbridge-send");
+    }
+
+    fn send_file(&mut self) {
+        self.quit_keys();
+        self.m_x("ccbridge-send");
+    }
+
     /// A substring: Emacs quotes it as `text-quoting-style' says.
     const BIN_OPTION: &'static str = "ccbridge-program";
 
@@ -766,31 +779,15 @@ async fn flycheck_errors_reach_claude() {
     assert_eq!(d["range"]["end"]["character"], 4, "{d}");
 }
 
+/// The region and the file:
+/// `editor_scenarios::emacs::send_mentions_the_selected_lines_or_the_file`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn send_mentions_the_region_the_file_and_dired_marked_files() {
+async fn send_mentions_dired_marked_files() {
     let rig = rig("");
     std::fs::create_dir_all(rig.ws.join("src")).unwrap();
     std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
     let mut c = rig.claude().await;
     let hello = rig.path("hello.py");
-
-    // The region from line 2 to the start of line 4: lines 2-3.
-    rig.emacs.keys("M-< C-n C-SPC C-n C-n");
-    rig.m_x("ccbridge-send");
-    let m = next_note(&mut c, "at_mentioned").await;
-    assert_eq!(m["filePath"], hello);
-    assert_eq!(
-        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
-        (Some(1), Some(2))
-    );
-    rig.wait_message("@hello.py:2-3");
-
-    // No region: the file.
-    rig.quit_keys();
-    rig.m_x("ccbridge-send");
-    let m = next_note(&mut c, "at_mentioned").await;
-    assert_eq!(m["filePath"], hello);
-    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
 
     // Dired: the marked files, in the listing's order.
     rig.emacs.eval(&format!(

@@ -249,6 +249,15 @@ impl EditorUnderTest for Rig {
 
     const BIN_OPTION: &'static str = "set `bin`";
 
+    fn send_lines(&mut self, first: usize, last: usize) {
+        self.nvim
+            .input(&format!("{first}GV{last}G:CCBridgeSend<CR>"));
+    }
+
+    fn send_file(&mut self) {
+        self.nvim.input("<Esc>:CCBridgeSend<CR>");
+    }
+
     fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]) {
         self.nvim.command("CCBridgeStop");
         self.nvim.wait(
@@ -461,6 +470,25 @@ impl VimUnderTest for Rig {
              o[path[#path]] = value",
             vec![json!(path), value],
         );
+    }
+
+    fn configure(&mut self, options: Value) {
+        self.nvim.lua(
+            "local opts = ...
+             local now = require('ccbridge.config').options
+             opts.bin, opts.args = now.bin, now.args
+             require('ccbridge').setup(opts)",
+            vec![options],
+        );
+    }
+
+    fn option(&mut self, path: &[&str]) -> Value {
+        self.nvim.lua(
+            "local o = require('ccbridge.config').options
+             for _, key in ipairs(...) do o = o[key] end
+             return o",
+            vec![json!(path)],
+        )
     }
 
     fn claude_terminal(&mut self) -> Option<u64> {
@@ -728,27 +756,15 @@ async fn a_reload_leaves_no_buffer_local_autoread_behind() {
     assert_eq!(local, -1);
 }
 
+/// The selected lines and the file:
+/// `editor_scenarios::nvim::send_mentions_the_selected_lines_or_the_file`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn send_mentions_a_range_a_file_and_explorer_entries() {
+async fn send_mentions_explorer_entries() {
     let mut rig = rig("");
     std::fs::create_dir_all(rig.ws.join("src")).unwrap();
     std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
     rig.edit("hello.py");
     let mut c = rig.claude().await;
-    let hello = rig.path("hello.py");
-
-    rig.nvim.input("2GVj:CCBridgeSend<CR>");
-    let m = next_note(&mut c, "at_mentioned").await;
-    assert_eq!(m["filePath"], hello);
-    assert_eq!(
-        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
-        (Some(1), Some(2))
-    );
-
-    rig.nvim.input("<Esc>:CCBridgeSend<CR>");
-    let m = next_note(&mut c, "at_mentioned").await;
-    assert_eq!(m["filePath"], hello);
-    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
 
     // netrw (shipped with Neovim): the entry under the cursor.
     rig.nvim.lua("vim.g.netrw_liststyle = 0", vec![]);
@@ -821,28 +837,6 @@ async fn connected_and_disconnected_events_carry_the_session() {
     assert_eq!(gone["name"], "claude-code", "{gone}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_options_are_reported_and_replaced_by_defaults() {
-    let mut rig = rig("");
-    rig.nvim.lua(
-        "require('ccbridge').setup({ bin = ..., diff = { layout = 'sideways' }, nope = 1 })",
-        vec![env!("CARGO_BIN_EXE_ccbridge").into()],
-    );
-    let note = rig.nvim.eval("test.noted('defaults used').msg");
-    let note = note.as_str().unwrap();
-    assert!(
-        note.contains("`diff.layout` must be one of vertical, horizontal, inline"),
-        "{note}"
-    );
-    assert!(note.contains("unknown option `nope`"), "{note}");
-    assert_eq!(
-        rig.nvim
-            .eval("require('ccbridge.config').options.diff.layout"),
-        "vertical"
-    );
-}
-
-/// `:helptags` accepts the help file (a duplicate tag is error E154).
 /// Neovim before 0.12 blanked what scrolled off a terminal view before
 /// its first refresh (neovim/neovim#37573): the header and first lines of
 /// a quick command with more lines than the view were lost. Found by the

@@ -301,6 +301,15 @@ impl EditorUnderTest for Rig {
 
     const BIN_OPTION: &'static str = "set g:ccbridge.bin";
 
+    fn send_lines(&mut self, first: usize, last: usize) {
+        // Visual mode's `:` gives the range.
+        self.vim.keys(&format!("{first}GV{last}G:CCBridgeSend<CR>"));
+    }
+
+    fn send_file(&mut self) {
+        self.vim.keys(":CCBridgeSend<CR>");
+    }
+
     fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]) {
         self.vim.keys(":CCBridgeStop<CR>");
         self.vim.wait(
@@ -508,6 +517,21 @@ impl VimUnderTest for Rig {
         }
         at[*last] = value;
         self.vim.ex(&let_options(&o));
+    }
+
+    fn configure(&mut self, options: Value) {
+        let now = self.vim.eval("g:ccbridge");
+        let mut o = json!({"bin": now["bin"], "args": now["args"]});
+        merge(&mut o, &options);
+        self.vim.ex(&let_options(&o));
+    }
+
+    fn option(&mut self, path: &[&str]) -> Value {
+        let mut o = self.vim.eval("ccbridge#Options()");
+        for key in path {
+            o = o[*key].take();
+        }
+        o
     }
 
     fn claude_terminal(&mut self) -> Option<u64> {
@@ -900,29 +924,15 @@ async fn diagnostics_from_ale_and_vim_lsp_reach_claude() {
     diagnostics_of(&mut c, &other, |d| d.is_empty()).await;
 }
 
+/// The selected lines and the file:
+/// `editor_scenarios::vim::send_mentions_the_selected_lines_or_the_file`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn send_mentions_a_range_the_file_a_path_and_a_netrw_entry() {
+async fn send_mentions_a_path_and_a_netrw_entry() {
     let mut rig = rig(json!({}));
     std::fs::create_dir_all(rig.ws.join("src")).unwrap();
     std::fs::write(rig.ws.join("src/lib.rs"), "fn main() {}\n").unwrap();
     rig.edit("hello.py");
     let mut c = rig.claude().await;
-    let hello = rig.path("hello.py");
-
-    // Visual mode's `:` gives the range.
-    rig.vim.keys("2GVj:CCBridgeSend<CR>");
-    let m = next_note(&mut c, "at_mentioned").await;
-    assert_eq!(m["filePath"], hello);
-    assert_eq!(
-        (m["lineStart"].as_u64(), m["lineEnd"].as_u64()),
-        (Some(1), Some(2))
-    );
-    rig.wait_noted("the echo", "@hello.py:2-3");
-
-    rig.vim.keys(":CCBridgeSend<CR>");
-    let m = next_note(&mut c, "at_mentioned").await;
-    assert_eq!(m["filePath"], hello);
-    assert!(m.get("lineStart").is_none_or(Value::is_null), "{m}");
 
     rig.vim.keys(":CCBridgeSend src/lib.rs<CR>");
     let m = next_note(&mut c, "at_mentioned").await;
@@ -1246,34 +1256,6 @@ async fn cd_moves_the_workspace_and_the_name_in_the_lock_file() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_options_are_reported_once_and_replaced_by_defaults() {
-    let mut rig = rig(json!({}));
-    let mut o = options(
-        &rig.lock_dir,
-        &json!({"diff": {"layout": "sideways"}, "nope": 1}),
-    );
-    o["selection"]["debounce_ms"] = json!("fast");
-    rig.vim.ex(&let_options(&o));
-    rig.vim
-        .keys(":CCBridgeStatus<CR><CR>:CCBridgeStatus<CR><CR>");
-    let note = rig.wait_noted("the warning", "defaults used");
-    assert!(
-        note.contains("`diff.layout` must be one of vertical, horizontal"),
-        "{note}"
-    );
-    assert!(
-        note.contains("`selection.debounce_ms` must be a number"),
-        "{note}"
-    );
-    assert!(note.contains("unknown option `nope`"), "{note}");
-    rig.sync();
-    assert_eq!(rig.noted("defaults used").len(), 1);
-    assert_eq!(rig.vim.eval("ccbridge#Options().diff.layout"), "vertical");
-    assert_eq!(rig.vim.eval("ccbridge#Options().selection.debounce_ms"), 50);
-}
-
-/// `:helptags` accepts the help file (a duplicate tag is error E154).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_opens_and_saves_files_in_vim() {
     let mut rig = rig(json!({}));

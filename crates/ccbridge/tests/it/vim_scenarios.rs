@@ -69,6 +69,13 @@ pub(crate) trait VimUnderTest: EditorUnderTest {
     /// runs, as a user changing their configuration does.
     fn set_option(&mut self, path: &[&str], value: Value);
 
+    /// Configures the plugin as its user does (Neovim's `setup()`, Vim's
+    /// `g:ccbridge`) with `options`, keeping the test's `bin` and `args`.
+    fn configure(&mut self, options: Value);
+
+    /// The option at `path` as the plugin uses it.
+    fn option(&mut self, path: &[&str]) -> Value;
+
     /// The buffer of Claude's terminal (`:CCBridgeClaude`), if there is one.
     fn claude_terminal(&mut self) -> Option<u64>;
 
@@ -360,6 +367,31 @@ pub(crate) async fn ccbridge_claude_under_a_remote_prefix_says_to_start_claude_t
     assert!(own.is_some(), "the user's own command did not start");
 }
 
+/// Options with mistakes (a value not among the choices, a wrong type, an
+/// unknown name): the user is told once, each mistake named, and the
+/// defaults stand in for them; the commands after it do not tell again.
+pub(crate) async fn bad_options_are_reported_once_and_replaced_by_defaults<E: VimUnderTest>() {
+    let mut e = E::start();
+    e.configure(json!({
+        "diff": {"layout": "sideways"},
+        "selection": {"debounce_ms": "fast"},
+        "nope": 1,
+    }));
+    e.keys(":CCBridgeStatus<CR><CR>:CCBridgeStatus<CR><CR>:let g:test_after = 1<CR>");
+    e.wait("the commands after it", "get(g:, 'test_after', 0)");
+    let told = e.wait_told("defaults used");
+    assert_eq!(told.len(), 1, "{told:?}");
+    for what in [
+        "`diff.layout` must be one of vertical, horizontal",
+        "`selection.debounce_ms` must be a number",
+        "unknown option `nope`",
+    ] {
+        assert!(told[0].contains(what), "no {what:?} in {told:?}");
+    }
+    assert_eq!(e.option(&["diff", "layout"]), "vertical");
+    assert_eq!(e.option(&["selection", "debounce_ms"]), 50);
+}
+
 in_faces!(
     [nvim: crate::nvim_plugin::Rig, vim: crate::vim_plugin::Rig],
     [
@@ -374,5 +406,6 @@ in_faces!(
         every_command_has_a_help_tag,
         ccbridge_claude_starts_claude_again_once_it_has_exited,
         ccbridge_claude_under_a_remote_prefix_says_to_start_claude_there,
+        bad_options_are_reported_once_and_replaced_by_defaults,
     ]
 );
