@@ -20,6 +20,7 @@ use ccbridge_testkit::poll_until;
 use ccbridge_testkit::HELLO_PY as HELLO;
 use serde_json::{json, Value};
 use std::any::Any;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -86,6 +87,10 @@ pub(crate) trait EditorUnderTest: Sized {
     /// The face's connection indicator as the user sees it (status line,
     /// mode line): "Claude ○" or "Claude ●" in the face's spelling.
     fn indicator(&mut self) -> String;
+
+    /// The sidecar's state as the face keeps it: "running", "starting",
+    /// "stopped".
+    fn status(&mut self) -> String;
 
     /// The face's status report, opened as its user opens it.
     fn status_report(&mut self) -> String;
@@ -690,6 +695,53 @@ pub(crate) async fn send_mentions_the_selected_lines_or_the_file<E: EditorUnderT
     assert!(told.iter().any(|t| t.ends_with("@hello.py")), "{told:?}");
 }
 
+/// A ccbridge of another editor protocol version (here one that speaks
+/// only version 1, refusing `initialize` as an older ccbridge does): the
+/// user is told which version each side speaks and how to get the ccbridge
+/// that goes with the plugin, once (a second start does not tell again),
+/// and nothing runs.
+pub(crate) async fn a_ccbridge_of_another_protocol_version_is_reported_once_with_what_to_do<
+    E: EditorUnderTest,
+>() {
+    let mut e = E::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let old = scratch.path().join("old-ccbridge");
+    let runs = scratch.path().join("runs");
+    // It answers the first request (initialize, id 1) once it has come.
+    std::fs::write(
+        &old,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nread -r _\n\
+             body='{{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{{\"code\":-32602,\
+             \"message\":\"unsupported editor protocol version\",\"data\":{{\"supported\":[1]}}}}}}'\n\
+             printf 'Content-Length: %s\\r\\n\\r\\n%s' \"${{#body}}\" \"$body\"\nexec cat >/dev/null\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let old = old.display().to_string();
+    e.stop_and_set_program(&old, &[]);
+    let start = |e: &mut E, n: usize| {
+        e.start_command();
+        let ran = poll_until(STEP, Duration::from_millis(10), || {
+            let runs = std::fs::read_to_string(&runs).unwrap_or_default();
+            (runs.lines().count() == n && e.status() == "stopped").then_some(())
+        });
+        assert!(ran.is_some(), "start {n} did not end: {}", e.status());
+    };
+    start(&mut e, 1);
+    let errors = e.wait_errors("speaks 1");
+    let version = ccbridge_sidecar::messages::PROTOCOL_VERSION.to_string();
+    for what in [&old, &version, "cargo install --path crates/ccbridge"] {
+        assert!(errors.contains(what), "no {what:?} in {errors}");
+    }
+    start(&mut e, 2);
+    let errors = e.wait_errors("speaks 1");
+    assert_eq!(errors.matches("speaks 1").count(), 1, "{errors}");
+    assert!(!errors.contains("exited"), "{errors}");
+}
+
 /// A ccbridge that is not there: the user is told once, not at every
 /// start, with the path, how to install it and the option to set; the
 /// status says why nothing runs.
@@ -771,6 +823,7 @@ in_faces!(
         a_command_hiding_text_with_bidi_characters_is_shown_with_markers,
         the_claude_command_runs_claude_connected_in_a_terminal,
         send_mentions_the_selected_lines_or_the_file,
+        a_ccbridge_of_another_protocol_version_is_reported_once_with_what_to_do,
         a_missing_binary_is_reported_once_with_what_to_do,
         a_sidecar_exiting_at_start_up_is_reported_with_what_it_said,
     ]

@@ -303,6 +303,11 @@ impl EditorUnderTest for Rig {
             .string("(with-current-buffer \"hello.py\" (ccbridge-mode-line-string))")
     }
 
+    fn status(&mut self) -> String {
+        self.emacs
+            .string("(or (plist-get (car (ccbridge-info)) :status) \"\")")
+    }
+
     fn status_report(&mut self) -> String {
         self.emacs
             .eval("(when (get-buffer \"*ccbridge status*\") (kill-buffer \"*ccbridge status*\"))");
@@ -1358,58 +1363,6 @@ async fn ccbridge_claude_with_a_prefix_runs_another_agent_with_its_environment()
         out.contains(&format!("gemini port={port} ws={}", rig.ws.display())),
         "{out}"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ccbridge_of_another_protocol_version_is_reported_once_with_what_to_do() {
-    let scratch = tempfile::tempdir().unwrap();
-    let old = scratch.path().join("old-ccbridge");
-    // A sidecar that only speaks editor protocol 1: it refuses the first
-    // request (initialize, id 1) as ccbridge does.
-    std::fs::write(
-        &old,
-        "#!/bin/sh\nread -r _\nbody='{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\
-         \"message\":\"unsupported editor protocol version\",\"data\":{\"supported\":[1]}}}'\n\
-         printf 'Content-Length: %s\\r\\n\\r\\n%s' \"${#body}\" \"$body\"\nexec cat >/dev/null\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let rig = rig_with(Setup {
-        before: &format!(
-            "(setq ccbridge-program {})",
-            lisp_str(&old.display().to_string())
-        ),
-        start: false,
-        ..Setup::default()
-    });
-    rig.visit("hello.py");
-    rig.emacs.eval("(ccbridge-mode 1)");
-    let want = rig.emacs.string(&format!(
-        "(format-message \"`%s' does not speak editor protocol 3 (it speaks 1): install the \
-         ccbridge that goes with this package\" {})",
-        lisp_str(&old.display().to_string())
-    ));
-    rig.emacs.wait(
-        "the warning",
-        &format!(
-            "(string-search {} (or (ccbridge-test-buffer-text \"*Warnings*\") \"\"))",
-            lisp_str(&want)
-        ),
-        STEP,
-    );
-    rig.emacs.wait(
-        "the sidecar stopped",
-        "(equal (plist-get (car (ccbridge-info)) :status) \"stopped\")",
-        STEP,
-    );
-    // Other commands do not repeat it.
-    rig.m_x("ccbridge-send");
-    rig.wait_message("not sent, the sidecar is not running");
-    let warnings = rig
-        .emacs
-        .string("(ccbridge-test-buffer-text \"*Warnings*\")");
-    assert_eq!(warnings.matches("does not speak").count(), 1, "{warnings}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

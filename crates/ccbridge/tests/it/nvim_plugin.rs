@@ -204,6 +204,11 @@ impl EditorUnderTest for Rig {
         line.as_str().unwrap().to_owned()
     }
 
+    fn status(&mut self) -> String {
+        let status = self.nvim.eval("require('ccbridge').state.status");
+        status.as_str().unwrap_or_default().to_owned()
+    }
+
     fn status_report(&mut self) -> String {
         // What :CCBridgeStatus prints.
         let lines = self
@@ -446,11 +451,6 @@ impl VimUnderTest for Rig {
     fn terminal_here(&mut self) {
         self.nvim.command("terminal");
         self.nvim.input("i");
-    }
-
-    fn status(&mut self) -> String {
-        let status = self.nvim.eval("require('ccbridge').state.status");
-        status.as_str().unwrap_or_default().to_owned()
     }
 
     fn review_bar(&mut self) -> String {

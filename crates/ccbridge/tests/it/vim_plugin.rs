@@ -265,6 +265,11 @@ impl EditorUnderTest for Rig {
         line.as_str().unwrap().to_owned()
     }
 
+    fn status(&mut self) -> String {
+        let status = self.vim.eval("ccbridge#Status()");
+        status.as_str().unwrap().to_owned()
+    }
+
     fn status_report(&mut self) -> String {
         self.vim.ex("CCBridgeStatus")
     }
@@ -482,11 +487,6 @@ impl VimUnderTest for Rig {
 
     fn terminal_here(&mut self) {
         self.vim.keys(":terminal ++curwin<CR>");
-    }
-
-    fn status(&mut self) -> String {
-        let status = self.vim.eval("ccbridge#Status()");
-        status.as_str().unwrap().to_owned()
     }
 
     fn review_bar(&mut self) -> String {
@@ -715,61 +715,6 @@ async fn nothing_runs_before_the_plugin_is_started_and_auto_start_starts_it_with
         STEP,
     );
     assert_eq!(ccbridge_testkit::lock_files(&lock_dir).len(), 1);
-}
-
-/// A sidecar of another protocol version (here one that only speaks
-/// version 1, as an older ccbridge answers) refuses `initialize`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_protocol_mismatch_is_reported_once_with_what_to_do() {
-    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-").unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let old = dir.path().join("ccbridge-v1");
-    std::fs::write(
-        &old,
-        r#"#!/bin/sh
-body='{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unsupported editor protocol version","data":{"supported":[1]}}}'
-printf 'Content-Length: %s\r\n\r\n%s' "${#body}" "$body"
-exec cat >/dev/null
-"#,
-    )
-    .unwrap();
-    make_executable(&old);
-    let vim = start_vim(&ws, &dir.path().join("home"), &[]);
-    let mut rig = Rig {
-        vim,
-        ws,
-        lock_dir: dir.path().join("ide"),
-        dir,
-    };
-    let o = options(&rig.lock_dir, &json!({"bin": old}));
-    rig.vim.ex(&let_options(&o));
-    rig.vim.keys(":CCBridgeStart<CR>");
-    let told = rig.wait_noted("the mismatch", "editor protocol mismatch");
-    let version = rig.vim.eval("ccbridge#ProtocolVersion()");
-    assert!(
-        told.contains(&format!("this plugin speaks version {version}"))
-            && told.contains("speaks 1"),
-        "{told}"
-    );
-    assert!(
-        told.contains("Update ccbridge and the plugin together"),
-        "{told}"
-    );
-    rig.vim.wait(
-        "the sidecar to stop",
-        "ccbridge#Status() ==# 'stopped'",
-        STEP,
-    );
-    // Again: not shown twice.
-    rig.vim.keys(":CCBridgeStart<CR>");
-    rig.vim.wait(
-        "the second refusal",
-        "ccbridge#Status() ==# 'stopped'",
-        STEP,
-    );
-    rig.sync();
-    assert_eq!(rig.noted("editor protocol mismatch").len(), 1);
 }
 
 fn make_executable(path: &Path) {

@@ -54,9 +54,6 @@ pub(crate) trait VimUnderTest: EditorUnderTest {
     /// mode, as the user would before asking Claude there.
     fn terminal_here(&mut self);
 
-    /// The plugin's own state: "running", "starting", "stopped".
-    fn status(&mut self) -> String;
-
     /// The bar over the review's proposal (Neovim's winbar, Vim's
     /// statusline), which says whose proposal it is.
     fn review_bar(&mut self) -> String;

@@ -307,9 +307,18 @@ function M.start()
       return
     end
     if e then
-      S.failure = "the sidecar refused initialize: "
-        .. tostring(e.message)
-        .. " (is `bin` a ccbridge of another version?)"
+      local supported = type(e.data) == "table" and e.data.supported
+      if type(supported) == "table" then
+        S.failure = (
+          "editor protocol mismatch: this plugin speaks version %d, `%s` speaks %s. "
+          .. "Update ccbridge and the plugin together (cargo install --path crates/ccbridge "
+          .. "in the same checkout)"
+        ):format(M.protocol_version, o.bin, table.concat(vim.tbl_map(tostring, supported), ", "))
+      else
+        S.failure = "the sidecar refused initialize: "
+          .. tostring(e.message)
+          .. " (is `bin` a ccbridge of another version?)"
+      end
       M.notify_once(S.failure, vim.log.levels.ERROR)
       settle(nil, e.message)
       M.stop()
