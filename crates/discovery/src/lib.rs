@@ -344,12 +344,14 @@ pub enum SmallFileError {
 /// Reads a small file someone else may have planted (in a shared folder
 /// like `/tmp`) without ever blocking or reading much: opened
 /// `O_NONBLOCK` (a FIFO without a writer opens at once instead of waiting
-/// for one) and `O_CLOEXEC`, the opened file `fstat`ed and refused unless
+/// for one), `O_NOCTTY` (a terminal never becomes ours) and `O_CLOEXEC`,
+/// the opened file `fstat`ed and refused unless
 /// it is a regular file (so a FIFO, a device or a socket is never read),
 /// and at most `max` bytes read (a huge or sparse file is refused, not
 /// read whole).
 pub fn read_small_file(path: &Path, max: u64, follow: Follow) -> Result<Vec<u8>, SmallFileError> {
-    let mut flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC;
+    let mut flags =
+        rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC;
     if follow == Follow::No {
         flags |= rustix::fs::OFlags::NOFOLLOW;
     }

@@ -47,6 +47,7 @@ pub mod message;
 pub mod servers;
 pub mod sniff;
 
+use ccbridge_discovery::{read_small_file, Follow};
 use ccbridge_protocol::editor::Diagnostic;
 use framing::{encode_frame, Frame, FrameReader};
 use message::Incoming;
@@ -875,23 +876,7 @@ fn hash(text: &str) -> u64 {
 async fn read(path: &Path) -> Option<String> {
     let path = path.to_owned();
     let read = move || {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(flags.bits() as i32)
-            .open(&path)
-            .ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.len() > MAX_FILE {
-            return None;
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(MAX_FILE + 1).read_to_end(&mut bytes).ok()?;
-        if bytes.len() as u64 > MAX_FILE {
-            return None;
-        }
+        let bytes = read_small_file(&path, MAX_FILE, Follow::Yes).ok()?;
         String::from_utf8(bytes).ok()
     };
     tokio::task::spawn_blocking(read).await.ok().flatten()

@@ -1,13 +1,13 @@
 //! Reading the file a proposal changes, as it is on disk now: the left
 //! side of a diff. The path comes from an agent, so the read must not be
 //! a way to stall or bloat ccbridge: it never blocks on a FIFO or device
-//! (opened `O_NONBLOCK`, refused unless a regular file by `fstat` of the
-//! opened descriptor, so a swap after a check changes nothing), it reads
-//! at most [`MAX_ORIGINAL`] bytes whatever the file claims, and it runs
-//! off the async runtime's workers.
+//! (`ccbridge_discovery::read_small_file`: opened `O_NONBLOCK`, refused
+//! unless a regular file by `fstat` of the opened descriptor, so a swap
+//! after a check changes nothing), it reads at most [`MAX_ORIGINAL`] bytes
+//! whatever the file claims, and it runs off the async runtime's workers.
 
-use rustix::fs::{FileType, Mode, OFlags};
-use std::io::Read;
+use ccbridge_discovery::{read_small_file, Follow, SmallFileError};
+use std::path::Path;
 
 /// Larger files are not shown as the left side of a diff.
 pub const MAX_ORIGINAL: u64 = 16 << 20;
@@ -33,40 +33,24 @@ pub async fn read(path: &str) -> Original {
 
 /// Reads `path` on this thread (see the module doc).
 pub fn read_blocking(path: &str) -> Original {
-    let fd = match rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Original::Missing,
-        Err(e) => return Original::Unreadable(format!("cannot read {path}: {e}")),
+    let bytes = match read_small_file(Path::new(path), MAX_ORIGINAL, Follow::Yes) {
+        Ok(bytes) => bytes,
+        Err(SmallFileError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Original::Missing
+        }
+        Err(SmallFileError::Io(e)) => {
+            return Original::Unreadable(format!("cannot read {path}: {e}"))
+        }
+        Err(SmallFileError::NotAFile) => {
+            return Original::Unreadable(format!("{path} is not a regular file"))
+        }
+        Err(SmallFileError::TooLarge(_)) => {
+            return Original::Unreadable(format!(
+                "{path} is larger than {} MiB; it cannot be shown as a diff",
+                MAX_ORIGINAL >> 20
+            ))
+        }
     };
-    let st = match rustix::fs::fstat(&fd) {
-        Ok(st) => st,
-        Err(e) => return Original::Unreadable(format!("cannot read {path}: {e}")),
-    };
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Original::Unreadable(format!("{path} is not a regular file"));
-    }
-    let too_big = || {
-        Original::Unreadable(format!(
-            "{path} is larger than {} MiB; it cannot be shown as a diff",
-            MAX_ORIGINAL >> 20
-        ))
-    };
-    if st.st_size as u64 > MAX_ORIGINAL {
-        return too_big();
-    }
-    let mut bytes = Vec::new();
-    let file = std::fs::File::from(fd);
-    if let Err(e) = file.take(MAX_ORIGINAL + 1).read_to_end(&mut bytes) {
-        return Original::Unreadable(format!("cannot read {path}: {e}"));
-    }
-    if bytes.len() as u64 > MAX_ORIGINAL {
-        // It grew while being read.
-        return too_big();
-    }
     match String::from_utf8(bytes) {
         Ok(text) => Original::Text(text),
         Err(_) => Original::Unreadable(format!(
@@ -78,6 +62,7 @@ pub fn read_blocking(path: &str) -> Original {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustix::fs::{FileType, Mode};
 
     #[test]
     fn text_missing_and_what_cannot_be_shown() {
