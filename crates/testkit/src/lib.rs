@@ -46,6 +46,7 @@ pub mod mock_gemini;
 pub mod mock_model;
 pub mod mock_openai;
 pub mod mock_responses;
+pub mod mutations;
 pub mod nvim;
 pub mod remote;
 pub mod sandbox;

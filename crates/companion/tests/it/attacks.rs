@@ -523,3 +523,97 @@ async fn regression_mcp_sessions_had_no_cap_now_the_oldest_idle_one_closes_for_a
     assert_eq!(ping(connected).await, 200, "a connected client stays");
     drop(stream);
 }
+
+/// Checklist item 25 over HTTP (`ccbridge_testkit::mutations`): 2,000
+/// mutations of the requests Gemini CLI and Qwen Code send. Each is
+/// answered or closed within 10 s, a share of them still served, and the
+/// server still shows a well-formed `openDiff` afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn item_25_mutated_requests_are_answered_and_the_server_still_serves() {
+    use ccbridge_testkit::mutations::{self, Ended, Request};
+    let mut rig = rig().await;
+    let sid = session(&rig).await;
+    let port = rig.port;
+    let file = rig.dir.path().join("proposed.txt");
+    let extra = format!("Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n");
+    let call = |id: u32, name: &str, arguments: serde_json::Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        Request::post(port, TOKEN, "/mcp", &extra, &body)
+    };
+    let requests = vec![
+        call(
+            7,
+            "openDiff",
+            json!({"filePath": file, "newContent": "new\n"}),
+        ),
+        call(8, "closeDiff", json!({"filePath": file})),
+        Request::post(
+            port,
+            TOKEN,
+            "/mcp",
+            &extra,
+            &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+        ),
+        Request::post(
+            port,
+            TOKEN,
+            "/mcp",
+            &extra,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ),
+        Request::post(
+            port,
+            TOKEN,
+            "/mcp",
+            "",
+            &serde_json::from_str(&init()).unwrap(),
+        ),
+    ];
+    let ended = blocking(move || {
+        mutations::attack(&mutations::Attack {
+            port,
+            requests: &requests,
+            aims: &[],
+            secret: b"",
+            count: 2000,
+            seed: 0xc0_4a1e,
+        })
+    })
+    .await;
+    let served = ended.get(&Ended::Status(200)).copied().unwrap_or(0);
+    assert!(
+        served >= 100,
+        "only {served} of 2,000 were served: {ended:?}"
+    );
+    while rig.shown.try_recv().is_ok() {}
+    let sid = session(&rig).await;
+    let after = rig.dir.path().join("after.txt");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "openDiff", "arguments": {"filePath": after, "newContent": "x\n"}}})
+    .to_string();
+    let a = send(
+        &rig,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &bearer()),
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}\n{}", a.head, a.body);
+    let shown = tokio::time::timeout(WAIT, async {
+        loop {
+            match rig.shown.recv().await {
+                Some(d) if d.new_file_path == after.display().to_string() => return d,
+                Some(_) => {}
+                None => panic!("the engine stopped"),
+            }
+        }
+    })
+    .await;
+    assert!(shown.is_ok(), "the openDiff after the attack was not shown");
+}

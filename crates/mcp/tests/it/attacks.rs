@@ -14,6 +14,7 @@ use crate::support;
 
 use crate::support::{settings, start_with, Rig, INIT, TOKEN};
 use ccbridge_mcp::{ApprovalMode, Settings};
+use ccbridge_testkit::mutations::{self, Ended, Request};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -1010,37 +1011,6 @@ async fn several_folders_are_each_confined_and_reached_only_by_their_own_paths()
     rig.stop().await;
 }
 
-/// xorshift64*: seeded, so a failure names the seed that replays it.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// A request of the tools server's MCP endpoint: its head without the
-/// length, and its body.
-struct Request {
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn bytes(&self, body: &[u8]) -> Vec<u8> {
-        let mut out = format!("{}Content-Length: {}\r\n\r\n", self.head, body.len()).into_bytes();
-        out.extend_from_slice(body);
-        out
-    }
-}
-
 /// Well-formed requests to mutate: calls in a session and stateless ones
 /// (rmcp's path and `Direct`'s), a notification, an `initialize`.
 fn well_formed(port: u16, session: &str) -> Vec<Request> {
@@ -1065,233 +1035,57 @@ fn well_formed(port: u16, session: &str) -> Vec<Request> {
         ),
         ("get_diagnostics", json!({})),
     ];
-    let request = |extra: &str, body: String| {
-        Request {
-        head: format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n{extra}"
-        ),
-        body: body.into_bytes(),
-    }
-    };
+    let post = |extra: &str, body: &Value| Request::post(port, TOKEN, "/mcp", extra, body);
     let mut out = Vec::new();
     for (i, (name, args)) in calls.iter().enumerate() {
         let id = 9000 + i;
-        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": args}});
-        out.push(request(
+        out.push(post(
             &format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"),
-            call.to_string(),
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": args}}),
         ));
-        let stateless = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": args, "_meta": meta}});
-        out.push(request(
+        out.push(post(
             &format!(
                 "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\n"
             ),
-            stateless.to_string(),
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": args, "_meta": meta}}),
         ));
     }
-    out.push(request(
+    out.push(post(
         &format!("Mcp-Session-Id: {session}\r\n"),
-        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9000}}"#
-            .into(),
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 9000}}),
     ));
-    out.push(request("", INIT.into()));
+    out.push(post("", &serde_json::from_str(INIT).unwrap()));
     out
 }
 
-/// `base` with one to four random edits: bytes flipped, inserted, deleted
-/// or repeated, the text cut short, a header's value or the length
-/// replaced.
-fn mutate(base: &[u8], rng: &mut Rng) -> Vec<u8> {
-    let mut r = base.to_vec();
-    for _ in 0..1 + rng.below(4) {
-        if r.is_empty() {
-            r.push(b'{');
-        }
-        let at = rng.below(r.len());
-        match rng.below(7) {
-            0 => r[at] ^= 1 << rng.below(8),
-            1 => r.insert(at, rng.next() as u8),
-            2 => {
-                let n = rng.below(16).min(r.len() - at);
-                r.drain(at..at + n);
-            }
-            3 => {
-                let n = rng.below(64).min(r.len() - at);
-                let copy = r[at..at + n].to_vec();
-                r.splice(at..at, copy);
-            }
-            4 => r.truncate(at.max(1)),
-            5 => {
-                // A value of some header: from its ": " to its line's end.
-                if let Some(colon) = find(&r, b": ", at).map(|c| c + 2) {
-                    let end = find(&r, b"\r\n", colon).unwrap_or(r.len());
-                    let junk = ["", "0", "-1", "99999999999", "\u{ff}\u{fe}", "a\r\nX-Y: z"];
-                    r.splice(colon..end, junk[rng.below(junk.len())].bytes());
-                }
-            }
-            _ => {
-                let lie = format!("Content-Length: {}", rng.below(100_000));
-                if let Some(start) = find(&r, b"Content-Length: ", 0) {
-                    let end = find(&r, b"\r\n", start).unwrap_or(r.len());
-                    r.splice(start..end, lie.bytes());
-                }
-            }
-        }
-    }
-    r
-}
-
-/// The `k`th value of `v` in document order (`v` itself is the 0th).
-fn nth<'a>(v: &'a mut Value, k: &mut usize) -> Option<&'a mut Value> {
-    if *k == 0 {
-        return Some(v);
-    }
-    *k -= 1;
-    match v {
-        Value::Array(items) => items.iter_mut().find_map(|x| nth(x, k)),
-        Value::Object(fields) => fields.values_mut().find_map(|x| nth(x, k)),
-        _ => None,
-    }
-}
-
-fn count(v: &Value) -> usize {
-    1 + match v {
-        Value::Array(items) => items.iter().map(count).sum(),
-        Value::Object(fields) => fields.values().map(count).sum(),
-        _ => 0,
-    }
-}
-
-/// `body` (JSON) with one value replaced by another of any type, size or
-/// aim: paths into `outside` among them.
-fn mutate_json(body: &[u8], rng: &mut Rng, outside: &Path) -> Option<Vec<u8>> {
-    let mut v: Value = serde_json::from_slice(body).ok()?;
-    let mut deep = json!(0);
-    for _ in 0..200 {
-        deep = json!([deep]);
-    }
-    let name = outside.file_name()?.to_string_lossy();
-    let choices = [
-        json!(null),
-        json!(-1),
-        json!(u64::MAX),
-        json!(1.5e300),
-        json!(""),
-        json!("x".repeat(100_000)),
-        json!([]),
-        json!({}),
-        json!(true),
-        json!(outside.join("passwd")),
-        json!(format!("../{name}/passwd")),
-        json!("\u{202e}\u{0}\u{ffff}"),
-        json!("(a+)+$"),
-        deep,
-    ];
-    let mut k = rng.below(count(&v));
-    *nth(&mut v, &mut k)? = choices[rng.below(choices.len())].clone();
-    Some(v.to_string().into_bytes())
-}
-
-/// Where `needle` first occurs in `hay` at or after `from`.
-fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    hay.get(from..)?
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| from + p)
-}
-
-/// How a request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Ended {
-    /// Answered with this status.
-    Status(u16),
-    /// Closed without an answer.
-    Closed,
-    /// Neither within the limit.
-    Hung,
-}
-
-/// Sends `request` on its own connection, closes the writing side, and
-/// reads until an answer's head or the end.
-fn answered_or_closed(port: u16, request: &[u8], limit: Duration) -> Ended {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    // The server may answer and close before it has read everything.
-    let _ = s.write_all(request);
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    let deadline = std::time::Instant::now() + limit;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while std::time::Instant::now() < deadline {
-        let status = |got: &[u8]| {
-            let code = got.get(9..12).and_then(|c| std::str::from_utf8(c).ok());
-            code.and_then(|c| c.parse().ok())
-                .map_or(Ended::Closed, Ended::Status)
-        };
-        match s.read(&mut buf) {
-            Ok(0) => return status(&got),
-            Ok(n) => {
-                got.extend_from_slice(&buf[..n]);
-                if find(&got, b"\r\n\r\n", 0).is_some() {
-                    return status(&got);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return status(&got),
-            Err(_) => {}
-        }
-    }
-    Ended::Hung
-}
-
-/// Checklist item 25 over HTTP, where no cargo-fuzz target reaches (one
-/// would build rmcp, axum and hyper with the sanitizer in every run):
-/// 3,000 requests made by mutating well-formed ones (a value of the JSON
-/// body replaced by one of another type, size or aim, `mutate_json`; the
-/// body's or the whole request's bytes edited, `mutate`), each on a
-/// connection of its own. Each is answered or closed within 10 s, nothing
-/// outside the workspace changes, and the server serves a good call
-/// afterwards. `CCBRIDGE_MUTATION_SEED` replays a run.
+/// Checklist item 25 over HTTP (`ccbridge_testkit::mutations`): 3,000
+/// mutations of well-formed requests, paths into the canary folder among
+/// the values put in. Each is answered or closed within 10 s and none
+/// with the canary's text, nothing outside the workspace changes, and the
+/// server serves a good call afterwards.
 #[tokio::test]
 async fn item_25_mutated_requests_over_http_are_answered_and_reach_nothing_outside() {
     let (mut rig, outside) = rig().await;
     rig.open_session().await;
     let requests = well_formed(rig.port, rig.session_id());
-    let seed = std::env::var("CCBRIDGE_MUTATION_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_ccb1_d6e5);
     let port = rig.port;
-    let outside_dir = outside.path().to_owned();
+    let name = outside.path().file_name().unwrap().to_string_lossy();
+    let aims = [
+        json!(outside.path().join("passwd")),
+        json!(format!("../{name}/passwd")),
+    ];
     let ended = tokio::task::spawn_blocking(move || {
-        let mut rng = Rng(seed);
-        let mut ended = std::collections::BTreeMap::<Ended, usize>::new();
-        for i in 0..3000 {
-            // Half: a value of the body replaced (the tools see it); a
-            // quarter: the body's bytes (the JSON-RPC layer); a quarter:
-            // the whole request (the HTTP layer). The length is right but
-            // in the last.
-            let base = &requests[rng.below(requests.len())];
-            let request = match rng.below(4) {
-                0 => mutate(&base.bytes(&base.body), &mut rng),
-                1 => base.bytes(&mutate(&base.body, &mut rng)),
-                _ => base
-                    .bytes(&mutate_json(&base.body, &mut rng, &outside_dir).expect("a JSON body")),
-            };
-            let end = answered_or_closed(port, &request, Duration::from_secs(10));
-            assert_ne!(
-                end,
-                Ended::Hung,
-                "request {i} of seed {seed} was neither answered nor closed in 10 s: {:?}",
-                String::from_utf8_lossy(&request)
-            );
-            *ended.entry(end).or_default() += 1;
-        }
-        ended
+        mutations::attack(&mutations::Attack {
+            port,
+            requests: &requests,
+            aims: &aims,
+            secret: b"root:x:0:0",
+            count: 3000,
+            seed: 0x5eed_ccb1_d6e5,
+        })
     })
     .await
     .unwrap();

@@ -1191,3 +1191,69 @@ async fn a_reloaded_page_gets_the_runs_with_their_output_and_exit() {
     assert_eq!(run["truncated"], false);
     rig.stop().await;
 }
+
+/// Checklist item 25 over HTTP (`ccbridge_testkit::mutations`): 2,000
+/// mutations of the page's signed-in requests, paths into a canary folder
+/// outside the workspace among the values put in. Each is answered or
+/// closed within 10 s and none with the canary's text, the canary is as it
+/// was, and the page still serves its user afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn item_25_mutated_requests_are_answered_and_reach_nothing_outside() {
+    use ccbridge_testkit::mutations::{self, Ended, Request};
+    let rig = Rig::start().await;
+    let auth = rig.sign_in().await;
+    let session = auth.strip_prefix("Bearer ").unwrap().to_owned();
+    let outside = tempfile::tempdir().unwrap();
+    let canary = outside.path().join("passwd");
+    std::fs::write(&canary, "root:x:0:0\n").unwrap();
+    let port = rig.ui_port;
+    let file = rig.ws.join("src/a.py").display().to_string();
+    let post = |path: &str, body: Value| Request::post(port, &session, path, "", &body);
+    let requests = vec![
+        Request::get(port, &session, "/api/state"),
+        Request::get(port, &session, "/api/tree"),
+        Request::get(port, &session, "/api/file?path=src/a.py"),
+        Request::get(port, &session, "/api/changes"),
+        post(
+            "/api/selection",
+            json!({"path": "src/a.py", "text": "two",
+                "selection": {"start": {"line": 1, "character": 0},
+                              "end": {"line": 1, "character": 3}}}),
+        ),
+        post("/api/tabs", json!({"open": [file], "active": file})),
+        post(
+            "/api/mention",
+            json!({"path": file, "lineStart": 0, "lineEnd": 1}),
+        ),
+        post(
+            "/api/changes/revert",
+            json!({"path": "src/a.py", "key": "0", "version": "1"}),
+        ),
+    ];
+    let name = outside.path().file_name().unwrap().to_string_lossy();
+    let aims = [json!(canary), json!(format!("../{name}/passwd"))];
+    let ended = tokio::task::spawn_blocking(move || {
+        mutations::attack(&mutations::Attack {
+            port,
+            requests: &requests,
+            aims: &aims,
+            secret: b"root:x:0:0",
+            count: 2000,
+            seed: 0x9a6e,
+        })
+    })
+    .await
+    .unwrap();
+    let served: usize = [200, 204]
+        .iter()
+        .map(|s| ended.get(&Ended::Status(*s)).copied().unwrap_or(0))
+        .sum();
+    assert!(
+        served >= 100,
+        "only {served} of 2,000 were served: {ended:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "root:x:0:0\n");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+    assert_eq!(rig.get(&auth, "/api/state").await.status, 200);
+    rig.stop().await;
+}
