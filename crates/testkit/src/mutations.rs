@@ -17,6 +17,25 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
+/// `file` as a request would aim at it: its absolute path, and its path
+/// from a folder beside its own (`../<its folder>/<its name>`), for
+/// [`Attack::aims`] when `file` is a canary outside the served folder.
+pub fn paths_to(file: &std::path::Path) -> Vec<Value> {
+    let folder = file
+        .parent()
+        .and_then(|p| p.file_name())
+        .unwrap_or_default();
+    let name = file.file_name().unwrap_or_default();
+    vec![
+        json!(file),
+        json!(format!(
+            "../{}/{}",
+            folder.to_string_lossy(),
+            name.to_string_lossy()
+        )),
+    ]
+}
+
 /// One well-formed request: its head without the length, and its body.
 pub struct Request {
     pub head: String,

@@ -1072,11 +1072,7 @@ async fn item_25_mutated_requests_over_http_are_answered_and_reach_nothing_outsi
     rig.open_session().await;
     let requests = well_formed(rig.port, rig.session_id());
     let port = rig.port;
-    let name = outside.path().file_name().unwrap().to_string_lossy();
-    let aims = [
-        json!(outside.path().join("passwd")),
-        json!(format!("../{name}/passwd")),
-    ];
+    let aims = mutations::paths_to(&outside.path().join("passwd"));
     let ended = tokio::task::spawn_blocking(move || {
         mutations::attack(&mutations::Attack {
             port,
