@@ -1024,6 +1024,24 @@ another version?  Install the one that goes with this package.)"
             (forward-line (- (or n 10)))
             (string-trim (buffer-substring-no-properties (point) end))))))))
 
+(defun ccbridge--tell-exit (session status)
+  "Warn that SESSION's sidecar exited with STATUS, with its last stderr lines.
+The stderr pipe is read to its end first (for a second at most: something
+the sidecar started may keep it open)."
+  (let ((pipe (get-buffer-process (ccbridge--session-stderr session)))
+        (until (+ (float-time) 1)))
+    (while (and pipe (process-live-p pipe) (< (float-time) until))
+      (accept-process-output pipe 0.05 nil t)))
+  (let ((tail (ccbridge--stderr-tail session)))
+    (display-warning
+     'ccbridge
+     (format-message
+      "the sidecar for %s exited (status %s).%s\nSee M-x ccbridge-status, \
+then M-x ccbridge-start."
+      (ccbridge--session-root session) status
+      (if (string-empty-p tail) "" (concat "\n" tail)))
+     :error)))
+
 (defun ccbridge--exited (session conn)
   "SESSION's sidecar on CONN exited."
   (when (eq conn (ccbridge--session-conn session))
@@ -1044,15 +1062,9 @@ another version?  Install the one that goes with this package.)"
       (ccbridge--settle session nil "ccbridge exited")
       (unless (or deliberate (eq was 'stopped) (ccbridge--session-held session))
         (setf (ccbridge--session-held session) t)
-        (let ((tail (ccbridge--stderr-tail session)))
-          (display-warning
-           'ccbridge
-           (format-message
-            "the sidecar for %s exited (status %s).%s\nSee M-x ccbridge-status, \
-then M-x ccbridge-start."
-            (ccbridge--session-root session) status
-            (if (string-empty-p tail) "" (concat "\n" tail)))
-           :error)))
+        ;; From a timer: what it printed last may still be in the stderr
+        ;; pipe, a process of its own that this sentinel may run before.
+        (run-at-time 0 nil #'ccbridge--tell-exit session status))
       (ccbridge--sync-watches)
       (force-mode-line-update t)
       (cond

@@ -244,6 +244,13 @@ var stopping = false
 var restart = false
 # Why the last start failed or the sidecar ended (:CCBridgeStatus says it).
 var failure = ''
+# An exit not told yet, {tok, msg}: Vim runs exit_cb and the output
+# callbacks in any order, and close_cb after the last of them, so the exit
+# is told once the sidecar's last stderr lines are in (or after a second,
+# should something it started keep its stderr open).
+var untold: dict<any> = {}
+# The token of the last sidecar whose output has all been read.
+var closed_tok = 0
 var ide_name = ''
 # The path map in force (remote.Normalize of `path_map`), fixed when the
 # sidecar starts: both sides must agree for its whole life.
@@ -595,11 +602,12 @@ def OnExit(tok: number, j: job, code: number)
     const info = job_info(j)
     const signal = get(info, 'termsig', '')
     failure = printf('the sidecar exited (status %d%s)', code, signal != '' ? ', signal ' .. signal : '')
-    var msg = failure .. '.'
-    if !empty(stderr)
-      msg ..= "\n" .. join(stderr, "\n")
+    untold = {tok: tok, msg: failure .. '.'}
+    if closed_tok == tok
+      TellExit(tok)
+    else
+      timer_start(1000, (_) => TellExit(tok))
     endif
-    Message(msg .. "\nRun :CCBridgeStatus, then :CCBridgeStart.", 'error')
   endif
   stopping = false
   job = v:null
@@ -607,6 +615,26 @@ def OnExit(tok: number, j: job, code: number)
     restart = false
     Start()
   endif
+enddef
+
+def OnClose(tok: number, ch: channel)
+  closed_tok = tok
+  TellExit(tok)
+enddef
+
+# Tells the exit of the sidecar of `tok`, with its last stderr lines, if
+# it is not told yet.
+def TellExit(tok: number)
+  if get(untold, 'tok', -1) != tok
+    return
+  endif
+  var msg = untold.msg
+  untold = {}
+  # A sidecar started since has stderr lines of its own.
+  if tok == token && !empty(stderr)
+    msg ..= "\n" .. join(stderr, "\n")
+  endif
+  Message(msg .. "\nRun :CCBridgeStatus, then :CCBridgeStart.", 'error')
 enddef
 
 def Attach()
@@ -680,6 +708,7 @@ export def Start()
       out_cb: funcref(OnRaw, [tok]),
       err_cb: funcref(OnErr, [tok]),
       exit_cb: funcref(OnExit, [tok]),
+      close_cb: funcref(OnClose, [tok]),
       noblock: true,
       stoponexit: 'term',
     })
