@@ -379,6 +379,9 @@ impl EditorUnderTest for Rig {
     fn start_command(&mut self) {
         let said = "(+ (ccbridge-test-count \"ccbridge: not started\" (ccbridge-test-messages)) \
                        (ccbridge-test-count \"ccbridge: running for\" (ccbridge-test-messages)))";
+        // *Messages* folds a message repeated at once into one line
+        // ("… [2 times]"): another goes between.
+        self.emacs.eval("(message \"ccbridge-test: starting\")");
         let before = self.emacs.json(said).as_u64().unwrap();
         self.m_x("ccbridge-start");
         self.emacs.wait(
