@@ -239,7 +239,7 @@ var callbacks: dict<func> = {}
 var next_id = 0
 var stderr: list<string> = []
 # What the sidecar wrote that is not yet a whole message (frames.vim).
-var inbox = ''
+var reader = frames.Reader()
 var stopping = false
 var restart = false
 # Why the last start failed or the sidecar ended (:CCBridgeStatus says it).
@@ -404,9 +404,7 @@ def OnRaw(tok: number, ch: channel, chunk: string)
   if tok != token
     return
   endif
-  const [messages, rest] = frames.Split(inbox .. chunk)
-  inbox = rest
-  for msg in messages
+  for msg in frames.Feed(reader, chunk)
     OnOut(tok, ch, msg)
   endfor
 enddef
@@ -695,7 +693,7 @@ export def Start()
   token += 1
   const tok = token
   stderr = []
-  inbox = ''
+  reader = frames.Reader()
   callbacks = {}
   # Request ids count from 1 for each sidecar.
   next_id = 0

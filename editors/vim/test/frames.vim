@@ -49,9 +49,34 @@ def TestAHeaderWithoutALengthOrABodyNotJsonIsSkipped()
   assert_equal('', rest)
 enddef
 
+def TestAReaderFedByteByByteGivesEachMessageOnceWhole()
+  const whole = Frame('{"method":"x","params":{"t":"é中😀"}}') .. Frame('{"id":2,"result":null}')
+  var r = frames.Reader()
+  var got: list<any> = []
+  for i in range(strlen(whole))
+    const messages = frames.Feed(r, strpart(whole, i, 1))
+    if !empty(messages)
+      got->add([i, messages])
+    endif
+  endfor
+  const first = strlen(Frame('{"method":"x","params":{"t":"é中😀"}}')) - 1
+  assert_equal([[first, [{method: 'x', params: {t: 'é中😀'}}]], [strlen(whole) - 1, [{id: 2, result: v:null}]]], got)
+enddef
+
+def TestAReaderGivesWhatAChunkCompletesAndKeepsTheRest()
+  const two = Frame('{"a":1}') .. Frame('{"b":2}')
+  const third = Frame('{"c":"' .. repeat('x', 100000) .. '"}')
+  var r = frames.Reader()
+  assert_equal([{a: 1}, {b: 2}], frames.Feed(r, two .. strpart(third, 0, 10)))
+  assert_equal([], frames.Feed(r, strpart(third, 10, 50000)))
+  assert_equal([{c: repeat('x', 100000)}], frames.Feed(r, strpart(third, 50010) .. "X-Other: 1\r\n\r\n"))
+  assert_equal([{d: 4}], frames.Feed(r, Frame('{"d":4}')))
+enddef
+
 v:errors = []
 for T in [TestTwoMessagesInOneChunkAreBothRead, TestAMessageSplitAnywhereIsReadOnceWhole,
-    TestTheLengthCountsBytesAndOtherHeadersAreAllowed, TestAHeaderWithoutALengthOrABodyNotJsonIsSkipped]
+    TestTheLengthCountsBytesAndOtherHeadersAreAllowed, TestAHeaderWithoutALengthOrABodyNotJsonIsSkipped,
+    TestAReaderFedByteByByteGivesEachMessageOnceWhole, TestAReaderGivesWhatAChunkCompletesAndKeepsTheRest]
   try
     T()
   catch
