@@ -831,7 +831,8 @@ Starts the sidecar if it is stopped; FN runs at once if it runs."
     (let ((msg (format-message "not started: %s"
                                (string-join (ccbridge--remote-problems) "; "))))
       (setf (ccbridge--session-held session) t)
-      (ccbridge--once 'remote-options :error "%s" msg)
+      ;; Once per problem: another, after a change, is told too.
+      (ccbridge--once msg :error "%s" msg)
       (ccbridge--settle session nil msg)))
    ((ccbridge--remote-p)
     (if (executable-find (car ccbridge-command-prefix))

@@ -153,6 +153,15 @@ pub(crate) trait EditorUnderTest: Sized {
     /// `M-x ccbridge-start`).
     fn start_command(&mut self);
 
+    /// Sets the face's options for a sidecar elsewhere, as its user does:
+    /// the command prefix (`prefix`: a list of words, or whatever a user
+    /// might write instead) and the path map (`path_map`: `[local, remote]`
+    /// pairs).
+    fn set_remote(&mut self, prefix: Value, path_map: Value);
+
+    /// How the face's notice names the path map's first entry.
+    const PATH_MAP_FIRST: &'static str;
+
     /// Every error the editor showed its user so far (Neovim's and Vim's
     /// error notices, Emacs's `*Warnings*`), as one text, once one
     /// contains `needle`.
@@ -742,6 +751,38 @@ pub(crate) async fn a_ccbridge_of_another_protocol_version_is_reported_once_with
     assert!(!errors.contains("exited"), "{errors}");
 }
 
+/// Settings for a sidecar elsewhere that cannot be right (a path map entry
+/// with a relative path, a prefix that is not a list of words): the user is
+/// told what is wrong and nothing runs, neither the prefix (it would start
+/// a sidecar with paths crossing under the wrong names) nor a local sidecar
+/// in its place.
+pub(crate) async fn a_bad_remote_setting_is_an_error_before_anything_runs<E: EditorUnderTest>() {
+    let mut e = E::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let mark = scratch.path().join("prefix-ran");
+    let prefix = json!([
+        "sh",
+        "-c",
+        format!("touch '{}'; eval \"exec $*\"", mark.display()),
+        "ssh-like"
+    ]);
+    e.stop_and_set_program(env!("CARGO_BIN_EXE_ccbridge"), &[]);
+    e.set_remote(prefix, json!([["relative", "/srv"]]));
+    e.start_command();
+    let errors = e.wait_errors("not started");
+    for what in [E::PATH_MAP_FIRST, "must be"] {
+        assert!(errors.contains(what), "no {what:?} in {errors}");
+    }
+    assert_eq!(e.status(), "stopped");
+    e.set_remote(json!("ssh devbox"), json!([["/a", "/b"]]));
+    e.start_command();
+    e.wait_errors("must be a list of strings");
+    assert_eq!(e.status(), "stopped");
+    assert!(!mark.exists(), "the prefix ran");
+    let locks = ccbridge_testkit::lock_files(e.lock_dir());
+    assert!(locks.is_empty(), "a sidecar started: {locks:?}");
+}
+
 /// A ccbridge that is not there: the user is told once, not at every
 /// start, with the path, how to install it and the option to set; the
 /// status says why nothing runs.
@@ -824,6 +865,7 @@ in_faces!(
         the_claude_command_runs_claude_connected_in_a_terminal,
         send_mentions_the_selected_lines_or_the_file,
         a_ccbridge_of_another_protocol_version_is_reported_once_with_what_to_do,
+        a_bad_remote_setting_is_an_error_before_anything_runs,
         a_missing_binary_is_reported_once_with_what_to_do,
         a_sidecar_exiting_at_start_up_is_reported_with_what_it_said,
     ]

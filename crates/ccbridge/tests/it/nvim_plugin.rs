@@ -283,6 +283,12 @@ impl EditorUnderTest for Rig {
         self.nvim.command("CCBridgeStart");
     }
 
+    const PATH_MAP_FIRST: &'static str = "`path_map[1]`";
+
+    fn set_remote(&mut self, prefix: Value, path_map: Value) {
+        self.configure(json!({"cmd": prefix, "path_map": path_map}));
+    }
+
     fn wait_errors(&mut self, needle: &str) -> String {
         let errors = "table.concat(vim.tbl_map(function(n) return n.msg end, \
              vim.tbl_filter(function(n) return n.level == vim.log.levels.ERROR end, test.notes)), '\\n')";

@@ -334,6 +334,15 @@ impl EditorUnderTest for Rig {
         self.sync();
     }
 
+    const PATH_MAP_FIRST: &'static str = "`path_map[1]`";
+
+    fn set_remote(&mut self, prefix: Value, path_map: Value) {
+        let mut o = self.vim.eval("g:ccbridge");
+        o["cmd"] = prefix;
+        o["path_map"] = path_map;
+        self.vim.ex(&let_options(&o));
+    }
+
     /// `:messages` whole: Vim keeps no level there (an error line is
     /// only highlighted).
     fn wait_errors(&mut self, needle: &str) -> String {
@@ -1324,36 +1333,4 @@ async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
     rig.vim.ex("CCBridgeReject");
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("DIFF_REJECTED"), "{text}");
-}
-
-/// A malformed `path_map` (or `cmd`) stops the start with a clear error,
-/// before the prefix is run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bad_path_map_is_an_error_before_anything_runs() {
-    let dir = ccbridge_testkit::temp_dir("ccbridge-vim-remote-").unwrap();
-    let mark = dir.path().join("prefix-ran");
-    let mut vim = start_vim(dir.path(), &dir.path().join("home"), &[]);
-    let extra = json!({"cmd": ssh_like_prefix(&mark), "path_map": [["relative", "/srv"]]});
-    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
-    vim.keys(":CCBridgeStart<CR>");
-    let note = vim.wait(
-        "the error",
-        &format!("TestNoted({})", vim_str("not started")),
-        STEP,
-    );
-    let note = note[0].as_str().unwrap();
-    assert!(note.contains("`path_map[1]` must be"), "{note}");
-    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
-    // A `cmd` of the wrong type is refused too, not replaced by the
-    // default (which would start the sidecar here).
-    let extra = json!({"cmd": "ssh devbox", "path_map": [["/a", "/b"]]});
-    vim.ex(&let_options(&options(&dir.path().join("ide"), &extra)));
-    vim.keys(":CCBridgeStart<CR>");
-    vim.wait(
-        "the error",
-        &format!("TestNoted({})", vim_str("`cmd` must be a list of strings")),
-        STEP,
-    );
-    assert_eq!(vim.eval("ccbridge#Status()"), "stopped");
-    assert!(!mark.exists(), "the prefix ran");
 }

@@ -95,6 +95,12 @@ M.options = vim.deepcopy(M.defaults)
 --- `options.path_map`, checked and sorted (`remote.normalize`).
 M.path_map = {}
 
+--- What is wrong with `cmd` and `path_map`. The sidecar does not start
+--- while there is anything: through no prefix or the wrong one it would run
+--- where it should not, with a wrong map paths would cross under the wrong
+--- names.
+M.remote_problems = {}
+
 local one_of = {
   ["diagnostics.source"] = { "auto", "editor", "ccbridge" },
   ["diff.open_in"] = { "tab", "window" },
@@ -156,17 +162,43 @@ local function merge(defaults, user, prefix, out)
   return result
 end
 
+--- Whether `cmd` is a list of strings (a prefix's words).
+local function words(cmd)
+  if type(cmd) ~= "table" then
+    return false
+  end
+  for _, w in pairs(cmd) do
+    if type(w) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
 --- Sets `options` to `user` over the defaults and returns what was wrong
---- with `user` (each bad value is replaced by its default).
+--- with `user` (each bad value is replaced by its default), but for `cmd`
+--- and `path_map`, whose problems are kept in `remote_problems`.
 ---@param user table?
 ---@return string[] problems
 function M.set(user)
+  user = user or {}
   local found = {}
-  M.options = merge(M.defaults, user or {}, "", found)
-  local map, bad = require("ccbridge.remote").normalize(M.options.path_map)
+  M.options = merge(M.defaults, user, "", found)
+  local map, remote = require("ccbridge.remote").normalize(M.options.path_map)
   M.path_map = map
-  vim.list_extend(found, bad)
-  return found
+  local others = {}
+  for _, problem in ipairs(found) do
+    if problem:find("^`path_map`") then
+      remote[#remote + 1] = problem
+    elseif not problem:find("^`cmd`") then
+      others[#others + 1] = problem
+    end
+  end
+  if user.cmd ~= nil and not words(user.cmd) then
+    table.insert(remote, 1, "`cmd` must be a list of strings")
+  end
+  M.remote_problems = remote
+  return others
 end
 
 return M

@@ -252,6 +252,15 @@ function M.start()
   local o = config.options
   local prog = M.is_remote() and o.cmd[1] or o.bin
   S.failure = nil
+  if #config.remote_problems > 0 then
+    -- Paths would cross under the wrong names, or the sidecar would run
+    -- where it should not: nothing is started.
+    local msg = "not started: " .. table.concat(config.remote_problems, "; ")
+    S.failure = msg
+    M.notify_once(msg, vim.log.levels.ERROR)
+    settle(nil, msg)
+    return
+  end
   if vim.fn.executable(prog) ~= 1 then
     local msg = M.is_remote() and ("`%s` (the `cmd` prefix) not found"):format(prog)
       or ("`%s` not found: install ccbridge (cargo install --path crates/ccbridge) or set `bin`"):format(o.bin)
