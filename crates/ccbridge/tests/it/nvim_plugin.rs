@@ -600,6 +600,32 @@ async fn checkhealth_names_a_missing_binary() {
     );
 }
 
+/// A `cmd` or `path_map` that stops the sidecar from starting
+/// (`editor_scenarios::nvim::a_bad_remote_setting_is_an_error_before_anything_runs`)
+/// is named by `:checkhealth` too, before anything is started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkhealth_names_a_bad_remote_setting() {
+    let mut rig = rig("");
+    rig.nvim.command("CCBridgeStop");
+    rig.nvim.wait(
+        "the sidecar to stop",
+        "require('ccbridge').state.status == 'stopped'",
+        STEP,
+    );
+    rig.configure(json!({"cmd": "ssh devbox", "path_map": [["relative", "/srv"]]}));
+    rig.nvim.command("checkhealth ccbridge");
+    let report = rig
+        .nvim
+        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let report = report.as_str().unwrap();
+    for what in [
+        "the sidecar does not start: `cmd` must be a list of strings",
+        "`path_map[1]` must be",
+    ] {
+        assert!(report.contains(what), "no {what:?} in {report}");
+    }
+}
+
 /// claudecode.nvim #246: a selection made and left at once was never sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quick_single_line_selection_is_sent_and_kept_while_claude_is_focused() {

@@ -16,6 +16,12 @@ function M.check()
     health.warn("setup() was not called", { 'Call require("ccbridge").setup() in your config' })
   end
 
+  if #config.remote_problems > 0 then
+    health.error("the sidecar does not start: " .. table.concat(config.remote_problems, "; "), {
+      "Fix `cmd` and `path_map` in setup() (see :help ccbridge-opt-path_map)",
+    })
+  end
+
   local bin = config.options.bin
   local path = vim.fn.exepath(bin)
   if path == "" then
