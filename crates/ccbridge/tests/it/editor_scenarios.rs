@@ -124,6 +124,10 @@ pub(crate) trait EditorUnderTest: Sized {
     /// Leaves the selection and sends the file with the send command.
     fn send_file(&mut self);
 
+    /// Waits until the current window shows `rel` with the cursor on
+    /// `line` (from 1).
+    fn wait_file_at(&mut self, rel: &str, line: u64);
+
     /// Types `line` as a new first line of the file being edited.
     fn type_line_at_top(&mut self, line: &str);
 
@@ -783,6 +787,46 @@ pub(crate) async fn a_bad_remote_setting_is_an_error_before_anything_runs<E: Edi
     assert!(locks.is_empty(), "a sidecar started: {locks:?}");
 }
 
+/// Claude opens a file at a line (`openFile`): the editor shows it with the
+/// cursor there; the changes its user then makes are reported unsaved
+/// (`checkDocumentDirty`), and `saveDocument` writes them.
+pub(crate) async fn claude_opens_a_file_at_a_line_and_saves_it<E: EditorUnderTest>() {
+    let mut e = E::start();
+    std::fs::write(e.workspace().join("b.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    let b = e.workspace().join("b.txt").display().to_string();
+    let mut c = e.claude().await;
+    let r = c
+        .call_tool(
+            "openFile",
+            json!({"filePath": b, "preview": false, "startLine": 3, "endLine": 3,
+                   "selectToEndOfLine": false, "makeFrontmost": true}),
+            Some(STEP),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    e.wait_file_at("b.txt", 3);
+    e.type_line_at_top("first");
+    let dirty = json!({"filePath": b});
+    poll_tool(&mut c, "checkDocumentDirty", dirty.clone(), |v| {
+        v["isDirty"] == true
+    })
+    .await;
+    let r = c
+        .call_tool("saveDocument", json!({"filePath": b}), Some(STEP))
+        .await
+        .unwrap();
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(&b).unwrap(),
+        "first\none\ntwo\nthree\nfour\n"
+    );
+    poll_tool(&mut c, "checkDocumentDirty", dirty, |v| {
+        v["isDirty"] == false
+    })
+    .await;
+}
+
 /// A ccbridge that is not there: the user is told once, not at every
 /// start, with the path, how to install it and the option to set; the
 /// status says why nothing runs.
@@ -866,6 +910,7 @@ in_faces!(
         send_mentions_the_selected_lines_or_the_file,
         a_ccbridge_of_another_protocol_version_is_reported_once_with_what_to_do,
         a_bad_remote_setting_is_an_error_before_anything_runs,
+        claude_opens_a_file_at_a_line_and_saves_it,
         a_missing_binary_is_reported_once_with_what_to_do,
         a_sidecar_exiting_at_start_up_is_reported_with_what_it_said,
     ]

@@ -320,6 +320,19 @@ impl EditorUnderTest for Rig {
         report.as_str().unwrap().to_owned()
     }
 
+    fn wait_file_at(&mut self, rel: &str, line: u64) {
+        self.emacs.wait(
+            &format!("{rel} at line {line}"),
+            &format!(
+                "(and (equal (buffer-name (window-buffer)) {}) \
+                      (= {line} (with-current-buffer (window-buffer) \
+                                  (line-number-at-pos (window-point)))))",
+                lisp_str(rel)
+            ),
+            STEP,
+        );
+    }
+
     fn type_line_at_top(&mut self, line: &str) {
         self.emacs.keys("M-<");
         self.emacs.type_text(line);
@@ -845,29 +858,6 @@ async fn send_mentions_dired_marked_files() {
     let second = next_note(&mut c, "at_mentioned").await;
     assert_eq!(first["filePath"], hello);
     assert_eq!(second["filePath"], rig.path("src"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_opens_a_file_at_a_line_in_a_file_window() {
-    let rig = rig("");
-    std::fs::write(rig.ws.join("b.txt"), "one\ntwo\nthree\nfour\n").unwrap();
-    let mut c = rig.claude().await;
-    let r = c
-        .call_tool(
-            "openFile",
-            json!({"filePath": rig.path("b.txt"), "preview": false, "startLine": 3,
-                   "endLine": 3, "selectToEndOfLine": false, "makeFrontmost": true}),
-            Some(STEP),
-        )
-        .await
-        .unwrap();
-    assert!(!r.is_error, "{r:?}");
-    rig.emacs.wait(
-        "b.txt at line 3",
-        "(and (equal (buffer-name (window-buffer)) \"b.txt\") \
-              (= 3 (with-current-buffer (window-buffer) (line-number-at-pos (window-point)))))",
-        STEP,
-    );
 }
 
 // ───────────────────────── the sidecar through a prefix ─────────────────────────

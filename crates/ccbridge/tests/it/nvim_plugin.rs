@@ -217,6 +217,17 @@ impl EditorUnderTest for Rig {
         lines.as_str().unwrap().to_owned()
     }
 
+    fn wait_file_at(&mut self, rel: &str, line: u64) {
+        let path = self.path(rel);
+        self.nvim.wait(
+            &format!("{rel} at line {line}"),
+            &format!(
+                "vim.api.nvim_buf_get_name(0) == {path:?} and vim.api.nvim_win_get_cursor(0)[1] == {line}"
+            ),
+            STEP,
+        );
+    }
+
     fn type_line_at_top(&mut self, line: &str) {
         self.nvim.input(&format!("ggO{line}<Esc>"));
     }

@@ -276,6 +276,18 @@ impl EditorUnderTest for Rig {
 
     /// Back in Normal mode once it returns: what comes next (a review
     /// opening) does not find Vim in Insert mode.
+    fn wait_file_at(&mut self, rel: &str, line: u64) {
+        let path = self.path(rel);
+        self.vim.wait(
+            &format!("{rel} at line {line}"),
+            &format!(
+                "expand('%:p') ==# {} && line('.') == {line}",
+                vim_str(&path)
+            ),
+            STEP,
+        );
+    }
+
     fn type_line_at_top(&mut self, line: &str) {
         self.vim.keys(&format!("ggO{line}<Esc>"));
         self.sync();
@@ -1208,41 +1220,6 @@ async fn cd_moves_the_workspace_and_the_name_in_the_lock_file() {
         "{}",
         std::fs::read_to_string(&lock).unwrap()
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_opens_and_saves_files_in_vim() {
-    let mut rig = rig(json!({}));
-    rig.edit("hello.py");
-    let mut c = rig.claude().await;
-    std::fs::write(rig.ws.join("other.txt"), "one\ntwo\nthree\n").unwrap();
-    let other = rig.path("other.txt");
-    open_file_at_text(&mut c, &other, "two").await;
-    rig.vim.wait(
-        "other.txt at the line",
-        &format!("expand('%:p') ==# {} && line('.') == 2", vim_str(&other)),
-        STEP,
-    );
-    // saveDocument: Vim writes the buffer (Claude checks it is open first).
-    rig.vim.keys("ggIfirst <Esc>");
-    rig.sync();
-    poll_tool(
-        &mut c,
-        "checkDocumentDirty",
-        json!({"filePath": other}),
-        |v| v["isDirty"] == true,
-    )
-    .await;
-    let r = c
-        .call_tool("saveDocument", json!({"filePath": other}), Some(STEP))
-        .await
-        .unwrap();
-    assert!(!r.is_error, "{r:?}");
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("other.txt")).unwrap(),
-        "first one\ntwo\nthree\n"
-    );
-    assert_eq!(rig.vim.eval("&modified"), 0);
 }
 
 /// A stand-in for `ssh -T host`: a real prefix process that leaves a mark
