@@ -524,6 +524,25 @@ impl VimUnderTest for Rig {
 }
 
 impl Rig {
+    /// `:checkhealth ccbridge`'s report.
+    fn checkhealth(&mut self) -> String {
+        self.nvim.command("checkhealth ccbridge");
+        let report = self
+            .nvim
+            .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+        report.as_str().unwrap().to_owned()
+    }
+
+    /// `:CCBridgeStop`, once the sidecar has stopped.
+    fn stop(&mut self) {
+        self.nvim.command("CCBridgeStop");
+        self.nvim.wait(
+            "the sidecar to stop",
+            "require('ccbridge').state.status == 'stopped'",
+            STEP,
+        );
+    }
+
     /// The review's original and proposed text, as its two buffers hold
     /// them ("" for a buffer not there).
     fn review_texts(&mut self) -> Value {
@@ -546,11 +565,7 @@ async fn checkhealth_reports_the_binary_protocol_lock_file_and_sessions() {
     let lock_path = rig.init()["lockFile"].as_str().unwrap().to_owned();
     assert!(Path::new(&lock_path).exists());
     let _claude = rig.claude().await;
-    rig.nvim.command("checkhealth ccbridge");
-    let report = rig
-        .nvim
-        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
-    let report = report.as_str().unwrap();
+    let report = rig.checkhealth();
     for needle in [
         env!("CARGO_BIN_EXE_ccbridge"),
         "version: ccbridge ",
@@ -562,25 +577,11 @@ async fn checkhealth_reports_the_binary_protocol_lock_file_and_sessions() {
     }
     assert!(!report.contains("ERROR"), "{report}");
     // `:CCBridgeStop` ends the sidecar, which removes its lock file.
-    rig.nvim.command("CCBridgeStop");
-    rig.nvim.wait(
-        "the sidecar to stop",
-        "require('ccbridge').state.status == 'stopped'",
-        STEP,
-    );
+    rig.stop();
     assert!(!Path::new(&lock_path).exists(), "lock file left behind");
     assert_eq!(rig.nvim.eval("require('ccbridge').statusline()"), "");
-    rig.nvim.command("checkhealth ccbridge");
-    let report = rig
-        .nvim
-        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
-    assert!(
-        report
-            .as_str()
-            .unwrap()
-            .contains("the sidecar is not running"),
-        "{report}"
-    );
+    let report = rig.checkhealth();
+    assert!(report.contains("the sidecar is not running"), "{report}");
 }
 
 /// `:checkhealth` names a ccbridge that is not there (the notice and
@@ -588,25 +589,14 @@ async fn checkhealth_reports_the_binary_protocol_lock_file_and_sessions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkhealth_names_a_missing_binary() {
     let mut rig = rig("");
-    rig.nvim.command("CCBridgeStop");
-    rig.nvim.wait(
-        "the sidecar to stop",
-        "require('ccbridge').state.status == 'stopped'",
-        STEP,
-    );
+    rig.stop();
     rig.nvim.lua(
         "require('ccbridge').setup({ bin = '/nonexistent/ccbridge' })",
         vec![],
     );
-    rig.nvim.command("checkhealth ccbridge");
-    let report = rig
-        .nvim
-        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let report = rig.checkhealth();
     assert!(
-        report
-            .as_str()
-            .unwrap()
-            .contains("`/nonexistent/ccbridge` not found"),
+        report.contains("`/nonexistent/ccbridge` not found"),
         "{report}"
     );
 }
@@ -617,18 +607,9 @@ async fn checkhealth_names_a_missing_binary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkhealth_names_a_bad_remote_setting() {
     let mut rig = rig("");
-    rig.nvim.command("CCBridgeStop");
-    rig.nvim.wait(
-        "the sidecar to stop",
-        "require('ccbridge').state.status == 'stopped'",
-        STEP,
-    );
+    rig.stop();
     rig.configure(json!({"cmd": "ssh devbox", "path_map": [["relative", "/srv"]]}));
-    rig.nvim.command("checkhealth ccbridge");
-    let report = rig
-        .nvim
-        .eval("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
-    let report = report.as_str().unwrap();
+    let report = rig.checkhealth();
     for what in [
         "the sidecar does not start: `cmd` must be a list of strings",
         "`path_map[1]` must be",
