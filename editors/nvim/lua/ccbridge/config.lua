@@ -182,23 +182,29 @@ end
 ---@return string[] problems
 function M.set(user)
   user = user or {}
+  -- `cmd` and `path_map` are checked on their own: a mistake there stops
+  -- the start (`remote_problems`) instead of being replaced by a default.
+  local rest = vim.tbl_extend("force", {}, user)
+  rest.cmd, rest.path_map = nil, nil
   local found = {}
-  M.options = merge(M.defaults, user, "", found)
-  local map, remote = require("ccbridge.remote").normalize(M.options.path_map)
-  M.path_map = map
-  local others = {}
-  for _, problem in ipairs(found) do
-    if problem:find("^`path_map`") then
-      remote[#remote + 1] = problem
-    elseif not problem:find("^`cmd`") then
-      others[#others + 1] = problem
+  M.options = merge(M.defaults, rest, "", found)
+  local remote = {}
+  if user.cmd ~= nil then
+    if words(user.cmd) then
+      M.options.cmd = user.cmd
+    else
+      remote[#remote + 1] = "`cmd` must be a list of strings"
     end
   end
-  if user.cmd ~= nil and not words(user.cmd) then
-    table.insert(remote, 1, "`cmd` must be a list of strings")
+  if type(user.path_map) == "table" then
+    M.options.path_map = user.path_map
+  elseif user.path_map ~= nil then
+    remote[#remote + 1] = ("`path_map` must be a table, not a %s"):format(type(user.path_map))
   end
-  M.remote_problems = remote
-  return others
+  local map, bad = require("ccbridge.remote").normalize(M.options.path_map)
+  M.path_map = map
+  M.remote_problems = vim.list_extend(remote, bad)
+  return found
 end
 
 return M
