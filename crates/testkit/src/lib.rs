@@ -136,6 +136,14 @@ impl Confined for std::process::Command {
     }
 }
 
+/// The first lock file in `dir`, once there is one (looked for every 10 ms
+/// until `timeout`): the one a ccbridge just started writes.
+pub fn wait_lock_file(dir: &std::path::Path, timeout: Duration) -> Option<std::path::PathBuf> {
+    poll_until(timeout, Duration::from_millis(10), || {
+        lock_files(dir).into_iter().next()
+    })
+}
+
 /// The `*.lock` files in `dir` (an IDE lock directory), in directory order;
 /// none when `dir` cannot be read.
 pub fn lock_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

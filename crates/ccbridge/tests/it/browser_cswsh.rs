@@ -13,7 +13,7 @@
 //! stolen the token, a CORS request with it: no file may be written.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::Confined;
+use ccbridge_testkit::{wait_lock_file, Confined};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -59,14 +59,6 @@ fn attack_from_a_browser(page: String) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// The lock file the ccbridge just started writes in `dir`, once it is there.
-fn lock_file_in(dir: &std::path::Path) -> PathBuf {
-    ccbridge_testkit::poll_until(Duration::from_secs(10), Duration::from_millis(10), || {
-        ccbridge_testkit::lock_files(dir).into_iter().next()
-    })
-    .expect("a lock file within 10 s")
 }
 
 /// Serves `page` to every request until the listener is dropped.
@@ -131,7 +123,8 @@ fn a_web_page_cannot_open_the_ide_websocket() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let lock_path = lock_file_in(&cfg.path().join("ide"));
+    let lock_path =
+        wait_lock_file(&cfg.path().join("ide"), Duration::from_secs(10)).expect("a lock file");
     let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
     let port =
         LockFile::port_from_file_name(lock_path.file_name().unwrap().to_str().unwrap()).unwrap();
@@ -246,7 +239,8 @@ fn item_12_a_web_page_cannot_call_the_workspace_tools() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let lock_path = lock_file_in(&home.path().join("ide"));
+    let lock_path =
+        wait_lock_file(&home.path().join("ide"), Duration::from_secs(10)).expect("a lock file");
     let lock = LockFile::parse(&std::fs::read(&lock_path).unwrap()).unwrap();
     let tools = lock.tools.expect("the workspace tools run");
     let page = TOOLS_ATTACK

@@ -14,7 +14,7 @@ use ccbridge_testkit::browser::Browser;
 use ccbridge_testkit::claude::{claude_bin, Claude, ClaudeOptions, Sandbox};
 use ccbridge_testkit::mock_anthropic::MockAnthropic;
 use ccbridge_testkit::vscode::{CodeServer, CodeServerOptions};
-use ccbridge_testkit::{lock_files, poll_until, HELLO_PY};
+use ccbridge_testkit::HELLO_PY;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,10 +62,7 @@ fn rig() -> Rig {
     );
     // The extension starts the sidecar, which writes its lock file where
     // this sandbox's Claude looks.
-    let lock = poll_until(STEP, Duration::from_millis(50), || {
-        lock_files(&sandbox.lock_dir()).into_iter().next()
-    })
-    .unwrap_or_else(|| {
+    let lock = ccbridge_testkit::wait_lock_file(&sandbox.lock_dir(), STEP).unwrap_or_else(|| {
         panic!(
             "no lock file in {} within {STEP:?}; code-server:\n{}",
             sandbox.lock_dir().display(),

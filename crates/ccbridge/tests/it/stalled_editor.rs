@@ -10,7 +10,7 @@
 //! every way out finishes promptly, lock file removed.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::{lock_files, poll_until, Confined};
+use ccbridge_testkit::{poll_until, Confined};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -74,10 +74,9 @@ impl Stalled {
             .unwrap()
             .write_all(&frame(&init))
             .unwrap();
-        let lock = poll_until(Duration::from_secs(10), POLL, || {
-            lock_files(&cfg.path().join("ide")).into_iter().next()
-        })
-        .expect("the lock file appears");
+        let lock =
+            ccbridge_testkit::wait_lock_file(&cfg.path().join("ide"), Duration::from_secs(10))
+                .expect("the lock file appears");
         let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
         let port =
             LockFile::port_from_file_name(lock.file_name().unwrap().to_str().unwrap()).unwrap();

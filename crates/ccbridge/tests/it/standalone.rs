@@ -4,7 +4,7 @@
 //! becoming ccbridge's.
 
 use ccbridge_protocol::lockfile::LockFile;
-use ccbridge_testkit::{lock_files, poll_until};
+use ccbridge_testkit::{lock_files, poll_until, wait_lock_file};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -81,10 +81,7 @@ impl Sandbox {
         // The rest is read too: a closed pipe would end ccbridge at its
         // next line.
         std::thread::spawn(move || lines.for_each(drop));
-        let lock = poll_until(Duration::from_secs(10), POLL, || {
-            lock_files(&self.ide()).into_iter().next()
-        })
-        .expect("a lock file");
+        let lock = wait_lock_file(&self.ide(), Duration::from_secs(10)).expect("a lock file");
         (child, link, lock)
     }
 
@@ -160,10 +157,8 @@ fn serve_until(sig: rustix::process::Signal) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let lock = poll_until(Duration::from_secs(10), POLL, || {
-        lock_files(&sb.ide()).into_iter().next()
-    })
-    .expect("the lock file is written at once");
+    let lock = wait_lock_file(&sb.ide(), Duration::from_secs(10))
+        .expect("the lock file is written at once");
     let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
     assert_eq!(parsed.pid, Some(child.id()), "ccbridge is the editor");
     assert_eq!(parsed.workspace_folders, vec![sb.ws.display().to_string()]);
@@ -278,10 +273,8 @@ fn serve_says_when_the_tools_are_off_and_why() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let lock = poll_until(Duration::from_secs(10), POLL, || {
-            lock_files(&sb.ide()).into_iter().next()
-        })
-        .expect("the lock file is written at once");
+        let lock = wait_lock_file(&sb.ide(), Duration::from_secs(10))
+            .expect("the lock file is written at once");
         let parsed = LockFile::parse(&std::fs::read(&lock).unwrap()).unwrap();
         assert!(parsed.tools.is_none(), "{args:?}");
         signal(&child, rustix::process::Signal::TERM);
