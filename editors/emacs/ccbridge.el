@@ -139,8 +139,10 @@ shell; `docker exec', `podman exec' and env pass words as they are."
 A list of (LOCAL . REMOTE) absolute directory names, for example
 \((\"/home/me/proj\" . \"/srv/proj\")).  Every path sent to the
 sidecar goes LOCAL to REMOTE, every path received REMOTE to LOCAL;
-the longest matching prefix wins, other paths pass unchanged.  Nil
-when both sides name the files alike.  Read when a sidecar starts;
+the longest matching prefix wins, other paths pass unchanged.  A
+LOCAL reached through a symbolic link matches files visited by its
+real name too; paths received keep LOCAL.  Nil when both sides name
+the files alike.  Read when a sidecar starts;
 a malformed entry stops the start with an error."
   :type '(alist :key-type directory :value-type directory))
 
@@ -543,6 +545,26 @@ without trailing slashes, PROBLEMS a message for each bad one."
                   problems))))
       (cons (nreverse map) (nreverse problems)))))
 
+(defun ccbridge--with-true-names (map truename)
+  "MAP with each local folder also under its real name, for paths going over.
+TRUENAME gives a folder's name with symbolic links resolved (as
+`file-truename' does): a file visited by its real name (as with
+`find-file-visit-truename') lies under no folder named through a link.
+Each such entry follows the user's, so paths coming back, which take
+the first of two equally long matches, keep the user's name."
+  (let ((out nil))
+    (dolist (m map)
+      (push m out)
+      (let ((real (directory-file-name (funcall truename (car m)))))
+        (when (and (string-prefix-p "/" real) (not (string= real (car m))))
+          (push (cons real (cdr m)) out))))
+    (nreverse out)))
+
+(defun ccbridge--path-map ()
+  "`ccbridge-path-map' checked, each local folder under its real name too."
+  (ccbridge--with-true-names (car (ccbridge--normalize-path-map ccbridge-path-map))
+                             #'file-truename))
+
 (defun ccbridge--swap-prefix (path from to)
   "PATH with directory FROM at its start replaced by TO, or nil.
 Whole components only: /a/bc does not lie under /a/b."
@@ -837,8 +859,7 @@ Starts the sidecar if it is stopped; FN runs at once if it runs."
    ((ccbridge--remote-p)
     (if (executable-find (car ccbridge-command-prefix))
         (progn
-          (setf (ccbridge--session-path-map session)
-                (car (ccbridge--normalize-path-map ccbridge-path-map)))
+          (setf (ccbridge--session-path-map session) (ccbridge--path-map))
           ;; The program is the other side's: not looked up here.
           (ccbridge--spawn session ccbridge-program))
       (let ((msg (format-message "`%s' (the `ccbridge-command-prefix') not found"
@@ -847,8 +868,7 @@ Starts the sidecar if it is stopped; FN runs at once if it runs."
         (ccbridge--once 'no-binary :error "%s" msg)
         (ccbridge--settle session nil msg))))
    (t
-    (setf (ccbridge--session-path-map session)
-          (car (ccbridge--normalize-path-map ccbridge-path-map)))
+    (setf (ccbridge--session-path-map session) (ccbridge--path-map))
     (let ((program (ccbridge--program)))
       (if (not program)
           (let ((msg (format-message

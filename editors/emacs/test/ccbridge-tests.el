@@ -541,6 +541,20 @@ nothing was written.  The review shows it as it is now"
     (should (eq (ccbridge--translate-path map nil t) nil))
     (should (equal (ccbridge--translate-path nil "/a/b" t) "/a/b"))))
 
+;; The project reached through a symlink, /home/me/proj -> /data/proj: a
+;; file visited by its real name goes over as one under the user's name;
+;; paths coming back keep the user's name.
+(ert-deftest ccbridge-test-a-folder-named-through-a-link-maps-by-its-real-name-too ()
+  (let ((map (ccbridge--with-true-names
+              (car (ccbridge--normalize-path-map
+                    '(("/home/me/proj" . "/srv/proj") ("/opt/x" . "/x"))))
+              (lambda (p) (if (equal p "/home/me/proj") "/data/proj/" p)))))
+    (should (= (length map) 3))
+    (should (equal (ccbridge--translate-path map "/data/proj/a.py" t) "/srv/proj/a.py"))
+    (should (equal (ccbridge--translate-path map "/home/me/proj/a.py" t) "/srv/proj/a.py"))
+    (should (equal (ccbridge--translate-path map "/srv/proj/a.py" nil) "/home/me/proj/a.py"))
+    (should (equal (ccbridge--translate-path map "/x/y" nil) "/opt/x/y"))))
+
 (ert-deftest ccbridge-test-the-command-through-a-prefix-is-quoted-for-ssh ()
   (should (equal (ccbridge--shell-quote "plain/path-1.x") "plain/path-1.x"))
   (should (equal (ccbridge--shell-quote "Emacs (my proj)") "'Emacs (my proj)'"))

@@ -41,6 +41,19 @@ def TestTranslate()
   assert_equal('/a/b', remote.ToRemote([], '/a/b'))
 enddef
 
+# The project reached through a symlink, /home/me/proj → /data/proj: a
+# file opened by its real name goes over as one under the user's name;
+# paths coming back keep the user's name.
+def TestRealNames()
+  const real = {'/home/me/proj': '/data/proj/', '/opt/x': '/opt/x'}
+  const map = remote.WithRealNames(remote.Normalize([['/home/me/proj', '/srv/proj'], ['/opt/x', '/x']])[0], (p: string): string => get(real, p, p))
+  assert_equal(3, len(map))
+  assert_equal('/srv/proj/a.py', remote.ToRemote(map, '/data/proj/a.py'))
+  assert_equal('/srv/proj/a.py', remote.ToRemote(map, '/home/me/proj/a.py'))
+  assert_equal('/home/me/proj/a.py', remote.ToLocal(map, '/srv/proj/a.py'))
+  assert_equal('/opt/x/y', remote.ToLocal(map, '/x/y'))
+enddef
+
 def TestCommand()
   assert_equal('plain/path-1.x', remote.ShellQuote('plain/path-1.x'))
   assert_equal("'Vim (my proj)'", remote.ShellQuote('Vim (my proj)'))
@@ -91,7 +104,7 @@ def TestMessages()
 enddef
 
 v:errors = []
-for T in [TestNormalize, TestTranslate, TestCommand, TestMessages]
+for T in [TestNormalize, TestTranslate, TestRealNames, TestCommand, TestMessages]
   try
     T()
   catch

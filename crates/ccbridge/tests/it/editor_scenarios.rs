@@ -12,8 +12,8 @@
 //! layouts, its help, its options).
 
 use crate::claude_side::{
-    assert_saved, connect, next_note, poll_tool, start_open_diff, verdict, GeminiSide, Step,
-    KEPT_LINE,
+    assert_saved, connect, next_note, open_file_at_text, poll_tool, start_open_diff, verdict,
+    GeminiSide, Step, KEPT_LINE,
 };
 use ccbridge_client::ws_client::IdeClient;
 use ccbridge_testkit::poll_until;
@@ -159,7 +159,8 @@ pub(crate) trait EditorUnderTest: Sized {
 
     /// Sets the face's options for a sidecar elsewhere, as its user does:
     /// the command prefix (`prefix`: a list of words, or whatever a user
-    /// might write instead) and the path map (`path_map`: `[local, remote]`
+    /// might write instead), its words after the prefix quoted for a shell
+    /// (as `ssh` needs), and the path map (`path_map`: `[local, remote]`
     /// pairs).
     fn set_remote(&mut self, prefix: Value, path_map: Value);
 
@@ -200,6 +201,9 @@ pub(crate) trait EditorUnderTest: Sized {
 
     /// Waits until the editor shows the review Claude opened.
     fn wait_review(&mut self);
+
+    /// The file the open review is for, as the editor names it.
+    fn review_file(&mut self) -> String;
 
     /// Waits until the review's windows or buffers are gone.
     fn wait_review_closed(&mut self);
@@ -764,12 +768,7 @@ pub(crate) async fn a_bad_remote_setting_is_an_error_before_anything_runs<E: Edi
     let mut e = E::start();
     let scratch = tempfile::tempdir().unwrap();
     let mark = scratch.path().join("prefix-ran");
-    let prefix = json!([
-        "sh",
-        "-c",
-        format!("touch '{}'; eval \"exec $*\"", mark.display()),
-        "ssh-like"
-    ]);
+    let prefix = ssh_like_prefix(&mark);
     e.stop_and_set_program(env!("CARGO_BIN_EXE_ccbridge"), &[]);
     e.set_remote(prefix, json!([["relative", "/srv"]]));
     e.start_command();
@@ -785,6 +784,111 @@ pub(crate) async fn a_bad_remote_setting_is_an_error_before_anything_runs<E: Edi
     assert!(!mark.exists(), "the prefix ran");
     let locks = ccbridge_testkit::lock_files(e.lock_dir());
     assert!(locks.is_empty(), "a sidecar started: {locks:?}");
+}
+
+/// A stand-in for `ssh -T host`: a real prefix process that leaves a mark
+/// at `mark` and, as ssh does, joins the words after it into one command
+/// line for a shell (so they arrive intact only if the face quoted them).
+fn ssh_like_prefix(mark: &Path) -> Value {
+    json!([
+        "sh",
+        "-c",
+        format!("touch '{}'; eval \"exec $*\"", mark.display()),
+        "ssh-like"
+    ])
+}
+
+/// A sidecar started through a prefix where the files go by other names,
+/// as over `ssh` to a host that has the project elsewhere. The prefix is
+/// [`ssh_like_prefix`] run in a mount namespace of its own (`unshare`),
+/// where the workspace is also mounted at `remote`: a folder that is
+/// empty everywhere but on the sidecar's side. The path map renames every
+/// path that crosses, both ways; the IDE name (spaces, parentheses) comes
+/// through the shell after the prefix whole.
+pub(crate) async fn through_a_prefix_paths_cross_under_the_sidecars_names<E: EditorUnderTest>() {
+    through_a_prefix::<E>(false).await
+}
+
+/// As above, with the path map naming the workspace through a symlink, as
+/// a user whose project is reached through one writes it: the files the
+/// editor names by the real folder (Neovim names every buffer so) still
+/// cross under the sidecar's names.
+pub(crate) async fn a_path_map_naming_the_workspace_through_a_symlink_still_applies<
+    E: EditorUnderTest,
+>() {
+    through_a_prefix::<E>(true).await
+}
+
+/// The two scenarios above; with `link`, the path map's local side is a
+/// symlink to the workspace.
+async fn through_a_prefix<E: EditorUnderTest>(link: bool) {
+    let mut e = E::start();
+    let ws = e.workspace().to_owned();
+    let name = e.lock()["ideName"].clone();
+    let scratch = tempfile::tempdir().unwrap();
+    let mark = scratch.path().join("prefix-ran");
+    let remote = scratch.path().join("remote");
+    std::fs::create_dir(&remote).unwrap();
+    let mut prefix = json!([
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c"
+    ]);
+    let ssh = ssh_like_prefix(&mark);
+    let mount = format!("mount --bind '{}' '{}' && ", ws.display(), remote.display());
+    prefix.as_array_mut().unwrap().extend([
+        json!(format!("{mount}{}", ssh[2].as_str().unwrap())),
+        ssh[3].clone(),
+    ]);
+    let local = if link {
+        let l = scratch.path().join("link");
+        std::os::unix::fs::symlink(&ws, &l).unwrap();
+        l
+    } else {
+        ws.clone()
+    };
+    e.stop_and_set_program(env!("CARGO_BIN_EXE_ccbridge"), &[]);
+    e.set_remote(prefix, json!([[local, remote]]));
+    e.start_command();
+    let running = poll_until(STEP, Duration::from_millis(10), || {
+        (e.status() == "running").then_some(())
+    });
+    assert!(running.is_some(), "not running: {}", e.status());
+    assert!(mark.exists(), "the prefix did not run");
+    let lock = e.lock();
+    assert_eq!(lock["workspaceFolders"], json!([remote]));
+    assert_eq!(lock["ideName"], name);
+
+    // Lines of the editor's file reach Claude under the sidecar's name.
+    let mut c = e.claude().await;
+    let remote_hello = remote.join("hello.py").display().to_string();
+    e.send_lines(2, 3);
+    let m = next_note(&mut c, "at_mentioned").await;
+    assert_eq!(m["filePath"], remote_hello);
+
+    // openFile by the sidecar's name shows the editor's file, at the text
+    // the sidecar found there (through a link: under the name the editor
+    // gives it, the link's or the real one).
+    std::fs::write(ws.join("other.txt"), "one\ntwo\n").unwrap();
+    let remote_other = remote.join("other.txt").display().to_string();
+    open_file_at_text(&mut c, &remote_other, "two").await;
+    if !link {
+        e.wait_file_at("other.txt", 2);
+    }
+
+    // A review of the sidecar's file (the original as the sidecar read it)
+    // opens for the editor's.
+    let proposed = HELLO.replace("hello ", "hi ");
+    let task = start_open_diff(c, remote_hello, &proposed);
+    e.wait_review();
+    let file = std::fs::canonicalize(e.review_file()).unwrap();
+    assert_eq!(file, ws.join("hello.py"));
+    e.accept_review();
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, &proposed);
 }
 
 /// Claude opens a file at a line (`openFile`): the editor shows it with the
@@ -913,5 +1017,7 @@ in_faces!(
         claude_opens_a_file_at_a_line_and_saves_it,
         a_missing_binary_is_reported_once_with_what_to_do,
         a_sidecar_exiting_at_start_up_is_reported_with_what_it_said,
+        through_a_prefix_paths_cross_under_the_sidecars_names,
+        a_path_map_naming_the_workspace_through_a_symlink_still_applies,
     ]
 );

@@ -13,7 +13,7 @@
 //! instruction; none is skipped.
 
 use crate::claude_side::{
-    assert_saved, connect, next_note, open_file_at_text, poll_tool, range, start_open_diff, verdict,
+    assert_saved, connect, next_note, poll_tool, range, start_open_diff, verdict,
 };
 use crate::editor_scenarios::{EditorUnderTest, TWO_HUNKS};
 use ccbridge_client::ws_client::IdeClient;
@@ -44,8 +44,6 @@ struct Setup<'a> {
     load_path: Vec<PathBuf>,
     /// Turn the mode on and wait for the sidecar.
     start: bool,
-    /// Emacs names the workspace through a symlink, `link` → `ws`.
-    link: bool,
 }
 
 impl Default for Setup<'_> {
@@ -55,7 +53,6 @@ impl Default for Setup<'_> {
             path: vec![],
             load_path: vec![],
             start: true,
-            link: false,
         }
     }
 }
@@ -70,7 +67,7 @@ fn rig(before: &str) -> Rig {
 fn rig_with(setup: Setup) -> Rig {
     let dir = ccbridge_testkit::temp_dir("ccbridge-emacs-").unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let mut ws = root.join("ws");
+    let ws = root.join("ws");
     let home = root.join("home");
     let lock_dir = root.join("ide");
     std::fs::create_dir_all(&ws).unwrap();
@@ -82,10 +79,6 @@ fn rig_with(setup: Setup) -> Rig {
         .expect("git (project.el finds the project by its .git)");
     assert!(git.success());
     std::fs::write(ws.join("hello.py"), HELLO).unwrap();
-    if setup.link {
-        std::os::unix::fs::symlink(&ws, root.join("link")).unwrap();
-        ws = root.join("link");
-    }
     let mut opts = EmacsOptions::for_package(&ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
     opts.env.push(("TMPDIR".into(), home.display().to_string()));
@@ -324,10 +317,10 @@ impl EditorUnderTest for Rig {
         self.emacs.wait(
             &format!("{rel} at line {line}"),
             &format!(
-                "(and (equal (buffer-name (window-buffer)) {}) \
+                "(and (equal (buffer-file-name (window-buffer)) {}) \
                       (= {line} (with-current-buffer (window-buffer) \
                                   (line-number-at-pos (window-point)))))",
-                lisp_str(rel)
+                lisp_str(&self.path(rel))
             ),
             STEP,
         );
@@ -430,7 +423,8 @@ impl EditorUnderTest for Rig {
             })
             .collect();
         self.emacs.eval(&format!(
-            "(setq ccbridge-command-prefix {prefix} ccbridge-path-map (list {}))",
+            "(setq ccbridge-command-prefix {prefix} ccbridge-command-quote t \
+             ccbridge-path-map (list {}))",
             pairs.join(" ")
         ));
     }
@@ -509,6 +503,13 @@ impl EditorUnderTest for Rig {
     fn wait_review(&mut self) {
         self.emacs
             .wait("the review to open", "(ccbridge-test-review-buffer)", STEP);
+    }
+
+    fn review_file(&mut self) -> String {
+        self.emacs.string(
+            "(ccbridge--review-path \
+               (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))",
+        )
     }
 
     fn wait_review_closed(&mut self) {
@@ -858,88 +859,6 @@ async fn send_mentions_dired_marked_files() {
     let second = next_note(&mut c, "at_mentioned").await;
     assert_eq!(first["filePath"], hello);
     assert_eq!(second["filePath"], rig.path("src"));
-}
-
-// ───────────────────────── the sidecar through a prefix ─────────────────────────
-
-/// `ccbridge-command-prefix`: a stand-in for `ssh -T host`, a real prefix
-/// process that leaves a mark at `mark` and, as ssh does, joins the words
-/// after it into one command line for a shell (they arrive intact only if
-/// Emacs quoted them).
-fn ssh_like_prefix(mark: &Path) -> String {
-    format!(
-        "(list \"sh\" \"-c\" {} \"ssh-like\")",
-        lisp_str(&format!("touch '{}'; eval \"exec $*\"", mark.display()))
-    )
-}
-
-/// The sidecar's side is `ws`, Emacs's a symlink to it, `link` (the
-/// sidecar resolves symlinks in its workspace folders, so only the real
-/// folder can be its name): Emacs starts the sidecar through a prefix and
-/// `ccbridge-path-map` renames every path that crosses.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn through_a_prefix_paths_cross_under_the_sidecars_names() {
-    let rig = rig_with(Setup {
-        link: true,
-        start: false,
-        ..Setup::default()
-    });
-    let root = rig.ws.parent().unwrap().to_owned();
-    let real = root.join("ws");
-    let mark = root.join("prefix-ran");
-    let name = "Emacs (it's remote)";
-    rig.emacs.eval(&format!(
-        "(setq ccbridge-command-prefix {} ccbridge-command-quote t \
-         ccbridge-path-map (list (cons {} {})) ccbridge-ide-name {})",
-        ssh_like_prefix(&mark),
-        lisp_str(&rig.ws.display().to_string()),
-        lisp_str(&real.display().to_string()),
-        lisp_str(name)
-    ));
-    rig.visit("hello.py");
-    rig.emacs.eval("(ccbridge-mode 1)");
-    rig.wait_running();
-    assert!(mark.exists(), "the prefix did not run");
-    // The lock file names the sidecar's folder, and the name survived the
-    // shell after the prefix.
-    let lock = rig.lock();
-    assert_eq!(lock["workspaceFolders"], json!([real]));
-    assert_eq!(lock["ideName"], name);
-
-    // A region in Emacs's file reaches Claude under the sidecar's name.
-    let mut c = rig.claude().await;
-    rig.emacs.keys("M-< C-SPC M-f");
-    let s = selection(&mut c, "def", [0, 0, 0, 3]).await;
-    let real_hello = real.join("hello.py").display().to_string();
-    assert_eq!(s["filePath"], real_hello);
-    rig.quit_keys();
-
-    // openFile by the sidecar's name visits Emacs's.
-    std::fs::write(real.join("other.txt"), "one\ntwo\n").unwrap();
-    open_file_at_text(&mut c, &real.join("other.txt").display().to_string(), "two").await;
-    rig.emacs.wait(
-        "other.txt under Emacs's name",
-        &format!(
-            "(equal (buffer-file-name (window-buffer)) {})",
-            lisp_str(&rig.path("other.txt"))
-        ),
-        STEP,
-    );
-
-    // A review of the sidecar's file opens for Emacs's, with the original
-    // as the sidecar read it.
-    let task = start_open_diff(c, real_hello, &HELLO.replace("hello ", "hi "));
-    let review = "(let ((r (car (ccbridge--session-reviews (car (hash-table-values ccbridge--sessions)))))) \
-                  (and r (vector (ccbridge--review-path r) (ccbridge--review-original r))))";
-    let r = rig.emacs.wait("the review to open", review, STEP);
-    assert_eq!(r[0], rig.path("hello.py"));
-    assert_eq!(r[1], HELLO);
-    rig.emacs
-        .wait("the review's buffer", "(ccbridge-test-review-buffer)", STEP);
-    rig.emacs
-        .eval("(with-current-buffer (ccbridge-test-review-buffer) (ccbridge-review-reject))");
-    let (_c, text) = verdict(task).await;
-    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
 }
 
 // ───────────────────────── reviews ─────────────────────────

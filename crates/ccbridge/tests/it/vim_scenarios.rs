@@ -146,6 +146,29 @@ pub(crate) async fn leaving_visual_mode_becomes_a_bare_cursor_after_the_hold<E: 
     assert_eq!(range(&s), [1, 10, 1, 10]);
 }
 
+/// claudecode.nvim #246: a selection made and left at once was never sent.
+/// `V` moves no cursor and `y` leaves Visual mode at once; a jump to a
+/// terminal (Claude's) then keeps it: nothing else is sent.
+pub(crate) async fn a_quick_linewise_selection_is_sent_and_kept_while_in_a_terminal<
+    E: VimUnderTest,
+>() {
+    let mut e = E::start_with(json!({"selection": {"debounce_ms": 50, "visual_hold_ms": 60000}}));
+    let mut c = e.claude().await;
+    e.keys("3GVy");
+    let s = selection_with(&mut c, "    print(message)\n").await;
+    assert_eq!(range(&s), [2, 0, 3, 0]);
+    e.terminal_here();
+    e.wait("the terminal", "&buftype ==# 'terminal'");
+    let next = c
+        .next_notification(Duration::from_millis(400))
+        .await
+        .unwrap();
+    assert!(
+        next.filter(|n| n.method == "selection_changed").is_none(),
+        "the selection was replaced while in the terminal"
+    );
+}
+
 pub(crate) async fn w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout<
     E: VimUnderTest,
 >() {
@@ -394,6 +417,7 @@ in_faces!(
     [
         visual_selections_reach_claude_with_utf16_positions,
         leaving_visual_mode_becomes_a_bare_cursor_after_the_hold,
+        a_quick_linewise_selection_is_sent_and_kept_while_in_a_terminal,
         w_in_the_edited_proposal_accepts_its_text_and_restores_the_layout,
         ccbridge_reject_rejects_from_either_side,
         do_on_one_hunk_of_two_writes_only_the_other,

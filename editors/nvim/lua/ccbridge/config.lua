@@ -92,7 +92,8 @@ M.defaults = {
 ---@type ccbridge.Options
 M.options = vim.deepcopy(M.defaults)
 
---- `options.path_map`, checked and sorted (`remote.normalize`).
+--- `options.path_map`, checked (`remote.normalize`), each local folder
+--- under its real name too (`remote.with_real_names`).
 M.path_map = {}
 
 --- What is wrong with `cmd` and `path_map`. The sidecar does not start
@@ -201,8 +202,9 @@ function M.set(user)
   elseif user.path_map ~= nil then
     remote[#remote + 1] = ("`path_map` must be a table, not a %s"):format(type(user.path_map))
   end
-  local map, bad = require("ccbridge.remote").normalize(M.options.path_map)
-  M.path_map = map
+  local r = require("ccbridge.remote")
+  local map, bad = r.normalize(M.options.path_map)
+  M.path_map = r.with_real_names(map, vim.uv.fs_realpath)
   M.remote_problems = vim.list_extend(remote, bad)
   return found
 end

@@ -36,6 +36,29 @@ function M.normalize(user)
   return map, problems
 end
 
+--- `map` with each local folder also under its real name, for paths that
+--- name it through a symlink: Neovim names buffers by the real path (it
+--- resolves symlinks), so a map naming the project through a link would
+--- match none of them. The real name (`realpath` of the local folder, nil
+--- where it cannot be resolved) takes the entry's place, and paths coming
+--- back get it; the user's name stays for paths going over only.
+---@param map { l: string, r: string }[]
+---@param realpath fun(path: string): string?
+---@return { l: string, r: string, out_only: boolean? }[]
+function M.with_real_names(map, realpath)
+  local out = {}
+  for _, m in ipairs(map) do
+    local real = realpath(m.l)
+    if type(real) == "string" and trim(real) ~= m.l then
+      out[#out + 1] = { l = trim(real), r = m.r }
+      out[#out + 1] = { l = m.l, r = m.r, out_only = true }
+    else
+      out[#out + 1] = m
+    end
+  end
+  return out
+end
+
 --- `path` with the prefix `from` replaced by `to`, if it lies there.
 local function swap(path, from, to)
   if path == from then
@@ -67,7 +90,7 @@ local function translate(map, path, from, to)
     return path
   end
   for _, m in ipairs(longest_first(map, from)) do
-    local p = swap(path, m[from], m[to])
+    local p = not (m.out_only and from == "r") and swap(path, m[from], m[to])
     if p then
       return p
     end

@@ -38,6 +38,24 @@ function tests.the_path_map(t)
   t.eq("root back", r.to_local(root, "/mnt/host/a/b"), "/a/b")
 end
 
+--- The project reached through a symlink, /home/me/proj → /data/proj:
+--- Neovim's buffers are named /data/proj/..., and so are paths coming back;
+--- the user's name still goes over.
+function tests.a_local_folder_named_through_a_symlink_maps_by_its_real_name_too(t)
+  local map = r.with_real_names(r.normalize({ { "/home/me/proj", "/srv/proj" }, { "/opt/x", "/x" } }), function(p)
+    return ({ ["/home/me/proj"] = "/data/proj/", ["/opt/x"] = "/opt/x" })[p]
+  end)
+  t.eq("entries", #map, 3)
+  t.eq("real name over", r.to_remote(map, "/data/proj/a.py"), "/srv/proj/a.py")
+  t.eq("user's name over", r.to_remote(map, "/home/me/proj/a.py"), "/srv/proj/a.py")
+  t.eq("back under the real name", r.to_local(map, "/srv/proj/a.py"), "/data/proj/a.py")
+  t.eq("no link", r.to_local(map, "/x/y"), "/opt/x/y")
+  local unresolved = r.with_real_names(r.normalize({ { "/gone", "/srv" } }), function()
+    return nil
+  end)
+  t.eq("unresolved kept", r.to_local(unresolved, "/srv/a"), "/gone/a")
+end
+
 function tests.every_path_the_plugin_sends_and_none_of_the_rest(t)
   local map = project_map()
   t.eq(

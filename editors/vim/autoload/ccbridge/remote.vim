@@ -48,6 +48,22 @@ export def Normalize(user: any): list<any>
   return [map, problems]
 enddef
 
+# `map` with each local folder also under its real name (`Realpath`:
+# Vim's resolve()), for paths going over only: a file opened by its real
+# path lies under no folder the user named through a symlink. Paths coming
+# back keep the user's name, the one Vim gives the files it opens by it.
+export def WithRealNames(map: list<any>, Realpath: func(string): string): list<any>
+  var out: list<any> = []
+  for m in map
+    out->add(m)
+    const real = Trim(Realpath(m.l))
+    if real !=# m.l && IsAbsolute(real)
+      out->add({l: real, r: m.r, out_only: 'yes'})
+    endif
+  endfor
+  return out
+enddef
+
 # `path` with the prefix `from` replaced by `to`, or v:null if it does not
 # lie there (a whole component: /a/bc is not under /a/b).
 def Swap(path: string, from: string, to: string): any
@@ -70,6 +86,9 @@ export def Translate(map: list<any>, path: any, from: string, to: string): any
     return path
   endif
   for m in sort(copy(map), (a, b) => len(b[from]) - len(a[from]))
+    if from ==# 'r' && has_key(m, 'out_only')
+      continue
+    endif
     const p = Swap(path, m[from], m[to])
     if type(p) == v:t_string
       return p
