@@ -24,6 +24,11 @@ export interface PathMapping {
   remote: string;
 }
 
+/** An entry of a checked map; `outOnly` for a folder's real name, used for paths going over only. */
+interface Entry extends PathMapping {
+  outOnly?: boolean;
+}
+
 type Side = "local" | "remote";
 type Rename = (path: string) => string;
 
@@ -120,7 +125,7 @@ const results: Record<string, (r: unknown, f: Rename) => void> = {
  * silently skipped an entry would send paths the other side does not have.
  */
 export class PathMap {
-  private readonly entries: PathMapping[];
+  private readonly entries: Entry[];
 
   constructor(user: readonly PathMapping[] = []) {
     if (!Array.isArray(user)) throw new TypeError("`pathMap` must be an array of {local, remote}");
@@ -133,6 +138,25 @@ export class PathMap {
       }
       return { local: trim(e.local), remote: trim(e.remote) };
     });
+  }
+
+  /**
+   * This map with each local folder also under its real name (`realpath`:
+   * symbolic links resolved, undefined where it cannot be), for paths going
+   * over only: an editor that names a file by its real path (Neovim names
+   * every buffer so) still has it mapped when the user named the folder
+   * through a link. Paths coming back keep the user's name.
+   */
+  withRealNames(realpath: (path: string) => string | undefined): PathMap {
+    const out = new PathMap();
+    for (const e of this.entries) {
+      out.entries.push(e);
+      const real = realpath(e.local);
+      if (real !== undefined && real.startsWith("/") && trim(real) !== e.local) {
+        out.entries.push({ local: trim(real), remote: e.remote, outOnly: true });
+      }
+    }
+    return out;
   }
 
   /** No mapping at all: every path passes unchanged. */
@@ -174,6 +198,7 @@ export class PathMap {
     // The most specific mapping wins: longest prefix on the side we come from.
     const sorted = [...this.entries].sort((a, b) => b[from].length - a[from].length);
     for (const m of sorted) {
+      if (m.outOnly && from === "remote") continue;
       const p = swap(path, m[from], m[to]);
       if (p !== undefined) return p;
     }

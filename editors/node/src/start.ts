@@ -4,6 +4,7 @@
  * `initialize`, so a caller never holds a half-started bridge; on any
  * failure the child is ended before the error is thrown.
  */
+import { realpathSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { Bridge } from "./bridge.js";
 import { resolveBin, serveArgs, Sidecar } from "./process.js";
@@ -23,7 +24,7 @@ import type { StartOptions } from "./types.js";
 export async function start(options: StartOptions): Promise<Bridge> {
   checkOptions(options);
   // Before anything is spawned: a bad map is a TypeError naming the entry.
-  const paths = new PathMap(options.pathMap ?? []);
+  const paths = new PathMap(options.pathMap ?? []).withRealNames(realpathOrNothing);
   const prefix = options.command ?? [];
   // Across a prefix the binary is the other side's: this side's
   // $CCBRIDGE_BIN names nothing there.
@@ -73,5 +74,14 @@ function checkOptions(o: StartOptions): void {
   }
   if (typeof o.ideName !== "string" || o.ideName === "") {
     throw new TypeError("start(): `ideName` must be a non-empty string");
+  }
+}
+
+/** `path` with symbolic links resolved, or undefined where it cannot be (it does not exist). */
+function realpathOrNothing(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
   }
 }

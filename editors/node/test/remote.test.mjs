@@ -37,6 +37,19 @@ test("the path map: longest prefix first, both directions, other paths unchanged
   assert.throws(() => new PathMap("/a:/b"), TypeError);
 });
 
+test("a local folder named through a link maps by its real name too, going over only", () => {
+  const real = { "/home/me/proj": "/data/proj/", "/opt/x": "/opt/x" };
+  const map = new PathMap([
+    { local: "/home/me/proj", remote: "/srv/proj" },
+    { local: "/opt/x", remote: "/x" },
+  ]).withRealNames((p) => real[p]);
+  assert.equal(map.toRemote("/data/proj/a.py"), "/srv/proj/a.py", "a file named by its real path");
+  assert.equal(map.toRemote("/home/me/proj/a.py"), "/srv/proj/a.py");
+  assert.equal(map.toLocal("/srv/proj/a.py"), "/home/me/proj/a.py", "back under the user's name");
+  assert.equal(map.toLocal("/x/y"), "/opt/x/y");
+  assert.equal(new PathMap([{ local: "/gone", remote: "/srv" }]).withRealNames(() => undefined).toLocal("/srv/a"), "/gone/a");
+});
+
 test("the path map rewrites every path field of every message, in both directions, on a copy", () => {
   const map = new PathMap([{ local: "/l", remote: "/r" }]);
   const sel = { filePath: "/l/a.ts", text: "x", selection: range(0, 0, 0, 1) };
