@@ -13,4 +13,6 @@ pub mod auth;
 pub mod mcp;
 mod serve;
 
+#[doc(hidden)]
+pub use serve::serve_stream;
 pub use serve::{serve, Limits, SignedIn};

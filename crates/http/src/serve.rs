@@ -125,7 +125,6 @@ pub async fn serve(
     signed_in: SignedIn,
     shutdown: impl Future<Output = ()>,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
     let slots = Arc::new(Mutex::new(Slots::default()));
     let mut conns = tokio::task::JoinSet::new();
     let mut next_id = 0u64;
@@ -159,13 +158,7 @@ pub async fn serve(
                 }
                 let task = conns.spawn(async move {
                     let _held = held;
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(limits.header_timeout)
-                        .serve_connection(TokioIo::new(stream), svc);
-                    if let Err(e) = conn.await {
-                        tracing::trace!("HTTP connection ended: {e}");
-                    }
+                    serve_with(stream, svc, limits).await;
                 });
                 s.anonymous.push_back((next_id, task));
             }
@@ -173,6 +166,47 @@ pub async fn serve(
     }
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+}
+
+/// One connection served by `svc` within `limits`.
+async fn serve_with<I, S>(io: I, svc: S, limits: Limits)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<Body>> + Send,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::Future: Send + 'static,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .serve_connection(TokioIo::new(io), svc);
+    if let Err(e) = conn.await {
+        tracing::trace!("HTTP connection ended: {e}");
+    }
+}
+
+/// One connection served as [`serve`] serves each (the head timeout, the
+/// `Host` rule, the router), from any byte stream, its peer a loopback
+/// address: how the fuzz target (`fuzz/fuzz_targets/mcp_http.rs`) feeds
+/// the MCP servers from memory. No slots: there is one connection.
+#[doc(hidden)]
+pub async fn serve_stream<I>(io: I, router: Router, limits: Limits, signed_in: SignedIn)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let held = Arc::new(Held {
+        id: 0,
+        slots: Arc::new(Mutex::new(Slots::default())),
+        signed_in: AtomicBool::new(false),
+    });
+    let peer = SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
+    serve_with(
+        io,
+        connection_service(router, peer, held, limits, signed_in),
+        limits,
+    )
+    .await;
 }
 
 /// The service for one connection: the `Host` rule, the sign-in check,

@@ -145,10 +145,30 @@ pub async fn serve<S>(
     S::Future: Send + 'static,
 {
     let signed_in = signed_in(&token);
-    let app = axum::Router::new()
+    crate::serve(
+        listener,
+        app(endpoint, token),
+        crate::Limits::default(),
+        signed_in,
+        shutdown,
+    )
+    .await;
+}
+
+/// An MCP `endpoint` at `/mcp` behind [`check`]: what [`serve`] serves.
+pub fn app<S>(endpoint: S, token: Token) -> axum::Router
+where
+    S: tower_service::Service<Request<Body>, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send + 'static,
+{
+    axum::Router::new()
         .nest_service("/mcp", endpoint)
-        .layer(axum::middleware::from_fn_with_state(token, check));
-    crate::serve(listener, app, crate::Limits::default(), signed_in, shutdown).await;
+        .layer(axum::middleware::from_fn_with_state(token, check))
 }
 
 /// The axum middleware around the MCP service.

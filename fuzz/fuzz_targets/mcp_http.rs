@@ -1,0 +1,171 @@
+//! The workspace tools server's HTTP layer, coverage-guided: the input is
+//! the bytes a client sends on one connection, served as the real server
+//! serves each (`ccbridge_http::serve_stream`: hyper with the head timeout
+//! and the `Host` rule, the guard, the session cap, the stateless path,
+//! rmcp, the tools), in memory on a paused clock.
+//!
+//! The workspace sits beside a canary folder (and holds a symlink to it):
+//! no answer may carry the canary's text, and the canary must stay as it
+//! is. The editor refuses every review and every command, so nothing is
+//! written or run; an input that still wrote outside would show in the
+//! canary's listing.
+//!
+//! Each input gets a fresh endpoint (no session carries over to the next
+//! one); the workspace and the editor are made once per process.
+
+#![no_main]
+
+use async_trait::async_trait;
+use ccbridge_mcp::{tools, Editor, Settings};
+use ccbridge_protocol::editor::FileDiagnostics;
+use ccbridge_server::{Approval, CommandEvent, FrontendError, Proposal, RunId, Verdict};
+use ccbridge_workspace::Workspace;
+use libfuzzer_sys::fuzz_target;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The token the seed corpus carries (`fuzz/make-corpus`).
+const TOKEN: &str = "fuzz0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+/// The text of the file outside the workspace.
+const CANARY: &str = "ccbridge-fuzz-canary-0a6c1f";
+/// How long a connection may take, on the paused clock (it advances
+/// whenever nothing is left to do, so this costs no real time).
+const CONNECTION: Duration = Duration::from_secs(60);
+
+/// An editor that says no to everything it is asked.
+struct Refusing;
+
+#[async_trait]
+impl Editor for Refusing {
+    fn diagnostics(&self) -> Vec<FileDiagnostics> {
+        Vec::new()
+    }
+    fn diagnostics_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        tokio::sync::watch::Sender::new(0).subscribe()
+    }
+    fn is_dirty(&self, _: &str) -> bool {
+        false
+    }
+    async fn review(&self, _: Proposal) -> Result<Verdict, FrontendError> {
+        Ok(Verdict::Rejected)
+    }
+    async fn approve(&self, _: Approval) -> Result<bool, FrontendError> {
+        Ok(false)
+    }
+    fn next_run(&self) -> RunId {
+        RunId(1)
+    }
+    fn command_event(&self, _: CommandEvent) {}
+}
+
+/// The workspace and the canary beside it, made once per process.
+struct Sandbox {
+    ctx: Arc<tools::Context>,
+    canary: PathBuf,
+}
+
+/// A folder of this process's own under `$TMPDIR/ccbridge-fuzz-mcp`, the
+/// folders of processes that have ended removed (libFuzzer exits without
+/// running destructors).
+fn sandbox() -> Sandbox {
+    let parent = std::env::temp_dir().join("ccbridge-fuzz-mcp");
+    for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !std::path::Path::new("/proc").join(&pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let root = parent.join(std::process::id().to_string());
+    let ws = root.join("ws");
+    let canary = root.join("canary");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(ws.join("src")).expect("workspace");
+    std::fs::create_dir_all(&canary).expect("canary folder");
+    std::fs::write(ws.join("hello.py"), "def greet(name):\n    print(name)\n").expect("file");
+    std::fs::write(ws.join("src/a.txt"), "one\ntwo\n").expect("file");
+    std::fs::write(canary.join("secret.txt"), CANARY).expect("canary");
+    std::os::unix::fs::symlink(&canary, ws.join("out")).expect("symlink");
+    let workspace = Workspace::open(&[ws]).expect("open the workspace");
+    let mut settings = Settings::default();
+    settings.secrets.push(TOKEN.to_owned());
+    let ctx = Arc::new(tools::Context::new(
+        Arc::new(workspace),
+        Arc::new(Refusing),
+        settings,
+    ));
+    Sandbox { ctx, canary }
+}
+
+/// The canary folder's entries and texts.
+fn listing(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("the canary folder")
+        .map(|e| {
+            let e = e.expect("an entry");
+            let text = std::fs::read(e.path()).unwrap_or_default();
+            (e.file_name().to_string_lossy().into_owned(), text)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+thread_local! {
+    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    static SANDBOX: Sandbox = sandbox();
+}
+
+/// What the server answers to `input` on one connection.
+async fn answer(ctx: Arc<tools::Context>, input: &[u8]) -> Vec<u8> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let token = ccbridge_http::mcp::Token::new(TOKEN);
+    let signed_in = ccbridge_http::mcp::guard::signed_in(&token);
+    let app = ccbridge_http::mcp::guard::app(
+        ccbridge_mcp::service::endpoint(ctx, stop.child_token()),
+        token,
+    );
+    let (mut client, server) = tokio::io::duplex(64 * 1024);
+    let conn = tokio::spawn(ccbridge_http::serve_stream(
+        server,
+        app,
+        ccbridge_http::Limits::default(),
+        signed_in,
+    ));
+    let mut out = Vec::new();
+    // The client's side stays open, as real clients keep it (hyper drops a
+    // connection whose reading side ends before it answered): the server
+    // closes it once its head timeout passes with no further request.
+    let exchange = async {
+        // The server may stop reading (a refused head): what it answered
+        // is still read below.
+        let _ = client.write_all(input).await;
+        let _ = client.read_to_end(&mut out).await;
+    };
+    let _ = tokio::time::timeout(CONNECTION, exchange).await;
+    stop.cancel();
+    conn.abort();
+    let _ = conn.await;
+    out
+}
+
+fuzz_target!(|input: &[u8]| {
+    let (ctx, canary) = SANDBOX.with(|s| (s.ctx.clone(), s.canary.clone()));
+    let before = listing(&canary);
+    let out = RUNTIME.with(|rt| rt.block_on(answer(ctx, input)));
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        !text.contains(CANARY),
+        "an answer carries the canary's text: {text}"
+    );
+    assert_eq!(
+        listing(&canary),
+        before,
+        "the folder outside the workspace changed"
+    );
+});
