@@ -78,15 +78,11 @@ impl CompanionServer {
             sessions: Default::default(),
             pending: Default::default(),
         });
-        ccbridge_http::mcp::guard::serve(
-            self.listener,
-            service::endpoint(shared),
-            self.token,
-            async move {
-                shutdown.await;
-                stop.cancel();
-            },
-        )
+        let app = ccbridge_http::mcp::guard::app(service::endpoint(shared), self.token.clone());
+        ccbridge_http::mcp::guard::serve(self.listener, app, &self.token, async move {
+            shutdown.await;
+            stop.cancel();
+        })
         .await;
         Ok(())
     }

@@ -98,7 +98,8 @@ impl ToolsServer {
     ) -> std::io::Result<()> {
         let stop = tokio_util::sync::CancellationToken::new();
         let endpoint = service::endpoint(self.ctx, stop.child_token());
-        guard::serve(self.listener, endpoint, self.token, async move {
+        let app = guard::app(endpoint, self.token.clone());
+        guard::serve(self.listener, app, &self.token, async move {
             shutdown.await;
             stop.cancel();
         })

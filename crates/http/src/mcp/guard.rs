@@ -126,36 +126,27 @@ pub fn signed_in(token: &Token) -> crate::SignedIn {
     std::sync::Arc::new(move |h: &HeaderMap| judge(h, None, &token).is_ok())
 }
 
-/// Serves an MCP `endpoint` at `/mcp` on `listener` behind [`check`] with
-/// `crate::serve`'s limits (bounded request heads; clients with
-/// the token keep their connection slots), until `shutdown` completes.
+/// Serves `app` (an MCP endpoint behind [`check`], from [`app`]) on
+/// `listener` with `crate::serve`'s limits (bounded request heads; clients
+/// with `token` keep their connection slots), until `shutdown` completes.
 /// The tools server and the companions are served this way.
-pub async fn serve<S>(
+pub async fn serve(
     listener: tokio::net::TcpListener,
-    endpoint: S,
-    token: Token,
+    app: axum::Router,
+    token: &Token,
     shutdown: impl std::future::Future<Output = ()>,
-) where
-    S: tower_service::Service<Request<Body>, Error = std::convert::Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Response: IntoResponse,
-    S::Future: Send + 'static,
-{
-    let signed_in = signed_in(&token);
+) {
     crate::serve(
         listener,
-        app(endpoint, token),
+        app,
         crate::Limits::default(),
-        signed_in,
+        signed_in(token),
         shutdown,
     )
     .await;
 }
 
-/// An MCP `endpoint` at `/mcp` behind [`check`]: what [`serve`] serves.
+/// An MCP `endpoint` at `/mcp` behind [`check`], for [`serve`].
 pub fn app<S>(endpoint: S, token: Token) -> axum::Router
 where
     S: tower_service::Service<Request<Body>, Error = std::convert::Infallible>
