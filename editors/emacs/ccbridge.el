@@ -551,13 +551,16 @@ TRUENAME gives a folder's name with symbolic links resolved (as
 `file-truename' does): a file visited by its real name (as with
 `find-file-visit-truename') lies under no folder named through a link.
 Each such entry follows the user's, so paths coming back, which take
-the first of two equally long matches, keep the user's name."
+the first of two equally long matches, keep the user's name.  A
+remote file name (TRAMP's, which the map does not serve) is not
+resolved: that would open a connection."
   (let ((out nil))
     (dolist (m map)
       (push m out)
-      (let ((real (directory-file-name (funcall truename (car m)))))
-        (when (and (string-prefix-p "/" real) (not (string= real (car m))))
-          (push (cons real (cdr m)) out))))
+      (unless (file-remote-p (car m))
+        (let ((real (directory-file-name (funcall truename (car m)))))
+          (when (and (string-prefix-p "/" real) (not (string= real (car m))))
+            (push (cons real (cdr m)) out)))))
     (nreverse out)))
 
 (defun ccbridge--path-map ()

@@ -553,7 +553,12 @@ nothing was written.  The review shows it as it is now"
     (should (equal (ccbridge--translate-path map "/data/proj/a.py" t) "/srv/proj/a.py"))
     (should (equal (ccbridge--translate-path map "/home/me/proj/a.py" t) "/srv/proj/a.py"))
     (should (equal (ccbridge--translate-path map "/srv/proj/a.py" nil) "/home/me/proj/a.py"))
-    (should (equal (ccbridge--translate-path map "/x/y" nil) "/opt/x/y"))))
+    (should (equal (ccbridge--translate-path map "/x/y" nil) "/opt/x/y")))
+  ;; A TRAMP name is not resolved (that would connect to the host).
+  (should (equal (ccbridge--with-true-names
+                  '(("/ssh:devbox:/srv" . "/srv"))
+                  (lambda (p) (error "resolved %s" p)))
+                 '(("/ssh:devbox:/srv" . "/srv")))))
 
 (ert-deftest ccbridge-test-the-command-through-a-prefix-is-quoted-for-ssh ()
   (should (equal (ccbridge--shell-quote "plain/path-1.x") "plain/path-1.x"))
