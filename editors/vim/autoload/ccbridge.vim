@@ -252,7 +252,7 @@ var untold: dict<any> = {}
 # The token of the last sidecar whose output has all been read.
 var closed_tok = 0
 var ide_name = ''
-# The path map in force (PathMap of `path_map`), fixed when the
+# The path map in force (`path_map`, checked, with real names), fixed when the
 # sidecar starts: both sides must agree for its whole life.
 var path_map: list<any> = []
 
@@ -479,21 +479,14 @@ def RemoteProblems(): list<string>
   return problems
 enddef
 
-# The path map of the options `o`, each local folder under its real name
-# too (remote.WithRealNames).
-def PathMap(o: dict<any>): list<any>
-  return remote.WithRealNames(remote.Normalize(o.path_map)[0], (p: string): string => resolve(p))
-enddef
-
 # The command line that starts the sidecar: the `cmd` prefix, then the
-# sidecar's words (with the sidecar's names of the folders), quoted for
-# the remote shell when the prefix needs it.
+# sidecar's words (with the sidecar's names of the folders, by the path
+# map in force), quoted for the remote shell when the prefix needs it.
 export def Command(): list<string>
   const o = Options()
-  const map = PathMap(o)
   var cmd = [o.bin, 'serve', '--stdio', '--ide-name', IdeName()]
   for dir in WorkspaceFolders()
-    cmd += ['--workspace', remote.ToRemote(map, dir)]
+    cmd += ['--workspace', remote.ToRemote(path_map, dir)]
   endfor
   if o.log_file != ''
     # A file on the sidecar's side: not expanded here when remote.
@@ -695,7 +688,8 @@ export def Start()
     Settle({}, msg)
     return
   endif
-  path_map = PathMap(o)
+  # Each local folder under its real name too (remote.WithRealNames).
+  path_map = remote.WithRealNames(remote.Normalize(o.path_map)[0], (p: string): string => resolve(p))
   token += 1
   const tok = token
   stderr = []
