@@ -790,12 +790,12 @@ pub(crate) async fn a_bad_remote_setting_is_an_error_before_anything_runs<E: Edi
 /// at `mark` and, as ssh does, joins the words after it into one command
 /// line for a shell (so they arrive intact only if the face quoted them).
 fn ssh_like_prefix(mark: &Path) -> Value {
-    json!([
-        "sh",
-        "-c",
-        format!("touch '{}'; eval \"exec $*\"", mark.display()),
-        "ssh-like"
-    ])
+    json!(["sh", "-c", ssh_like_script(mark), "ssh-like"])
+}
+
+/// The script of [`ssh_like_prefix`]'s shell.
+fn ssh_like_script(mark: &Path) -> String {
+    format!("touch '{}'; eval \"exec $*\"", mark.display())
 }
 
 /// A sidecar started through a prefix where the files go by other names,
@@ -829,19 +829,16 @@ async fn through_a_prefix<E: EditorUnderTest>(link: bool) {
     let mark = scratch.path().join("prefix-ran");
     let remote = scratch.path().join("remote");
     std::fs::create_dir(&remote).unwrap();
-    let mut prefix = json!([
+    let mount = format!("mount --bind '{}' '{}'", ws.display(), remote.display());
+    let prefix = json!([
         "unshare",
         "--user",
         "--map-root-user",
         "--mount",
         "sh",
-        "-c"
-    ]);
-    let ssh = ssh_like_prefix(&mark);
-    let mount = format!("mount --bind '{}' '{}' && ", ws.display(), remote.display());
-    prefix.as_array_mut().unwrap().extend([
-        json!(format!("{mount}{}", ssh[2].as_str().unwrap())),
-        ssh[3].clone(),
+        "-c",
+        format!("{mount} && {}", ssh_like_script(&mark)),
+        "ssh-like"
     ]);
     let local = if link {
         let l = scratch.path().join("link");

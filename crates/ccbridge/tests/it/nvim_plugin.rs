@@ -273,12 +273,7 @@ impl EditorUnderTest for Rig {
     }
 
     fn stop_and_set_program(&mut self, bin: &str, extra: &[&str]) {
-        self.nvim.command("CCBridgeStop");
-        self.nvim.wait(
-            "the sidecar to stop",
-            "require('ccbridge').state.status == 'stopped'",
-            STEP,
-        );
+        self.stop();
         self.nvim.lua(
             "local bin, extra = ...
              local o = require('ccbridge.config').options
