@@ -14,10 +14,11 @@ pub struct Summary {
     pub max_us: f64,
 }
 
-/// The nearest-rank `p`-th percentile of sorted `xs` (`p` in 0–100).
-pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+/// The nearest-rank `p`-th percentile of sorted `xs` (`p` in 0–100); the
+/// default value (zero) for none.
+pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
-        return Duration::ZERO;
+        return T::default();
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]

@@ -21,6 +21,7 @@
 //! them alike; the table gives the median nanoseconds per check and the
 //! 10th–90th percentiles.
 
+use ccbridge_bench::stats::percentile;
 use ccbridge_server::token::AuthToken;
 use clap::Parser;
 use std::hint::black_box;
@@ -71,8 +72,8 @@ fn per_check(batch: usize, mut check: impl FnMut() -> bool) -> f64 {
 fn cell(samples: &[f64]) -> String {
     let mut xs = samples.to_vec();
     xs.sort_by(f64::total_cmp);
-    let at = |p: f64| xs[((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1];
-    format!("{:.1} ns ({:.1}–{:.1})", at(0.5), at(0.1), at(0.9))
+    let at = |p: f64| percentile(&xs, p);
+    format!("{:.1} ns ({:.1}–{:.1})", at(50.0), at(10.0), at(90.0))
 }
 
 fn main() -> anyhow::Result<()> {
