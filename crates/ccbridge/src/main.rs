@@ -13,6 +13,7 @@
 mod cmd;
 mod display;
 mod maths;
+mod panic_report;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -61,6 +62,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // One redacted line per panic (see the module docs).
+    panic_report::install();
     // Large messages must not leave ccbridge large (see the module docs).
     ccbridge_server::memory::tune_allocator();
     let cli = Cli::parse();
