@@ -13,6 +13,7 @@
 mod cmd;
 mod display;
 mod maths;
+mod output;
 mod panic_report;
 
 use clap::{Parser, Subcommand};
@@ -95,6 +96,13 @@ fn main() -> ExitCode {
     runtime.shutdown_background();
     match result {
         Ok(code) => code,
+        // The reader of our output has gone (`| head`): it has what it wanted.
+        Err(e)
+            if e.downcast_ref::<output::WriteError>()
+                .is_some_and(|w| w.is_broken_pipe()) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             // One line: the error with its cause once, and what to do.
             let mut msg = format!("{e:#}");

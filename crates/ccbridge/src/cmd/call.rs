@@ -5,10 +5,11 @@
 //! prints the tool's result so scripts can use it (`ccbridge call
 //! getDiagnostics | jq`). Useful to debug any IDE server, ours or others.
 
+use crate::output::{outln, WriteError};
 use anyhow::Context;
 use ccbridge_client::discovery::{self, Env, LockEntry};
 use ccbridge_client::ws_client::{ClientError, IdeClient, CLAUDE_ACCEPTED_VERSIONS};
-use ccbridge_protocol::mcp::Content;
+use ccbridge_protocol::mcp::{CallToolResult, Content, ToolDescriptor};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -241,61 +242,64 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
 
+    let explain = |e| explain(e, port, &entry.path);
     let code = if args.list {
-        list_tools(&mut client, args.raw).await
+        let tools = client.list_tools().await.map_err(explain)?;
+        print_tools(&tools, args.raw)?
     } else {
         let tool = args.tool.as_deref().unwrap_or_default();
         let timeout = (!args.timeout.is_zero()).then_some(args.timeout);
-        call_tool(&mut client, tool, arguments, timeout, args.raw).await
+        let result = client
+            .call_tool_raw(tool, arguments, timeout)
+            .await
+            .map_err(explain)?;
+        let parsed = ccbridge_client::ws_client::parse_call_result(&result).map_err(explain)?;
+        print_result(&result, &parsed, args.raw)?
     };
-    let code = code.map_err(|e| explain(e, port, &entry.path))?;
     let _ = client.close().await;
     Ok(code)
 }
 
-async fn list_tools(client: &mut IdeClient, raw: bool) -> Result<ExitCode, ClientError> {
-    let tools = client.list_tools().await?;
+fn print_tools(tools: &[ToolDescriptor], raw: bool) -> Result<ExitCode, WriteError> {
     if raw {
-        println!(
+        outln!(
             "{}",
-            serde_json::to_string_pretty(&tools).unwrap_or_else(|_| "[]".into())
-        );
+            serde_json::to_string_pretty(tools).unwrap_or_else(|_| "[]".into())
+        )?;
     } else {
         use crate::display::line;
-        for t in &tools {
+        for t in tools {
             let first_line = t.description.lines().next().unwrap_or("");
-            println!(
+            outln!(
                 "{}({})\t{}",
                 line(&t.name),
                 line(&arguments_of(&t.input_schema)),
                 line(first_line)
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn call_tool(
-    client: &mut IdeClient,
-    tool: &str,
-    arguments: Value,
-    timeout: Option<Duration>,
+/// A tool's result: its text on stdout (on stderr when it is an error),
+/// or the whole result as JSON with `raw`.
+fn print_result(
+    result: &Value,
+    parsed: &CallToolResult,
     raw: bool,
-) -> Result<ExitCode, ClientError> {
-    let result = client.call_tool_raw(tool, arguments, timeout).await?;
-    let parsed = ccbridge_client::ws_client::parse_call_result(&result)?;
+) -> Result<ExitCode, WriteError> {
     if raw {
-        println!(
+        outln!(
             "{}",
-            serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string())
-        );
+            serde_json::to_string_pretty(result).unwrap_or_else(|_| result.to_string())
+        )?;
     } else {
         for item in &parsed.content {
             match item {
                 Content::Text { text } if parsed.is_error => {
                     eprintln!("{}", crate::display::text(text))
                 }
-                Content::Text { text } => println!("{}", crate::display::text(text)),
+                Content::Text { text } => outln!("{}", crate::display::text(text))?,
                 Content::Image { data, mime_type } => eprintln!(
                     "ccbridge: an image ({}, {} bytes of base64) was omitted; use --raw to see it",
                     crate::display::line(mime_type),

@@ -7,6 +7,7 @@
 //! removed only when its process is not known to run and its port does not
 //! answer, so a live server's lock file is never touched.
 
+use crate::output::outln;
 use ccbridge_client::discovery::Env;
 use ccbridge_client::stale;
 use serde_json::json;
@@ -69,7 +70,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let out =
             json!({"dryRun": report.dry_run, "removed": removed, "kept": kept, "failed": failed});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         let verb = if args.dry_run {
             "would remove"
@@ -78,7 +79,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         use crate::display::{line, path};
         for o in &report.removed {
-            println!("{verb} {}: {}", path(&o.path), line(&o.reason.to_string()));
+            outln!("{verb} {}: {}", path(&o.path), line(&o.reason.to_string()))?;
         }
         for f in &report.failed {
             eprintln!(
@@ -93,7 +94,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         for c in &companions {
             match &c.error {
-                None => println!("{verb} {}: {} ({})", path(&c.path), c.agent, c.message),
+                None => outln!("{verb} {}: {} ({})", path(&c.path), c.agent, c.message)?,
                 Some(e) => eprintln!("ccbridge: cannot remove {}: {}", path(&c.path), line(e)),
             }
         }

@@ -10,6 +10,7 @@
 //! directory unless `--workspace`) and asks it. The lock file is private
 //! to the user (0600 in a 0700 folder), as is the IDE token beside it.
 
+use crate::output::outln;
 use anyhow::{bail, Context};
 use ccbridge_client::discovery::{self, Env};
 use std::io::{Read, Write};
@@ -52,7 +53,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let url = tokio::task::spawn_blocking(move || ask_for_link(port, &token))
         .await
         .context("asking for a link")??;
-    println!("{url}");
+    outln!("{url}")?;
     eprintln!("ccbridge: the link works once, in the first browser that opens it");
     if args.open {
         super::serve::open_in_browser(&url);

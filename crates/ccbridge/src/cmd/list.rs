@@ -9,6 +9,7 @@
 //! and never a lock file's text as it is: every cell goes through
 //! [`crate::display::line`] (a planted lock can hold terminal escapes).
 
+use crate::output::{outln, WriteError};
 use ccbridge_client::discovery::{self, Env, LockEntry};
 use ccbridge_companion::discovery::{self as companion_discovery, Found};
 use ccbridge_companion::CompanionAgent;
@@ -72,33 +73,33 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .chain(others.iter().map(Other::to_json))
             .chain(codex.iter().map(codex_json))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         if !rows.is_empty() {
-            print_table(&HEADERS, rows.iter().map(Row::cells).collect());
+            print_table(&HEADERS, rows.iter().map(Row::cells).collect())?;
             // Where each review page is (a sign-in link: `ccbridge link`).
             for r in &rows {
                 if let (Some(port), Some(page)) =
                     (r.entry.port, r.entry.lock().and_then(|l| l.page.as_ref()))
                 {
-                    println!(
+                    outln!(
                         "review page of {port}: {} (`ccbridge link` in its folder prints a sign-in link)",
                         crate::display::line(&page.url)
-                    );
+                    )?;
                 }
             }
         }
         if !others.is_empty() {
             if !rows.is_empty() {
-                println!();
+                outln!()?;
             }
-            print_table(&OTHER_HEADERS, others.iter().map(Other::cells).collect());
+            print_table(&OTHER_HEADERS, others.iter().map(Other::cells).collect())?;
         }
         if !codex.is_empty() {
             if !rows.is_empty() || !others.is_empty() {
-                println!();
+                outln!()?;
             }
-            print_table(&CODEX_HEADERS, codex.iter().map(codex_cells).collect());
+            print_table(&CODEX_HEADERS, codex.iter().map(codex_cells).collect())?;
         }
     }
     if rows.is_empty() && others.is_empty() && codex.is_empty() {
@@ -335,7 +336,7 @@ const OTHER_HEADERS: [&str; 8] = [
 ];
 
 /// Prints `rows` under `headers`, every cell made safe to print first.
-fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
+fn print_table(headers: &[&str], rows: Vec<Vec<String>>) -> Result<(), WriteError> {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -363,8 +364,9 @@ fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
         out
     };
     let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    println!("{}", line(&headers));
+    outln!("{}", line(&headers))?;
     for row in &cells {
-        println!("{}", line(row));
+        outln!("{}", line(row))?;
     }
+    Ok(())
 }

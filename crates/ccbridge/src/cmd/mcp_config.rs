@@ -13,6 +13,7 @@
 //! itself at every start and unregisters on exit), or fix the port with
 //! `--tools-port` and run `ccbridge mcp-config --register` after each start.
 
+use crate::output::outln;
 use anyhow::{bail, Context};
 use ccbridge_client::discovery::{self, Env};
 use ccbridge_mcp::registration::{self, Registered, SERVER_NAME};
@@ -53,12 +54,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     };
     let entry = json!({ "mcpServers": { SERVER_NAME: registration::entry(&tools) } });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&entry)?);
+    let json = serde_json::to_string_pretty(&entry)?;
+    // Printed first, but a reader gone does not stop the registration.
+    let printed = if args.json {
+        outln!("{json}")
     } else {
-        println!("{}\n", registration::command(&tools));
-        println!("{}", serde_json::to_string_pretty(&entry)?);
-    }
+        outln!("{}\n", registration::command(&tools)).and_then(|()| outln!("{json}"))
+    };
     if args.register {
         let path = registration::config_path().context(
             "cannot find Claude Code's .claude.json: neither CLAUDE_CONFIG_DIR nor HOME is set",
@@ -76,5 +78,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::display::line(&project)
         );
     }
+    printed?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@
 //! arrives. Every one of those ends removes the lock file before the
 //! process exits.
 
+use crate::output::outln;
 use anyhow::{bail, Context};
 use ccbridge_server::{AgentKind, Config};
 use std::path::PathBuf;
@@ -212,7 +213,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let shutdown = termination_signal();
     if !args.stdio {
         let standalone = start_standalone(&args.server, &args.ui, std::process::id()).await?;
-        println!("{}", banner(&standalone, &args.server));
+        // The server serves without its banner (`ccbridge link` prints a
+        // link again); a closed stdout is no reason to stop it.
+        if let Err(e) = outln!("{}", banner(&standalone, &args.server)) {
+            tracing::warn!("{e}");
+        }
         if args.ui.open {
             open_in_browser(standalone.url());
         }

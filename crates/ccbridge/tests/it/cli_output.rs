@@ -255,3 +255,48 @@ fn regression_fatal_errors_say_their_cause_once_and_what_to_do() {
     assert!(e.contains("/no/such/folder"), "{e}");
     assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
 }
+
+/// `ccbridge list --json | head -0` and `ccbridge list --json > /dev/full`:
+/// `println!` panicked ("failed printing to stdout", a backtrace's worth of
+/// report with `RUST_BACKTRACE` set). A reader that has gone ends ccbridge
+/// quietly with success, as it does `cat`; a full disk is one line and
+/// status 1.
+#[test]
+fn regression_output_into_a_closed_pipe_or_a_full_disk_is_no_panic() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |stdout: Stdio| {
+        Command::new(BIN)
+            .args(["list", "--json"])
+            .current_dir(home.path())
+            .confined_to(home.path())
+            .env("CLAUDE_CONFIG_DIR", home.path().join("cfg"))
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap()
+    };
+
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let gone = run(writer.into());
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert!(gone.status.success(), "{:?}: {stderr}", gone.status);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let full = run(full.into());
+    let stderr = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "ccbridge: cannot write to standard output: No space left on device (os error 28)"
+    );
+}
