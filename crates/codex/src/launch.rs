@@ -187,18 +187,23 @@ async fn supervise(
                     Err(e) => Err(format!("the Codex router at {} ended: {e}", path.display())),
                 }
             }
-            None => match host(&hosted, &mut problems) {
-                Some(listeners) => {
-                    let paths: Vec<PathBuf> = listeners.iter().map(|l| l.path.clone()).collect();
-                    for p in &problems {
-                        tracing::warn!("Codex: {p}");
+            None => {
+                let listeners = host(&hosted, &mut problems);
+                once_each(&mut problems);
+                match listeners {
+                    Some(listeners) => {
+                        let paths: Vec<PathBuf> =
+                            listeners.iter().map(|l| l.path.clone()).collect();
+                        for p in &problems {
+                            tracing::warn!("Codex: {p}");
+                        }
+                        role.send_replace(Role::Hosting(paths));
+                        serve_hosted(source.clone(), listeners, &stop).await;
+                        Ok(())
                     }
-                    role.send_replace(Role::Hosting(paths));
-                    serve_hosted(source.clone(), listeners, &stop).await;
-                    Ok(())
+                    None => Err(problems.join("; ")),
                 }
-                None => Err(problems.join("; ")),
-            },
+            }
         };
         if stop.is_cancelled() {
             break;
@@ -258,6 +263,13 @@ impl Drop for Bound {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Keeps the first of each reason: the paths Codex tries share a folder, and
+/// one unusable folder would be reported once per path.
+fn once_each(problems: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|p| seen.insert(p.clone()));
 }
 
 /// Binds every path it can; `None` when none (the reasons in `problems`),
