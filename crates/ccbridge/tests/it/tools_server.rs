@@ -460,3 +460,67 @@ fn item_36_a_home_folder_workspace_gets_no_tools() {
     assert!(is_error, "{text}");
     assert!(ed.log().contains("keep their folders"), "{}", ed.log());
 }
+
+/// Two workspace folders, each with a `README.md`, written at once (parallel
+/// tool calls): both reviews were titled "✎ README.md (ccbridge
+/// write_file)", so the second replaced the first, whose call answered "The
+/// user rejected the change". A file of another folder than the first is
+/// named by its absolute path, as the tools name it to the model.
+#[test]
+fn regression_same_named_files_in_two_folders_are_reviewed_side_by_side() {
+    let sandbox = Sandbox::new().unwrap();
+    let first = sandbox.workspace().to_owned();
+    let second = sandbox.root().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    for dir in [&first, &second] {
+        std::fs::write(dir.join("README.md"), "old\n").unwrap();
+    }
+    let mut ed = editor(&sandbox, &[]);
+    let init = ed
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "ideName": "ToolsTest",
+                   "workspaceFolders": [first, second],
+                   "capabilities": {"diff": true}}),
+            STEP,
+        )
+        .unwrap();
+    let (port, token, s) = tools_session(&init);
+
+    let mut calls = Vec::new();
+    let mut views = Vec::new();
+    for (id, dir) in [(2, &first), (3, &second)] {
+        let path = dir.join("README.md").display().to_string();
+        calls.push(call_later(
+            port,
+            &token,
+            &s,
+            id,
+            "write_file",
+            json!({"path": path, "content": format!("new {id}\n")}),
+        ));
+        let show = ed.expect_request("showDiff", STEP).unwrap();
+        ed.respond(show.id.as_ref().unwrap(), json!(null)).unwrap();
+        views.push(show.params);
+    }
+    assert_ne!(views[0]["tabName"], views[1]["tabName"], "{views:?}");
+    assert_eq!(views[0]["tabName"], "✎ README.md (ccbridge write_file)");
+    for view in &views {
+        ed.notify(
+            "diffResolved",
+            json!({"id": view["id"], "decision": "accepted", "contents": view["proposedContents"]}),
+        )
+        .unwrap();
+    }
+    for (call, (id, dir)) in calls.into_iter().zip([(2, &first), (3, &second)]) {
+        let (text, is_error) = call.join().unwrap();
+        assert!(!is_error, "{text}");
+        let r: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(r["status"], "accepted", "{r}");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("README.md")).unwrap(),
+            format!("new {id}\n")
+        );
+    }
+    ed.close(STEP).unwrap();
+}

@@ -41,7 +41,8 @@ pub(crate) struct Change {
 pub(crate) struct Editing<'a> {
     pub ws: Arc<Workspace>,
     pub abs: PathBuf,
-    /// Relative to its workspace folder, for the user.
+    /// Relative to the first workspace folder, else absolute: for the user
+    /// and the model, and unique, as the review's title must be.
     pub shown: String,
     _lock: ccbridge_tools::file_locks::FileGuard<'a>,
 }
@@ -59,7 +60,15 @@ pub(crate) async fn begin<'a>(ctx: &'a Context, path: &str) -> Result<Editing<'a
         .map_err(|e| error(path, e.to_string()))?;
     check_not_dirty(ctx, path, &abs)?;
     Ok(Editing {
-        shown: at.rel.display().to_string(),
+        // As the tools name paths to the model: relative to the first
+        // folder, where relative paths are taken from, else absolute. A
+        // review's title names it, and a title names one view: two
+        // folders' `README.md` must not share one.
+        shown: if at.root == 0 {
+            at.rel.display().to_string()
+        } else {
+            abs.display().to_string()
+        },
         ws,
         abs,
         _lock: lock,
