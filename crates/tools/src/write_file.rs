@@ -7,7 +7,10 @@
 //! Conventions kept from the original: a UTF-8 byte-order mark, CRLF line
 //! endings (a proposal with bare LF lines is converted), and a final line
 //! break. A model rarely reproduces them, and a file rewritten without them
-//! shows every line changed in version control.
+//! shows every line changed in version control. A file whose lines end both
+//! ways is left as the caller gives it: only it knows which lines the change
+//! left alone, and those keep their own ending (`ccbridge-mcp`'s
+//! `change::line_ends_kept`).
 
 /// `proposed` with `original`'s BOM, line endings and final line break.
 /// A new file (`original` is `None`) is written as proposed.
@@ -19,7 +22,7 @@ pub fn keep_conventions(original: Option<&str>, proposed: &str) -> String {
     let had_bom = original.starts_with(BOM);
     let body = proposed.strip_prefix(BOM).unwrap_or(proposed);
     let crlf = uses_crlf(original);
-    let mut text = if crlf {
+    let mut text = if crlf && !mixed_line_ends(original) {
         body.replace("\r\n", "\n").replace('\n', "\r\n")
     } else {
         body.to_owned()
@@ -34,8 +37,15 @@ pub fn keep_conventions(original: Option<&str>, proposed: &str) -> String {
     text
 }
 
+/// Some of the text's lines end in CRLF, others in a bare LF.
+pub fn mixed_line_ends(text: &str) -> bool {
+    let lf = text.matches('\n').count();
+    let crlf = text.matches("\r\n").count();
+    crlf > 0 && crlf < lf
+}
+
 /// Most of the text's line breaks are CRLF.
-fn uses_crlf(text: &str) -> bool {
+pub fn uses_crlf(text: &str) -> bool {
     let lf = text.matches('\n').count();
     let crlf = text.matches("\r\n").count();
     crlf > 0 && crlf * 2 >= lf
@@ -66,5 +76,15 @@ mod tests {
         );
         // An emptied file stays empty.
         assert_eq!(keep_conventions(Some("a\n"), ""), "");
+    }
+
+    #[test]
+    fn a_mixed_files_endings_are_left_to_the_caller_its_final_break_kept() {
+        assert!(mixed_line_ends("a\r\nb\n"));
+        assert!(!mixed_line_ends("a\r\nb\r\n") && !mixed_line_ends("a\nb\n"));
+        assert_eq!(
+            keep_conventions(Some("a\r\nb\r\nc\n"), "a\r\nx\nc"),
+            "a\r\nx\nc\r\n"
+        );
     }
 }

@@ -87,6 +87,44 @@ pub(crate) fn as_edited(text: &str) -> String {
         .replace("\r\n", "\n")
 }
 
+/// `edited` (as the review had it: LF ends) for a file whose lines end both
+/// ways: each line the change left alone ends as it did in `original`, the
+/// others as most of the file's lines do. Converting the whole file to one
+/// ending would show lines nobody touched as changed in version control.
+pub(crate) fn line_ends_kept(original: &str, edited: &str) -> String {
+    let raw = hunks::lines(original.strip_prefix('\u{FEFF}').unwrap_or(original));
+    let new = hunks::lines(edited);
+    let crlf = write_file::uses_crlf(original);
+    let mut out = String::with_capacity(edited.len() + raw.len());
+    let changed = |line: &str, out: &mut String| match line.strip_suffix('\n') {
+        Some(body) if crlf && !body.ends_with('\r') => {
+            out.push_str(body);
+            out.push_str("\r\n");
+        }
+        _ => out.push_str(line),
+    };
+    // `as_edited` keeps every line where it was: line i of the text shown
+    // is line i of `original`.
+    let (mut a, mut b) = (0, 0);
+    for h in hunks::hunks(&as_edited(original), edited) {
+        let (old_start, new_start) = (h.old_start as usize, h.new_start as usize);
+        while b < new_start {
+            out.push_str(raw[a]);
+            a += 1;
+            b += 1;
+        }
+        for line in &new[new_start..new_start + h.new_lines as usize] {
+            changed(line, &mut out);
+        }
+        a = old_start + h.old_lines as usize;
+        b = new_start + h.new_lines as usize;
+    }
+    for line in &raw[a..] {
+        out.push_str(line);
+    }
+    out
+}
+
 /// The file's text, `None` when it does not exist; binary, over-large and
 /// non-regular files are refused (they are not written either).
 pub(crate) async fn read_original(
@@ -181,6 +219,10 @@ pub(crate) async fn land(
     } else {
         (c.proposed, "written")
     };
+    let final_text = match c.original.as_deref() {
+        Some(o) if write_file::mixed_line_ends(o) => line_ends_kept(o, &final_text),
+        _ => final_text,
+    };
     let bytes = write_file::keep_conventions(c.original.as_deref(), &final_text);
     let ws = c.ws.clone();
     let asked = c.asked.clone();
@@ -271,4 +313,26 @@ async fn new_diagnostics(
         None,
         &super::get_diagnostics::base(ctx),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_ends_kept;
+
+    #[test]
+    fn lines_left_alone_keep_their_end_and_new_ones_take_the_common_one() {
+        let mixed = "a\r\nb\nc\r\nd\r\n";
+        assert_eq!(line_ends_kept(mixed, "a\nb\nc\nd\n"), mixed);
+        assert_eq!(line_ends_kept(mixed, "a\nb\nX\nd\n"), "a\r\nb\nX\r\nd\r\n");
+        assert_eq!(line_ends_kept(mixed, "a\nc\nd\n"), "a\r\nc\r\nd\r\n");
+        assert_eq!(
+            line_ends_kept(mixed, "a\nb\nc\nd\ne\n"),
+            "a\r\nb\nc\r\nd\r\ne\r\n"
+        );
+        assert_eq!(line_ends_kept(mixed, "new\na\nb\n"), "new\r\na\r\nb\n");
+        // Mostly LF: new lines take LF; a missing final break stays missing.
+        let lf = "\u{FEFF}a\nb\r\nc\n";
+        assert_eq!(line_ends_kept(lf, "a\nb\nc\nd"), "a\nb\r\nc\nd");
+        assert_eq!(line_ends_kept(lf, ""), "");
+    }
 }

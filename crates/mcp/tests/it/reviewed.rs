@@ -95,6 +95,37 @@ async fn the_files_bom_crlf_and_mode_survive_a_reviewed_write() {
     rig.stop().await;
 }
 
+/// A file whose lines end both ways (part of it edited on Windows): the
+/// whole file was converted to the endings most of its lines had, so every
+/// line the change never touched could show as changed in version control.
+/// Lines the change left alone keep their own ending; new ones take the
+/// file's most common one.
+#[tokio::test]
+async fn regression_mixed_line_ends_are_kept_on_the_lines_the_change_left_alone() {
+    let mut rig = start().await;
+    rig.open_session().await;
+    let f = rig.path("mixed.txt");
+    std::fs::write(&f, "one\r\ntwo\nthree\r\nfour\r\nfive\n").unwrap();
+    let call = rig.call_later(
+        "apply_diff",
+        json!({"path": "mixed.txt", "diff": "<<<<<<< SEARCH\nthree\n=======\nTHREE\n3b\n>>>>>>> REPLACE\n"}),
+    );
+    let (p, answer) = rig.next_review().await;
+    assert_eq!(p.original.as_deref(), Some("one\ntwo\nthree\nfour\nfive\n"));
+    answer
+        .send(Ok(Verdict::Accepted {
+            contents: p.proposed.clone(),
+        }))
+        .unwrap();
+    let (text, is_error) = outcome(call.await.unwrap());
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        "one\r\ntwo\nTHREE\r\n3b\r\nfour\r\nfive\n"
+    );
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn apply_diff_partial_success_names_the_failed_blocks() {
     let mut rig = start().await;
