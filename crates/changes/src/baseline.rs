@@ -34,6 +34,17 @@ pub enum Before {
     Unknown,
 }
 
+/// What a file that was there at the start is created again as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A regular file with these permission bits (less the umask when
+    /// created): a deleted script comes back executable.
+    File(u32),
+    /// A symbolic link in git (mode 120000): its "content" is the target's
+    /// name, which written as a file would be another file.
+    Link,
+}
+
 /// One git work tree holding (part of) a workspace folder.
 #[derive(Debug)]
 struct Repo {
@@ -48,6 +59,8 @@ pub struct Baseline {
     repos: Vec<Repo>,
     /// Files copied at the start: dirty ones in git, all outside it.
     copies: HashMap<PathBuf, Before>,
+    /// The permission bits of the files there at the start and copied.
+    modes: HashMap<PathBuf, u32>,
     /// What is left of [`SNAPSHOT_BUDGET`].
     budget: u64,
 }
@@ -76,8 +89,7 @@ impl Baseline {
             match git_repo(folder) {
                 Some(repo) => {
                     for f in dirty_files(&repo.top, folder) {
-                        let before = copy(&f, &mut b.budget);
-                        b.copies.insert(f, before);
+                        b.copy(f);
                     }
                     b.repos.push(repo);
                 }
@@ -94,9 +106,51 @@ impl Baseline {
             .iter()
             .filter(|f| plain.iter().any(|p| f.starts_with(p)))
         {
-            let before = copy(f, &mut self.budget);
-            self.copies.insert(f.clone(), before);
+            self.copy(f.clone());
         }
+    }
+
+    fn copy(&mut self, path: PathBuf) {
+        let (before, mode) = copy(&path, &mut self.budget);
+        if let Some(mode) = mode {
+            self.modes.insert(path.clone(), mode);
+        }
+        self.copies.insert(path, before);
+    }
+
+    /// What `path`, there at the start, is created again as: its mode when
+    /// copied, else its mode in the commit, else a plain file.
+    pub fn shape(&self, path: &Path) -> Shape {
+        const PLAIN: Shape = Shape::File(0o666);
+        if let Some(m) = self.modes.get(path) {
+            return Shape::File(*m);
+        }
+        let Some((repo, commit, rel)) = self.in_commit(path) else {
+            return PLAIN;
+        };
+        // `<mode> blob <id>\t<name>`; git records only the executable bit.
+        let out = git(&repo.top, &["ls-tree", "-z", commit, "--", rel]).unwrap_or_default();
+        match out.split(|b| *b == b' ').next() {
+            Some(b"100755") => Shape::File(0o777),
+            Some(b"120000") => Shape::Link,
+            _ => PLAIN,
+        }
+    }
+
+    /// The repository holding `path`: nested ones first (the deepest top
+    /// wins).
+    fn repo_of(&self, path: &Path) -> Option<&Repo> {
+        self.repos
+            .iter()
+            .filter(|r| path.starts_with(&r.top))
+            .max_by_key(|r| r.top.as_os_str().len())
+    }
+
+    /// The repository holding `path`, its commit and `path` within it.
+    fn in_commit<'a>(&'a self, path: &'a Path) -> Option<(&'a Repo, &'a str, &'a str)> {
+        let repo = self.repo_of(path)?;
+        let rel = path.strip_prefix(&repo.top).ok()?.to_str()?;
+        Some((repo, repo.commit.as_deref()?, rel))
     }
 
     /// What `path` held at the start.
@@ -104,13 +158,7 @@ impl Baseline {
         if let Some(c) = self.copies.get(path) {
             return c.clone();
         }
-        // Repositories nested in a folder first (the deepest top wins).
-        let repo = self
-            .repos
-            .iter()
-            .filter(|r| path.starts_with(&r.top))
-            .max_by_key(|r| r.top.as_os_str().len());
-        let Some(repo) = repo else {
+        let Some(repo) = self.repo_of(path) else {
             // Outside git, every file there at the start was copied or is
             // recorded as unknown.
             return Before::Absent;
@@ -145,8 +193,9 @@ impl Baseline {
     }
 }
 
-/// A file's content for the baseline, within the budget.
-fn copy(path: &Path, budget: &mut u64) -> Before {
+/// A file's content for the baseline, within the budget, and its
+/// permission bits when it is a file.
+fn copy(path: &Path, budget: &mut u64) -> (Before, Option<u32>) {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -155,22 +204,26 @@ fn copy(path: &Path, budget: &mut u64) -> Before {
             rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32,
         )
         .open(path);
+    use std::os::unix::fs::PermissionsExt;
     let Ok(file) = file else {
-        return Before::Absent;
+        return (Before::Absent, None);
     };
-    match file.metadata() {
-        Ok(m) if m.is_file() && m.len() <= MAX_SNAPSHOT_FILE && m.len() <= *budget => {}
-        Ok(m) if m.is_file() => return Before::Unknown,
-        _ => return Before::Absent,
+    let (mode, len) = match file.metadata() {
+        Ok(m) if m.is_file() => (m.permissions().mode() & 0o7777, m.len()),
+        _ => return (Before::Absent, None),
+    };
+    if len > MAX_SNAPSHOT_FILE || len > *budget {
+        return (Before::Unknown, Some(mode));
     }
     let mut bytes = Vec::new();
-    match file.take(MAX_SNAPSHOT_FILE + 1).read_to_end(&mut bytes) {
+    let before = match file.take(MAX_SNAPSHOT_FILE + 1).read_to_end(&mut bytes) {
         Ok(n) if (n as u64) <= MAX_SNAPSHOT_FILE => {
             *budget = budget.saturating_sub(n as u64);
             Before::Bytes(bytes)
         }
         _ => Before::Unknown,
-    }
+    };
+    (before, Some(mode))
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
@@ -283,6 +336,31 @@ mod tests {
         // Deleted before the session (still in the commit): created later,
         // it is new, not the commit's.
         assert_eq!(b.before(&root.join("gone.txt")), Before::Absent);
+    }
+
+    #[test]
+    fn a_file_comes_back_as_git_or_the_copy_had_it_and_a_link_is_not_a_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        run(&root, &["init", "-q"]);
+        std::fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::fs::write(root.join("plain.txt"), "p\n").unwrap();
+        std::os::unix::fs::symlink("plain.txt", root.join("link")).unwrap();
+        run(&root, &["add", "."]);
+        run(&root, &["commit", "-qm", "one"]);
+        std::fs::write(root.join("mine.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(root.join("mine.sh"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        let b = Baseline::take(std::slice::from_ref(&root), &[]);
+        assert_eq!(b.shape(&root.join("run.sh")), Shape::File(0o777));
+        assert_eq!(b.shape(&root.join("plain.txt")), Shape::File(0o666));
+        assert_eq!(b.shape(&root.join("link")), Shape::Link);
+        // Untracked, so copied: its own mode.
+        assert_eq!(b.shape(&root.join("mine.sh")), Shape::File(0o700));
+        assert_eq!(b.shape(&root.join("new.txt")), Shape::File(0o666));
     }
 
     #[test]

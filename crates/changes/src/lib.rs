@@ -26,7 +26,11 @@ pub mod baseline;
 mod view;
 pub mod watch;
 
-pub use baseline::Before;
+pub use baseline::{Before, Shape};
+
+/// The permission bits of a file created with nothing else to go by (less
+/// the umask), as editors and `touch` create them.
+const NEW_FILE_MODE: u32 = 0o666;
 pub use view::{ChangesView, FileStatus, FileView, HunkView};
 
 use baseline::Baseline;
@@ -110,6 +114,8 @@ pub enum ChangeError {
     Conflict(Box<Conflict>),
     #[error("nothing to undo")]
     NothingToUndo,
+    #[error("{0} was a symbolic link at the start; ccbridge restores files only (`git checkout -- {0}` restores it)")]
+    WasALink(String),
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
 }
@@ -267,6 +273,9 @@ struct Undo {
     path: String,
     from: Option<Arc<[u8]>>,
     to: Option<Arc<[u8]>>,
+    /// The permission bits `from` is created again with, when the revert
+    /// removed the file.
+    mode: u32,
 }
 
 #[derive(Debug, Default)]
@@ -595,7 +604,15 @@ impl Changes {
             };
             (e.now.clone(), to)
         };
-        self.write(path, now.clone(), to.map(Arc::from))?;
+        // A file deleted since the start comes back as it was.
+        let mode = match (&now, &to) {
+            (None, Some(_)) => match self.shape_at_start(path) {
+                Shape::File(mode) => mode,
+                Shape::Link => return Err(ChangeError::WasALink(path.to_owned())),
+            },
+            _ => NEW_FILE_MODE,
+        };
+        self.write(path, now.clone(), to.map(Arc::from), mode)?;
         Ok(())
     }
 
@@ -618,8 +635,8 @@ impl Changes {
     /// Undoes the last revert, if the file still holds what it wrote.
     pub fn undo(&self) -> Result<(), ChangeError> {
         let u = self.lock().undo.pop().ok_or(ChangeError::NothingToUndo)?;
-        match self.write_raw(&u.path, u.to.clone(), u.from.clone()) {
-            Ok(()) => {
+        match self.write_raw(&u.path, u.to.clone(), u.from.clone(), u.mode) {
+            Ok(_) => {
                 // The file is back to what the agent left: listed again.
                 self.refresh(&u.path, u.from, true);
                 Ok(())
@@ -631,30 +648,35 @@ impl Changes {
         }
     }
 
-    /// Writes `to` over `path` (which holds `from`), records it for undo
-    /// and updates the entry at once.
+    /// Writes `to` over `path` (which holds `from`; a file created gets
+    /// `mode`), records it for undo and updates the entry at once.
     fn write(
         &self,
         path: &str,
         from: Option<Arc<[u8]>>,
         to: Option<Arc<[u8]>>,
+        mode: u32,
     ) -> Result<(), ChangeError> {
-        self.write_raw(path, from.clone(), to.clone())?;
+        let removed = self.write_raw(path, from.clone(), to.clone(), mode)?;
         self.lock().undo.push(Undo {
             path: path.to_owned(),
             from,
             to: to.clone(),
+            mode: removed.unwrap_or(NEW_FILE_MODE),
         });
         self.refresh(path, to, true);
         Ok(())
     }
 
+    /// Writes `to` over `path` (`None`: removes it); a file created gets
+    /// `mode`. Returns a removed file's permission bits.
     fn write_raw(
         &self,
         path: &str,
         from: Option<Arc<[u8]>>,
         to: Option<Arc<[u8]>>,
-    ) -> Result<(), ChangeError> {
+        mode: u32,
+    ) -> Result<Option<u32>, ChangeError> {
         let expected = match &from {
             Some(b) => Expected::Bytes(b),
             None => Expected::Absent,
@@ -664,11 +686,13 @@ impl Changes {
             .insert(path.to_owned(), version_of(to.as_deref()));
         let ws = &self.shared.workspace;
         let result = match &to {
-            Some(bytes) => ws.replace(path, bytes, expected).map(|_| ()),
-            None => ws.remove(path, expected),
+            Some(bytes) => ws
+                .replace_creating(path, bytes, expected, mode)
+                .map(|_| None),
+            None => ws.remove(path, expected).map(Some),
         };
         match result {
-            Ok(()) => Ok(()),
+            Ok(removed) => Ok(removed),
             Err(WorkspaceError::Changed(_)) => {
                 let before = self
                     .lock()
@@ -772,6 +796,19 @@ impl Changes {
         baseline
             .as_deref()
             .map_or(Before::Unknown, |b| b.before(Path::new(path)))
+    }
+
+    /// What `path`, there at the start, is created again as.
+    fn shape_at_start(&self, path: &str) -> Shape {
+        let baseline = self
+            .shared
+            .baseline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        baseline
+            .as_deref()
+            .map_or(Shape::File(NEW_FILE_MODE), |b| b.shape(Path::new(path)))
     }
 
     /// Records that `path` is larger than the review reads.

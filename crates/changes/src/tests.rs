@@ -135,6 +135,96 @@ fn a_deleted_file_is_brought_back() {
     assert_eq!(r.read("gone.txt"), "was here\n");
 }
 
+/// This process's umask, from `/proc` (setting it to read it would race
+/// with the other tests' file creation).
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// A deleted script was brought back as 0644 (0666 less the umask): no
+/// longer executable. It comes back with the mode it had at the start; and
+/// a created one the revert removed comes back from undo with its own.
+#[test]
+fn regression_a_deleted_script_comes_back_executable() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = rig(&[("deploy.sh", "#!/bin/sh\necho deploy\n")]);
+    let script = r.root.join("deploy.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o751)).unwrap();
+    // The baseline is taken at the start: start again with the mode set.
+    let r = Rig {
+        changes: Changes::start(std::slice::from_ref(&r.root)).unwrap(),
+        ..r
+    };
+    r.wait("the review is ready", |v| v.ready);
+    std::fs::remove_file(&script).unwrap();
+    let f = r.listed("deploy.sh");
+    assert_eq!(f.status, FileStatus::Deleted);
+    r.changes.revert(&f.path, None, &f.version).unwrap();
+    assert_eq!(r.read("deploy.sh"), "#!/bin/sh\necho deploy\n");
+    assert_eq!(mode(&script), 0o751 & !umask());
+
+    let tool = r.root.join("tool.sh");
+    std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let f = r.wait("tool.sh listed as it is", |v| {
+        v.files.iter().any(|f| f.path == r.path("tool.sh"))
+    });
+    let f = f
+        .files
+        .into_iter()
+        .find(|f| f.path == r.path("tool.sh"))
+        .unwrap();
+    r.changes.revert(&f.path, None, &f.version).unwrap();
+    assert!(!tool.exists());
+    r.changes.undo().unwrap();
+    assert_eq!(mode(&tool), 0o700);
+}
+
+/// git's "content" of a symbolic link is its target's name: written back
+/// as a file it would be another file. Refused, nothing written.
+#[test]
+fn a_deleted_link_in_git_is_not_brought_back_as_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(root.join("target.txt"), "t\n").unwrap();
+    std::os::unix::fs::symlink("target.txt", root.join("link")).unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "one"]);
+    let r = Rig {
+        changes: Changes::start(std::slice::from_ref(&root)).unwrap(),
+        root,
+        _dir: dir,
+    };
+    r.wait("the review is ready", |v| v.ready);
+    std::fs::remove_file(r.root.join("link")).unwrap();
+    let f = r.listed("link");
+    let e = r.changes.revert(&f.path, None, &f.version).unwrap_err();
+    assert!(matches!(e, ChangeError::WasALink(_)), "{e}");
+    assert!(std::fs::symlink_metadata(r.root.join("link")).is_err());
+}
+
 #[test]
 fn a_revert_never_overwrites_a_newer_change() {
     let r = rig(&[("a.txt", "one\ntwo\n")]);

@@ -59,13 +59,27 @@ impl Workspace {
         bytes: &[u8],
         expected: Expected<'_>,
     ) -> Result<Written, WorkspaceError> {
+        self.replace_creating(path, bytes, expected, 0o666)
+    }
+
+    /// [`Self::replace`], a file it creates getting the permission bits
+    /// `mode` (less the umask) instead of 0666's: a file restored as it was
+    /// (an executable script stays executable). A file that exists keeps its
+    /// own.
+    pub fn replace_creating(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        expected: Expected<'_>,
+        mode: u32,
+    ) -> Result<Written, WorkspaceError> {
         let at = self.locate(path)?;
         let (Some(name), parent) = (at.rel.file_name(), at.rel.parent()) else {
             return Err(WorkspaceError::NotAFile(at.asked));
         };
         let name = name.to_owned();
         let (dir, made) = self.parent_dir(&at, parent.unwrap_or(Path::new("")))?;
-        let result = self.write_in(&dir, &name, bytes, expected, &at);
+        let result = self.write_in(&dir, &name, bytes, expected, mode, &at);
         if result.is_err() {
             // Directories made for this write go again (deepest first).
             for d in made.iter().rev() {
@@ -82,8 +96,9 @@ impl Workspace {
     /// Removes the file at `path` if it holds what `expected` says right
     /// before (else [`WorkspaceError::Changed`] and nothing is removed): the
     /// session review's revert of a file an agent created. A link or a
-    /// directory there is refused, never followed or emptied.
-    pub fn remove(&self, path: &str, expected: Expected<'_>) -> Result<(), WorkspaceError> {
+    /// directory there is refused, never followed or emptied. Returns the
+    /// removed file's permission bits, to create it again as it was.
+    pub fn remove(&self, path: &str, expected: Expected<'_>) -> Result<u32, WorkspaceError> {
         let at = self.locate(path)?;
         let (Some(name), parent) = (at.rel.file_name(), at.rel.parent()) else {
             return Err(WorkspaceError::NotAFile(at.asked));
@@ -94,15 +109,15 @@ impl Workspace {
             asked: at.asked.clone(),
         };
         let dir = self.open_beneath(&here, OFlags::RDONLY | OFlags::DIRECTORY)?;
-        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        let mode = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-                FileType::RegularFile => {}
+                FileType::RegularFile => st.st_mode & 0o7777,
                 FileType::Symlink => return Err(WorkspaceError::IsALink(at.asked.clone())),
                 _ => return Err(WorkspaceError::NotAFile(at.asked.clone())),
             },
             Err(rustix::io::Errno::NOENT) => return Err(WorkspaceError::NotFound(at.asked)),
             Err(e) => return Err(io_error(&at.asked, e)),
-        }
+        };
         if !holds(&dir, name, expected).map_err(|error| WorkspaceError::Io {
             path: at.asked.clone(),
             error,
@@ -111,7 +126,7 @@ impl Workspace {
         }
         rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| io_error(&at.asked, e))?;
         let _ = rustix::fs::fsync(&dir);
-        Ok(())
+        Ok(mode)
     }
 
     /// The parent directory's descriptor, creating what is missing of it;
@@ -173,6 +188,7 @@ impl Workspace {
         name: &std::ffi::OsStr,
         bytes: &[u8],
         expected: Expected<'_>,
+        new_mode: u32,
         at: &Located,
     ) -> Result<bool, WorkspaceError> {
         let err = |e| io_error(&at.asked, e);
@@ -185,7 +201,7 @@ impl Workspace {
             Err(rustix::io::Errno::NOENT) => (true, None),
             Err(e) => return Err(err(e)),
         };
-        let (temp, fd) = create_temp(dir, mode.unwrap_or(Mode::from_raw_mode(0o666)))
+        let (temp, fd) = create_temp(dir, mode.unwrap_or(Mode::from_raw_mode(new_mode & 0o7777)))
             .map_err(|e| io_error(&at.asked, e))?;
         let written = (|| {
             if let Some(mode) = mode {

@@ -40,7 +40,7 @@ pub(super) fn change_error(e: ccbridge_changes::DecideError) -> Response {
             .into_response(),
         E::NoChange(_) | E::NoHunk { .. } | E::NothingToUndo => error(StatusCode::NOT_FOUND, msg),
         E::Workspace(w) => workspace_error(w),
-        E::UnknownBefore(_) | E::NotText(_) => error(StatusCode::BAD_REQUEST, msg),
+        E::UnknownBefore(_) | E::NotText(_) | E::WasALink(_) => error(StatusCode::BAD_REQUEST, msg),
     }
 }
 
