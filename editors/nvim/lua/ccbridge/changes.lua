@@ -3,10 +3,11 @@
 --- a `claude` started elsewhere, a command), against what it held before.
 --- `:CCBridgeChanges` puts it in the quickfix list, one entry per hunk;
 --- `:CCBridgeChangeRevert` and `:CCBridgeChangeKeep` act on the hunk under
---- the cursor, in the file or on its quickfix entry. A decision names the
---- hunk's key and the file's version, so it reaches that hunk only and
---- never a file that changed since the list was made. The list follows
---- `changesChanged` while it is the current quickfix list.
+--- the cursor, in the file (refused while it has unsaved changes) or on its
+--- quickfix entry. A decision names the hunk's key and the file's version,
+--- so it reaches that hunk only and never a file that changed since the
+--- list was made. The list follows `changesChanged` while it is the current
+--- quickfix list.
 local M = {}
 
 local TITLE = "ccbridge: changes"
@@ -92,6 +93,22 @@ function M.hunk_at(list, path, line)
   end
 end
 
+--- Why the hunk under the cursor of this buffer cannot be decided, or nil.
+--- The list's lines are the file's on disk: in a buffer with unsaved
+--- changes the cursor's line may be another line there (lines inserted
+--- above it), and the decision would reach the wrong hunk. A quickfix
+--- entry names its hunk itself, so it is never refused.
+---@param buf {name: string, buftype: string, modified: boolean, picked: boolean} the buffer (`picked`: the target is the quickfix entry under the cursor)
+---@return string?
+function M.refusal(buf)
+  if buf.picked or buf.buftype ~= "" or buf.name == "" or not buf.modified then
+    return nil
+  end
+  return ("%s has unsaved changes: write or undo them first, so the line under the cursor is the file's"):format(
+    vim.fn.fnamemodify(buf.name, ":t")
+  )
+end
+
 --- Keeps or reverts the hunk under the cursor.
 ---@param action "keep"|"revert"
 function M.act(action)
@@ -102,6 +119,16 @@ function M.act(action)
     if type(target) ~= "table" or not target.key then
       target = nil
     end
+  end
+  local refused = M.refusal({
+    name = vim.api.nvim_buf_get_name(0),
+    buftype = vim.bo.buftype,
+    modified = vim.bo.modified,
+    picked = target ~= nil,
+  })
+  if refused then
+    vim.notify("ccbridge: " .. refused, vim.log.levels.WARN)
+    return
   end
   local path = vim.fn.resolve(vim.fn.fnamemodify(vim.api.nvim_buf_get_name(0), ":p"))
   local line = vim.fn.line(".") - 1
