@@ -76,12 +76,7 @@
 (declare-function flymake-diagnostic-type "flymake" (diag))
 (declare-function flymake-diagnostics "flymake" (&optional beg end))
 (declare-function make-term "term" (name program &optional startfile &rest switches))
-(declare-function smerge-keep-lower "smerge-mode" ())
-(declare-function smerge-keep-upper "smerge-mode" ())
-(declare-function smerge-match-conflict "smerge-mode" ())
 (declare-function smerge-mode "smerge-mode" (&optional arg))
-(declare-function smerge-next "smerge-mode" (&optional count))
-(declare-function smerge-prev "smerge-mode" (&optional count))
 (declare-function term-char-mode "term" ())
 (declare-function term-mode "term" ())
 (declare-function vterm-mode "ext:vterm" ())
@@ -284,7 +279,7 @@ Version 3 adds the other agents (Gemini CLI, Qwen Code) to the
 (cl-defstruct (ccbridge--review (:constructor ccbridge--review-create)
                                 (:copier nil))
   "A proposal under review."
-  id session path tab-name original new-file eol crlf agent client-id
+  id session path tab-name original original-read new-file crlf agent client-id
   hunks whole
   buffer orig-buffer control window-config window prev-window view
   decided closed)
@@ -475,43 +470,121 @@ must be natural numbers"))
       (error "the hunks leave the texts' ends unequal (%d and %d lines)" n m))
     (nreverse out)))
 
+(defun ccbridge--crlf-p (&rest texts)
+  "Whether every line break of TEXTS is CRLF, and they have one.
+Only then are the texts reviewed with LF line ends and CRLF put back
+by `ccbridge--final-text'; in a text with mixed line ends each
+\"\\r\" stays part of its line, so the lines come back as they were."
+  (and (cl-some (lambda (text) (string-search "\n" text)) texts)
+       (not (cl-some (lambda (text) (string-match-p "\\(?:\\`\\|[^\r]\\)\n" text))
+                     texts))))
+
+(defun ccbridge--conflict-marker (kind label)
+  "A conflict marker line of KIND, `start', `separator' or `end', saying LABEL.
+The line, its newline included, carries the text property
+`ccbridge-conflict-marker' with the value KIND: that property, not
+the line's text, makes it a marker (see `ccbridge--conflict-parts').
+Text typed next to it does not inherit the property."
+  (propertize (concat label "\n") 'ccbridge-conflict-marker kind 'rear-nonsticky t))
+
+(defun ccbridge--conflict-lines (text crlf)
+  "TEXT's lines, as a vector of strings each ending in a newline.
+If CRLF, line ends are \"\\r\\n\" and lose their \"\\r\".  A last
+line without a newline gets one, with the text property
+`ccbridge-no-newline' (see `ccbridge--resolve-conflicts')."
+  (pcase-let* ((`(,lines . ,eol)
+                (ccbridge--split-lines (if crlf (string-replace "\r\n" "\n" text) text)))
+               (v (vconcat (mapcar (lambda (l) (concat l "\n")) lines)))
+               (n (length v)))
+    (when (and (> n 0) (not eol))
+      (aset v (1- n) (concat (substring (aref v (1- n)) 0 -1)
+                             (propertize "\n" 'ccbridge-no-newline t
+                                         'rear-nonsticky t))))
+    v))
+
 (defun ccbridge--conflict-text (original proposed hunks &optional agent)
   "The review text of PROPOSED against ORIGINAL, both strings.
 Every hunk of HUNKS (as `ccbridge--parse-hunks' returns them) is a
 conflict: ORIGINAL's lines above, PROPOSED's below, labelled with
-AGENT's name.  Lines end in newlines, CRLF ends included (the final
-text gets the proposal's line ends back)."
-  (let* ((va (vconcat (car (ccbridge--split-lines
-                            (string-replace "\r\n" "\n" original)))))
-         (vb (vconcat (car (ccbridge--split-lines
-                            (string-replace "\r\n" "\n" proposed)))))
+AGENT's name.  The marker lines carry the text property
+`ccbridge-conflict-marker' (see `ccbridge--conflict-marker'), so
+the file's own lines are never taken for markers, whatever they
+look like.  Lines end in newlines: LF ones, with \"\\r\" dropped, when
+every line break of both texts is CRLF (`ccbridge--crlf-p'; the
+final text gets CRLF back), otherwise as they are, a \"\\r\" part of
+its line.  A last line without a newline gets a marked one (see
+`ccbridge--conflict-lines')."
+  (let* ((crlf (ccbridge--crlf-p original proposed))
+         (va (ccbridge--conflict-lines original crlf))
+         (vb (ccbridge--conflict-lines proposed crlf))
          (bi 0) (out nil))
     (dolist (h hunks)
       (pcase-let ((`(,as ,ac ,bs ,bc) h))
         (while (< bi bs) (push (aref vb bi) out) (cl-incf bi))
-        (push "<<<<<<< original" out)
+        (push (ccbridge--conflict-marker 'start "<<<<<<< original") out)
         (dotimes (i ac) (push (aref va (+ as i)) out))
-        (push "=======" out)
+        (push (ccbridge--conflict-marker 'separator "=======") out)
         (dotimes (i bc) (push (aref vb (+ bs i)) out))
-        (push (format ">>>>>>> %s" (or agent "Claude")) out)
+        (push (ccbridge--conflict-marker 'end (format ">>>>>>> %s" (or agent "Claude")))
+              out)
         (setq bi (+ bs bc))))
     (while (< bi (length vb)) (push (aref vb bi) out) (cl-incf bi))
-    (mapconcat (lambda (l) (concat l "\n")) (nreverse out) "")))
+    (apply #'concat (nreverse out))))
+
+(defun ccbridge--conflict-parts (&optional object)
+  "OBJECT, a string or (if nil) the current buffer, cut at ccbridge's markers.
+The markers are the text with the property `ccbridge-conflict-marker'
+\(see `ccbridge--conflict-text'); a line of the file that only looks
+like one is text.  Return a list of (PART BEG END N), in order,
+covering OBJECT (of a buffer, its accessible portion): PART is
+`marker' for a marker, `upper' or `lower' for text of a side of
+conflict N (counted from 0), `text' for text outside conflicts (N
+nil).  A `start' marker begins a conflict and its upper side, a
+`separator' after it the lower side, an `end' marker ends the
+conflict.  A marker the user deleted is simply missing: a conflict
+without its end ends where the next begins.  A marker out of place
+\(a separator or an end outside a conflict, a second separator)
+belongs to no side."
+  (let ((pos (if object 0 (point-min)))
+        (limit (if object (length object) (point-max)))
+        (state 'text) (n -1) (parts nil))
+    (while (< pos limit)
+      (let ((kind (get-text-property pos 'ccbridge-conflict-marker object))
+            (next (next-single-property-change pos 'ccbridge-conflict-marker
+                                               object limit)))
+        (pcase kind
+          ('nil)
+          ('start (setq state 'upper n (1+ n)))
+          ('separator (when (eq state 'upper) (setq state 'lower))))
+        (push (list (if kind 'marker state) pos next (and (not (eq state 'text)) n))
+              parts)
+        (when (and kind (not (memq kind '(start separator))))
+          (setq state 'text))
+        (setq pos next)))
+    (nreverse parts)))
 
 (defun ccbridge--resolve-conflicts (text side)
-  "TEXT with every conflict replaced by its SIDE, `upper' or `lower'."
-  (let ((state 'out) (out nil))
-    (dolist (line (split-string text "\n"))
-      (cond
-       ((and (eq state 'out) (string-prefix-p "<<<<<<< " line)) (setq state 'upper))
-       ((and (eq state 'upper) (string-prefix-p "||||||| " line)) (setq state 'base))
-       ((and (memq state '(upper base)) (string= "=======" line)) (setq state 'lower))
-       ((and (eq state 'lower) (string-prefix-p ">>>>>>> " line)) (setq state 'out))
-       ((or (eq state 'out) (eq state side)) (push line out))))
-    (mapconcat #'identity (nreverse out) "\n")))
+  "TEXT with every conflict replaced by its SIDE, `upper' or `lower'.
+The conflicts are those ccbridge marked (`ccbridge--conflict-parts'),
+so TEXT must have its text properties; the markers go.  When the
+result ends in the newline `ccbridge--conflict-lines' added to a last
+line that had none, that newline goes too.  Return a string without
+text properties."
+  (let ((kept (mapconcat (lambda (part)
+                           (if (memq (car part) (list 'text side))
+                               (substring text (nth 1 part) (nth 2 part))
+                             ""))
+                         (ccbridge--conflict-parts text) "")))
+    (substring-no-properties
+     (if (and (string-suffix-p "\n" kept)
+              (get-text-property (1- (length kept)) 'ccbridge-no-newline kept))
+         (substring kept 0 -1)
+       kept))))
 
 (defun ccbridge--final-text (text eol crlf)
-  "TEXT as the file should hold it: a final newline if EOL, CRLF if CRLF."
+  "TEXT as the file should hold it: a final newline if EOL, CRLF if CRLF.
+CRLF is for a review whose texts have only CRLF line breaks (see
+`ccbridge--crlf-p'): TEXT has them as LF, and every one becomes CRLF."
   (let ((body (string-remove-suffix "\n" text)))
     (when eol (setq body (concat body "\n")))
     (if crlf (string-replace "\n" "\r\n" body) body)))
@@ -1545,7 +1618,7 @@ reverted: M-x revert-buffer takes the file's text, C-x C-s keeps yours"
                                 :code -32602
                                 :message (format "showDiff: %s"
                                                  (error-message-string err)))))))
-          (crlf (and (string-search "\r\n" proposed) t)))
+          (crlf (ccbridge--crlf-p (if (stringp original) original "") proposed)))
       (when (and (not value) (or (stringp original) new-file))
         (ccbridge--once 'no-hunks :warning
                         "this ccbridge sends no hunks (it is older than \
@@ -1556,20 +1629,19 @@ ccbridge.el): update it to decide proposals hunk by hunk"))
                 :id id :session session :path path
                 :tab-name (plist-get params :tabName)
                 :original (if (stringp original) original "")
+                :original-read (stringp original)
                 :new-file new-file
                 ;; Without the sidecar's hunks (an unreadable original)
                 ;; only the whole proposal is decided: no diff is made
                 ;; up here.
                 :hunks hunks :whole (not value)
-                :eol (string-suffix-p "\n" proposed)
                 :crlf crlf
                 :agent (ccbridge--agent-name params)
                 :client-id (plist-get params :clientId)
                 :view ccbridge-diff-view
                 :prev-window (selected-window))))
         (push r (ccbridge--session-reviews session))
-        (run-at-time 0 nil #'ccbridge--review-open r
-                     (if crlf (string-replace "\r\n" "\n" proposed) proposed))
+        (run-at-time 0 nil #'ccbridge--review-open r proposed)
         (force-mode-line-update t)
         nil))))
 
@@ -1641,13 +1713,33 @@ hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
        (ccbridge--message "could not open the review: %s" (error-message-string err))
        (ccbridge--review-decide r "dismissed")))))
 
+(defun ccbridge--review-lf (r text)
+  "TEXT with LF line ends if review R's texts have only CRLF ones."
+  (if (ccbridge--review-crlf r) (string-replace "\r\n" "\n" text) text))
+
+(defun ccbridge--lookalike-markers-p ()
+  "Non-nil if the current buffer has a lookalike conflict marker.
+That is a line `smerge-mode' takes for a conflict marker but ccbridge
+did not insert (see `ccbridge--conflict-parts'): the file's own."
+  (save-excursion
+    (save-restriction
+      (widen)
+      (goto-char (point-min))
+      (let ((found nil))
+        (while (and (not found)
+                    (re-search-forward
+                     "^\\(?:<<<<<<< \\|||||||| \\|=======$\\|>>>>>>> \\)" nil t))
+          (setq found (not (get-text-property (match-beginning 0)
+                                              'ccbridge-conflict-marker))))
+        found))))
+
 (defun ccbridge--review-open-smerge (r proposed)
   "Show review R in one buffer of smerge conflicts of PROPOSED."
   (require 'smerge-mode)
   (let ((buf (ccbridge--make-review-buffer
               r "proposal"
               (if (ccbridge--review-whole r)
-                  proposed
+                  (ccbridge--review-lf r proposed)
                 (ccbridge--conflict-text (ccbridge--review-original r) proposed
                                          (ccbridge--review-hunks r)
                                          (ccbridge--review-agent r))))))
@@ -1656,9 +1748,16 @@ hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
       (smerge-mode 1)
       (ccbridge-review-mode 1)
       (setq header-line-format '(:eval (ccbridge--review-header ccbridge--current-review)))
-      ;; On the first hunk: `smerge-next' would skip one on the first line.
-      (unless (looking-at-p "<<<<<<< ")
-        (ignore-errors (smerge-next))))
+      ;; On the first hunk.
+      (when-let ((first (car (ccbridge--review-conflicts))))
+        (goto-char (nth 1 first)))
+      (when (and (not (ccbridge--review-whole r)) (ccbridge--lookalike-markers-p))
+        (ccbridge--message
+         "%s has lines that look like conflict markers: decide its hunks with %s, \
+not smerge's own commands, which go by the text"
+         (file-name-nondirectory (ccbridge--review-path r))
+         (substitute-command-keys
+          "\\<ccbridge-review-mode-map>\\[ccbridge-review-accept-hunk] and \\[ccbridge-review-reject-hunk]"))))
     (let ((win (display-buffer buf ccbridge-review-display-action)))
       (setf (ccbridge--review-window r) win)
       (when (and win ccbridge-review-focus) (select-window win)))))
@@ -1666,8 +1765,9 @@ hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
 (defun ccbridge--review-open-ediff (r proposed)
   "Show review R in ediff: the original against PROPOSED."
   (require 'ediff)
-  (let ((orig (ccbridge--make-review-buffer r "original" (ccbridge--review-original r)))
-        (prop (ccbridge--make-review-buffer r "proposal" proposed))
+  (let ((orig (ccbridge--make-review-buffer
+               r "original" (ccbridge--review-lf r (ccbridge--review-original r))))
+        (prop (ccbridge--make-review-buffer r "proposal" (ccbridge--review-lf r proposed)))
         (ediff-window-setup-function #'ediff-setup-windows-plain))
     (setf (ccbridge--review-orig-buffer r) orig
           (ccbridge--review-buffer r) prop
@@ -1699,13 +1799,16 @@ hunk  \\[ccbridge-review-next-hunk]/\\[ccbridge-review-previous-hunk] next/prev"
 (defun ccbridge--review-text (r)
   "Return the text of review R's proposal as the file should have it."
   (with-current-buffer (ccbridge--review-buffer r)
-    (let ((text (save-restriction (widen) (buffer-substring-no-properties
-                                           (point-min) (point-max)))))
-      (ccbridge--final-text
-       (if (eq (ccbridge--review-view r) 'smerge)
-           (ccbridge--resolve-conflicts text 'lower)
-         text)
-       (ccbridge--review-eol r) (ccbridge--review-crlf r)))))
+    ;; With its text properties: they tell ccbridge's conflict markers.
+    (let* ((text (save-restriction (widen) (buffer-substring (point-min) (point-max))))
+           (resolved (if (and (eq (ccbridge--review-view r) 'smerge)
+                              (not (ccbridge--review-whole r)))
+                         (ccbridge--resolve-conflicts text 'lower)
+                       (substring-no-properties text))))
+      ;; The final newline is the buffer's: a last line without one
+      ;; has none (see `ccbridge--conflict-lines').
+      (ccbridge--final-text resolved (string-suffix-p "\n" resolved)
+                            (ccbridge--review-crlf r)))))
 
 (defun ccbridge--review-decide (r decision &optional text)
   "Send review R's DECISION (with TEXT when accepted) and close it."
@@ -1782,8 +1885,10 @@ the file, its buffer is reverted."
 
 (defun ccbridge-review-accept (&optional force)
   "Accept the proposal under review as it stands, your edits included.
-Undecided hunks are accepted.  If your own buffer of the file has
-unsaved changes, this is refused unless FORCE (a prefix argument)."
+Undecided hunks are accepted.  The original's text given back is sent
+as a rejection, but a new file is accepted whatever its text, even
+empty.  If your own buffer of the file has unsaved changes, this is
+refused unless FORCE (a prefix argument)."
   (interactive "P")
   (let* ((r (ccbridge--this-review))
          (own (find-buffer-visiting (ccbridge--review-path r))))
@@ -1795,60 +1900,112 @@ anyway with %s (your buffer keeps its text and is not reverted)"
          (substitute-command-keys
           "\\[universal-argument] \\<ccbridge-review-mode-map>\\[ccbridge-review-accept]"))
       (let ((text (ccbridge--review-text r)))
-        (ccbridge--review-decide
-         r (if (equal text (ccbridge--review-original r)) "rejected" "accepted")
-         text)))))
+        (ccbridge--review-decide r (ccbridge--accept-decision r text) text)))))
+
+(defun ccbridge--accept-decision (r text)
+  "The decision accepting review R with TEXT sends.
+\"rejected\" when TEXT is the original of an existing file, as read;
+\"accepted\" otherwise, and always for a new file (whose original is
+absent, not the empty text) or one ccbridge could not read."
+  (if (and (not (ccbridge--review-new-file r))
+           (ccbridge--review-original-read r)
+           (equal text (ccbridge--review-original r)))
+      "rejected"
+    "accepted"))
 
 (defun ccbridge-review-reject ()
   "Reject the proposal under review."
   (interactive)
   (ccbridge--review-decide (ccbridge--this-review) "rejected"))
 
+(defun ccbridge--review-conflicts ()
+  "The conflicts ccbridge marked in the current buffer, as (N BEG END).
+In order: N counts them from 0 (see `ccbridge--conflict-parts'), BEG
+is where the conflict's start marker begins and END where it ends,
+after its end marker (or where the next begins, if that is gone).
+Decided hunks are no conflicts any more."
+  (save-restriction
+    (widen)
+    (let ((out nil))
+      (dolist (part (ccbridge--conflict-parts))
+        (when-let ((n (nth 3 part)))
+          (if (eql n (car (car out)))
+              (setf (nth 2 (car out)) (nth 2 part))
+            (push (list n (nth 1 part) (nth 2 part)) out))))
+      (nreverse out))))
+
 (defun ccbridge--hunk-here ()
-  "Put point in the conflict at point or the next one; nil if none."
+  "The undecided hunk at point or the next one below, as (N BEG END).
+Never one above point: when none is at or below point, say so
+\(undecided hunks may be left above) and return nil."
   (let ((r (ccbridge--this-review)))
     (unless (eq (ccbridge--review-view r) 'smerge)
       (user-error "ccbridge: hunk commands work in the smerge view; in \
 ediff, `a' in the control panel takes the original's hunk back"))
-    (or (ignore-errors (smerge-match-conflict) t)
-        (ignore-errors (smerge-next) t)
-        (ignore-errors (smerge-prev) t))))
+    (let ((hunks (ccbridge--review-conflicts)))
+      (or (cl-find-if (lambda (hunk) (> (nth 2 hunk) (point))) hunks)
+          (progn (ccbridge--message (if hunks
+                                        "no undecided hunk at or below point"
+                                      "no hunk left"))
+                 nil)))))
+
+(defun ccbridge--hunk-keep (side)
+  "Keep SIDE, `upper' or `lower', of the hunk at point or the next below.
+The hunk's markers go with the other side; nothing outside it changes.
+Point goes to where the hunk was."
+  (when-let ((hunk (ccbridge--hunk-here)))
+    (save-restriction
+      (widen)
+      ;; From the end, so the positions before stay right.
+      (dolist (part (reverse (ccbridge--conflict-parts)))
+        (when (and (eql (nth 3 part) (car hunk)) (not (eq (car part) side)))
+          (delete-region (nth 1 part) (nth 2 part)))))
+    (goto-char (nth 1 hunk))
+    (ccbridge--hunk-done)))
 
 (defun ccbridge--hunk-done ()
   "Say what is left after a hunk was decided."
-  (unless (save-excursion (goto-char (point-min))
-                          (re-search-forward "^<<<<<<< " nil t))
+  (unless (ccbridge--review-conflicts)
     (ccbridge--message "no hunk left: %s finishes the review"
                        (substitute-command-keys
                         "\\<ccbridge-review-mode-map>\\[ccbridge-review-accept]"))))
 
 (defun ccbridge-review-accept-hunk ()
-  "Accept the proposal's hunk at point (or the next one)."
+  "Accept the proposal's hunk at point, or the next one below point.
+A hunk above point is never taken: with none at or below point,
+nothing changes.  Only the markers ccbridge inserted count, so lines
+of the file that look like conflict markers are left alone."
   (interactive)
-  (if (not (ccbridge--hunk-here))
-      (ccbridge--message "no hunk left")
-    (smerge-keep-lower)
-    (ccbridge--hunk-done)))
+  (ccbridge--hunk-keep 'lower))
 
 (defun ccbridge-review-reject-hunk ()
-  "Reject the proposal's hunk at point (or the next one): keep the original."
+  "Reject the proposal's hunk at point, or the next one below point.
+The hunk gets the original's lines back.  A hunk above point is never
+taken: with none at or below point, nothing changes.  Only the
+markers ccbridge inserted count, so lines of the file that look like
+conflict markers are left alone."
   (interactive)
-  (if (not (ccbridge--hunk-here))
-      (ccbridge--message "no hunk left")
-    (smerge-keep-upper)
-    (ccbridge--hunk-done)))
+  (ccbridge--hunk-keep 'upper))
 
 (defun ccbridge-review-next-hunk ()
   "Move to the next undecided hunk."
   (interactive)
   (ccbridge--this-review)
-  (smerge-next))
+  (let ((hunk (cl-find-if (lambda (hunk) (> (nth 1 hunk) (point)))
+                          (ccbridge--review-conflicts))))
+    (if hunk
+        (goto-char (nth 1 hunk))
+      (user-error "ccbridge: no next hunk"))))
 
 (defun ccbridge-review-previous-hunk ()
   "Move to the previous undecided hunk."
   (interactive)
   (ccbridge--this-review)
-  (smerge-prev))
+  (let ((hunk (car (last (cl-remove-if-not (lambda (hunk) (< (nth 1 hunk) (point)))
+                                           (ccbridge--review-conflicts))))))
+    (if hunk
+        (goto-char (nth 1 hunk))
+      (user-error "ccbridge: no previous hunk"))))
 
 (defvar ccbridge-review-mode-map
   (let ((map (make-sparse-keymap)))
@@ -1869,8 +2026,13 @@ ediff, `a' in the control panel takes the original's hunk back"))
 \\[ccbridge-review-accept] to accept its text (undecided hunks
 are accepted) or \\[ccbridge-review-reject] to reject it.  In the
 smerge view, \\[ccbridge-review-accept-hunk] and
-\\[ccbridge-review-reject-hunk] decide the hunk at point, and the
-`smerge-mode' commands work too.  Saving the buffer accepts, as
+\\[ccbridge-review-reject-hunk] decide the hunk at point, or the
+next one below (never one above).  They, and accepting, know the
+markers ccbridge inserted by a text property, so the file's own lines
+that look like conflict markers stay text.  The `smerge-mode'
+commands work too, but find conflicts by their text: in a file with
+such lines (you are told when the review opens), they can take the
+file's lines for markers.  Saving the buffer accepts, as
 \\[ccbridge-review-accept] does.  Killing the buffer
 rejects (see `ccbridge-review-on-close').
 

@@ -4,7 +4,7 @@
 
 ;; The parts of ccbridge.el that need no sidecar: positions (UTF-16
 ;; columns, surrogate pairs), the messages sent to the sidecar, the
-;; sidecar's hunks and the review's conflict text, the agent terminal's
+;; sidecar's hunks, the review's conflict text and its commands, the agent terminal's
 ;; environment, the mode line.  The behaviour with a real Emacs, the real sidecar and
 ;; a WebSocket client playing Claude is tested from Rust
 ;; (crates/ccbridge/tests/it/emacs_package.rs), which also runs this file:
@@ -283,12 +283,202 @@
   (should (equal (ccbridge--final-text "" nil nil) "")))
 
 (ert-deftest ccbridge-test-resolving-keeps-edits-outside-and-inside-conflicts ()
-  (let ((text (concat "edited top\n<<<<<<< original\nold\n=======\nnew, edited\n"
-                      ">>>>>>> Claude\nbottom\n")))
+  (let ((text (ccbridge--conflict-text "top\nold\nbottom\n" "top\nnew\nbottom\n"
+                                       '((1 1 1 1)))))
+    (with-temp-buffer
+      (insert text)
+      (goto-char (point-min))
+      (insert "edited ")
+      (search-forward "new")
+      (insert ", edited")
+      (setq text (buffer-string)))
     (should (equal (ccbridge--resolve-conflicts text 'lower)
                    "edited top\nnew, edited\nbottom\n"))
     (should (equal (ccbridge--resolve-conflicts text 'upper)
                    "edited top\nold\nbottom\n"))))
+
+;; Defect: the conflicts were found by the text of their lines, so a
+;; file's own lines that look like markers were taken for markers.
+(ert-deftest ccbridge-test-lines-that-look-like-markers-are-the-files-text ()
+  ;; A heading underlined with exactly seven `='.
+  (let* ((original "Install\n=======\n\nRun it.\n")
+         (proposed "Installation\n============\n\nRun it.\n")
+         (text (ccbridge--conflict-text original proposed '((0 2 0 2)))))
+    (should (equal (ccbridge--resolve-conflicts text 'lower) proposed))
+    (should (equal (ccbridge--resolve-conflicts text 'upper) original)))
+  ;; An unchanged block of markers, and a hunk elsewhere.
+  (let* ((block "<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n")
+         (original (concat block "x = 1\n"))
+         (proposed (concat block "x = 2\n"))
+         (text (ccbridge--conflict-text original proposed '((5 1 5 1)))))
+    (should (equal (ccbridge--resolve-conflicts text 'lower) proposed))
+    (should (equal (ccbridge--resolve-conflicts text 'upper) original)))
+  ;; Marker lines the user wrote into the proposal's side are kept too.
+  (let ((text (ccbridge--conflict-text "a\nold\n" "a\nnew\n" '((1 1 1 1)))))
+    (with-temp-buffer
+      (insert text)
+      (goto-char (point-min))
+      (search-forward "\nnew\n")
+      (insert "=======\n>>>>>>> mine\n<<<<<<< yours\n")
+      ;; Typed right after a marker line: not part of the marker.
+      (search-backward "\nnew\n")
+      (forward-char 1)
+      (insert-and-inherit "typed ")
+      (setq text (buffer-string)))
+    (should (equal (ccbridge--resolve-conflicts text 'lower)
+                   "a\ntyped new\n=======\n>>>>>>> mine\n<<<<<<< yours\n"))
+    (should (equal (ccbridge--resolve-conflicts text 'upper) "a\nold\n"))))
+
+(defmacro ccbridge-test-with-review (params &rest body)
+  "Open a smerge review of showDiff PARAMS and run BODY in its buffer.
+Timers run at once.  Return (NOTIFICATIONS . MESSAGES): what was sent
+to the sidecar, as (METHOD . PARAMS), and the messages shown."
+  (declare (indent 1))
+  `(let ((sent nil) (said nil)
+         (ccbridge-reload nil) (ccbridge-review-focus nil)
+         (ccbridge-diff-view 'smerge)
+         (session (ccbridge--session-create :root "/ws")))
+     (cl-letf (((symbol-function 'run-at-time)
+                (lambda (_time _repeat fn &rest args) (apply fn args)))
+               ((symbol-function 'ccbridge--notify)
+                (lambda (_session method params) (push (cons method params) sent)))
+               ((symbol-function 'message)
+                (lambda (fmt &rest args) (push (apply #'format fmt args) said))))
+       (ccbridge--show-diff session (append '(:id 1 :newFilePath "/ws/a.txt") ,params))
+       (with-current-buffer (ccbridge--review-buffer
+                             (car (ccbridge--session-reviews session)))
+         ,@body))
+     (cons (nreverse sent) (nreverse said))))
+
+(ert-deftest ccbridge-test-hunk-commands-take-only-ccbridges-markers ()
+  (let* ((block "<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n")
+         (original (concat "a\n" block "z\n"))
+         (proposed (concat "A\n" block "Z\n"))
+         (result
+          (ccbridge-test-with-review
+              (list :originalContents original :proposedContents proposed
+                    :hunks (ccbridge-test-hunks
+                            "[{\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 0, \"newLines\": 1},
+                              {\"oldStart\": 6, \"oldLines\": 1, \"newStart\": 6, \"newLines\": 1}]"))
+            ;; On the first hunk: reject it.
+            (should (looking-at-p "<<<<<<< original\na\n"))
+            (ccbridge-review-reject-hunk)
+            ;; The next below is the last hunk, not the file's block.
+            (ccbridge-review-accept-hunk)
+            (should (equal (buffer-string) (concat "a\n" block "Z\n")))
+            (ccbridge-review-accept))))
+    (should (equal (car result)
+                   `(("diffResolved" :id 1 :decision "accepted"
+                                   :contents ,(concat "a\n" block "Z\n")))))
+    (should (cl-some (lambda (m) (string-search "look like conflict markers" m))
+                     (cdr result)))))
+
+;; Defect: C-c C-a below the last hunk accepted the hunk above point.
+(ert-deftest ccbridge-test-a-hunk-command-never-takes-a-hunk-above-point ()
+  (let ((result
+         (ccbridge-test-with-review
+             (list :originalContents "a\nb\nc\n" :proposedContents "A\nb\nc\n"
+                   :hunks (ccbridge-test-hunks
+                           "[{\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 0, \"newLines\": 1}]"))
+           (let ((before (buffer-string)))
+             (goto-char (point-max))
+             (ccbridge-review-accept-hunk)
+             (ccbridge-review-reject-hunk)
+             (should (equal (buffer-string) before))
+             ;; On the last line of the hunk, it is the one at point.
+             (goto-char (point-min))
+             (search-forward ">>>>>>> Claude")
+             (ccbridge-review-reject-hunk)
+             (should (equal (buffer-string) "a\nb\nc\n"))
+             (ccbridge-review-accept-hunk)))))
+    (should (equal (cdr result)
+                   '("ccbridge: no undecided hunk at or below point"
+                     "ccbridge: no undecided hunk at or below point"
+                     "ccbridge: no hunk left: C-c C-c finishes the review"
+                     "ccbridge: no hunk left")))
+    (should-not (car result))))
+
+;; Defect: accepting an empty new file was sent as a rejection.
+(ert-deftest ccbridge-test-accepting-a-new-file-accepts-even-an-empty-one ()
+  (should (equal (car (ccbridge-test-with-review
+                          (list :originalContents nil :isNewFile t :proposedContents ""
+                                :hunks (ccbridge-test-hunks "[]"))
+                        (ccbridge-review-accept)))
+                 '(("diffResolved" :id 1 :decision "accepted" :contents ""))))
+  ;; An existing file given back its text is still a rejection.
+  (should (equal (car (ccbridge-test-with-review
+                          (list :originalContents "a\n" :isNewFile :json-false
+                                :proposedContents "b\n"
+                                :hunks (ccbridge-test-hunks
+                                        "[{\"oldStart\": 0, \"oldLines\": 1, \"newStart\": 0, \"newLines\": 1}]"))
+                        (ccbridge-review-reject-hunk)
+                        (ccbridge-review-accept)))
+                 '(("diffResolved" :id 1 :decision "rejected")))))
+
+;; Defect: a file with mixed line ends came back with CRLF everywhere.
+(ert-deftest ccbridge-test-mixed-line-ends-come-back-as-they-were ()
+  (let* ((original "a\r\nb\nc\r\n")
+         (proposed "a\r\nB\nc\r\n")
+         (text (ccbridge--conflict-text original proposed '((1 1 1 1)))))
+    (should (equal (ccbridge--resolve-conflicts text 'lower) proposed))
+    (should (equal (ccbridge--resolve-conflicts text 'upper) original)))
+  ;; Through the review buffer and its commands.
+  (let ((hunks "[{\"oldStart\": 1, \"oldLines\": 1, \"newStart\": 1, \"newLines\": 1}]"))
+    (should (equal (car (ccbridge-test-with-review
+                            (list :originalContents "a\nb\r\nc\n"
+                                  :proposedContents "a\nB\r\nc\n"
+                                  :hunks (ccbridge-test-hunks hunks))
+                          (ccbridge-review-accept)))
+                   '(("diffResolved" :id 1 :decision "accepted"
+                      :contents "a\nB\r\nc\n"))))
+    ;; All CRLF: shown with LF ends, given back with CRLF.
+    (should (equal (car (ccbridge-test-with-review
+                            (list :originalContents "a\r\nb\r\nc"
+                                  :proposedContents "a\r\nB\r\nc"
+                                  :hunks (ccbridge-test-hunks hunks))
+                          (should-not (string-search "\r" (buffer-string)))
+                          (goto-char (point-max))
+                          (insert "d\n")
+                          (ccbridge-review-accept)))
+                   '(("diffResolved" :id 1 :decision "accepted"
+                      :contents "a\r\nB\r\nc\r\nd\r\n")))))
+  (should (ccbridge--crlf-p "a\r\nb\r\n" "c\r\nd"))
+  (should-not (ccbridge--crlf-p "a\r\nb\n"))
+  (should-not (ccbridge--crlf-p "a\r\nb\r\n" "c\nd\r\n"))
+  (should-not (ccbridge--crlf-p "" "abc")))
+
+;; The final newline belongs to the last line: deciding the hunk that
+;; holds it decides the final newline too.
+(ert-deftest ccbridge-test-the-final-newline-comes-back-with-its-line ()
+  (let ((text (ccbridge--conflict-text "a\nb\n" "a\nb" '((1 1 1 1)))))
+    (should (equal (ccbridge--resolve-conflicts text 'lower) "a\nb"))
+    (should (equal (ccbridge--resolve-conflicts text 'upper) "a\nb\n")))
+  (let ((text (ccbridge--conflict-text "a\r\nb" "a\r\nb\r\n" '((1 1 1 1)))))
+    (should (equal (ccbridge--final-text (ccbridge--resolve-conflicts text 'lower) t t)
+                   "a\r\nb\r\n"))
+    (should (equal (ccbridge--final-text (ccbridge--resolve-conflicts text 'upper) nil t)
+                   "a\r\nb")))
+  ;; The empty text, either side.
+  (let ((text (ccbridge--conflict-text "a\n" "" '((0 1 0 0)))))
+    (should (equal (ccbridge--resolve-conflicts text 'lower) ""))
+    (should (equal (ccbridge--resolve-conflicts text 'upper) "a\n")))
+  (should (equal (ccbridge--resolve-conflicts (ccbridge--conflict-text "" "" nil) 'lower) ""))
+  ;; A last line without a newline, rejected, through the buffer.
+  (should (equal (car (ccbridge-test-with-review
+                          (list :originalContents "a\nb" :proposedContents "a\nB\n"
+                                :hunks (ccbridge-test-hunks
+                                        "[{\"oldStart\": 1, \"oldLines\": 1, \"newStart\": 1, \"newLines\": 1}]"))
+                        (insert "z\n")
+                        (ccbridge-review-reject-hunk)
+                        (ccbridge-review-accept)))
+                 '(("diffResolved" :id 1 :decision "accepted" :contents "a\nz\nb"))))
+  ;; Decided whole (an unreadable original): the text ends as the buffer does.
+  (should (equal (car (ccbridge-test-with-review
+                          (list :originalContents nil :proposedContents "a")
+                        (goto-char (point-max))
+                        (insert "\nb\n")
+                        (ccbridge-review-accept)))
+                 '(("diffResolved" :id 1 :decision "accepted" :contents "a\nb\n")))))
 
 ;;;; Terminal
 

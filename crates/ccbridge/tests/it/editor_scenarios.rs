@@ -225,6 +225,13 @@ pub(crate) trait EditorUnderTest: Sized {
     /// waits until it is decided.
     fn decide_hunk(&mut self, accept: bool);
 
+    /// Puts the cursor on the proposal's last line.
+    fn to_last_line(&mut self);
+
+    /// Gives the face's command to accept (or reject) the hunk at the
+    /// cursor, without waiting for anything.
+    fn hunk_command(&mut self, accept: bool);
+
     /// What the user does once no hunk is left: nothing where the last
     /// hunk's decision ends the review (Neovim, Vim), a save where the
     /// review stays for a last look (Emacs).
@@ -423,6 +430,68 @@ pub(crate) async fn identical_hunks_are_decided_each_at_its_place<E: EditorUnder
     e.after_last_hunk();
     let (_c, text) = verdict(task).await;
     assert_saved(&text, "x = 1\nprint(x)\nx = 2\nprint(x)\nx = 1\n");
+}
+
+/// A hunk command decides the hunk at the cursor or the next one below it,
+/// never one above: with the cursor below the only hunk, accepting accepted
+/// that hunk (and with it the whole review). Now it says so and decides
+/// nothing; the hunk is then rejected where it is.
+pub(crate) async fn a_hunk_command_below_every_hunk_decides_nothing<E: EditorUnderTest>() {
+    let original = "a\nb\nc\nd\ne\nf\n";
+    let (mut e, task) = review::<E>("letters.txt", original, &original.replace('a', "A")).await;
+    e.to_last_line();
+    e.hunk_command(true);
+    e.wait_told("no undecided hunk at or below");
+    e.to_first_hunk();
+    e.decide_hunk(false);
+    e.after_last_hunk();
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("DIFF_REJECTED"), "{text}");
+}
+
+/// A file whose lines end both ways (part of it edited on Windows): Neovim
+/// could not open its review (a buffer line may not hold a line break),
+/// Vim showed two lines as one, Emacs gave every line CRLF. Accepted as
+/// proposed, it is saved byte for byte.
+pub(crate) async fn a_mixed_line_end_file_is_reviewed_and_saved_byte_for_byte<
+    E: EditorUnderTest,
+>() {
+    let original = "one\r\ntwo\nthree\r\nfour\n";
+    let proposed = "one\r\nTWO\nthree\r\nfour\n";
+    let (mut e, task) = review::<E>("mixed.txt", original, proposed).await;
+    e.accept_review();
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, proposed);
+}
+
+/// A heading underlined with seven `=` and a literal conflict block: Emacs
+/// read its review buffer's conflicts by their text, so accepting added a
+/// stray `=======` line and a hunk beside the block deleted four of its
+/// lines. Every face saves such a file exactly as proposed.
+pub(crate) async fn lines_that_look_like_conflict_markers_are_saved_as_they_are<
+    E: EditorUnderTest,
+>() {
+    let block = "<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n";
+    let original = format!("Install\n=======\n\nRun it.\n\n{block}end\n");
+    let proposed = format!("Installation\n============\n\nRun it.\n\n{block}END\n");
+    let (mut e, task) = review::<E>("README.rst", &original, &proposed).await;
+    e.accept_review();
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, &proposed);
+}
+
+/// An empty new file (`__init__.py`, `.gitkeep`) proposed and accepted was
+/// answered as rejected: the proposal equals the empty original the faces
+/// show for a new file, and that equality meant "rejected".
+pub(crate) async fn accepting_an_empty_new_file_saves_it<E: EditorUnderTest>() {
+    let mut e = E::start();
+    let path = e.workspace().join("__init__.py");
+    let c = e.claude().await;
+    let task = start_open_diff(c, path.display().to_string(), "");
+    e.wait_review();
+    e.accept_review();
+    let (_c, text) = verdict(task).await;
+    assert!(text.starts_with("FILE_SAVED"), "{text}");
 }
 
 /// The indicator shows whether Claude is connected, and the status report
@@ -1001,6 +1070,10 @@ in_faces!(
         hunk_decisions_write_only_the_accepted_hunk,
         rejecting_every_hunk_is_a_rejection,
         identical_hunks_are_decided_each_at_its_place,
+        a_hunk_command_below_every_hunk_decides_nothing,
+        accepting_an_empty_new_file_saves_it,
+        a_mixed_line_end_file_is_reviewed_and_saved_byte_for_byte,
+        lines_that_look_like_conflict_markers_are_saved_as_they_are,
         the_status_follows_claudes_session,
         quitting_the_editor_removes_the_lock_file,
         a_second_editor_in_the_same_folder_gets_a_distinct_name,

@@ -535,7 +535,9 @@ impl EditorUnderTest for Rig {
     }
 
     /// The review opens with point on its first hunk.
-    fn to_first_hunk(&mut self) {}
+    fn to_first_hunk(&mut self) {
+        self.emacs.keys("M-<");
+    }
 
     fn decide_hunk(&mut self, accept: bool) {
         const LEFT: &str = "(let ((b (ccbridge-test-review-buffer))) \
@@ -544,6 +546,14 @@ impl EditorUnderTest for Rig {
         self.emacs.keys(if accept { "C-c C-a" } else { "C-c C-r" });
         self.emacs
             .wait("the hunk decided", &format!("(< {LEFT} {before})"), STEP);
+    }
+
+    fn to_last_line(&mut self) {
+        self.emacs.keys("M->");
+    }
+
+    fn hunk_command(&mut self, accept: bool) {
+        self.emacs.keys(if accept { "C-c C-a" } else { "C-c C-r" });
     }
 
     /// Saving the proposal accepts what is left of it, as C-c C-c does.

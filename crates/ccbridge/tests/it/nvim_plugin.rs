@@ -402,6 +402,15 @@ impl EditorUnderTest for Rig {
         assert!(decided.is_some(), ":CCBridge{command}Hunk changed nothing");
     }
 
+    fn to_last_line(&mut self) {
+        self.nvim.input("G");
+    }
+
+    fn hunk_command(&mut self, accept: bool) {
+        let command = if accept { "Accept" } else { "Reject" };
+        self.nvim.input(&format!(":CCBridge{command}Hunk<CR>"));
+    }
+
     fn after_last_hunk(&mut self) {}
 
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
@@ -921,6 +930,17 @@ fn the_session_review_lists_hunks_in_quickfix_and_reverts_the_one_under_the_curs
         "the buffer to reload",
         "#vim.api.nvim_buf_get_lines(0, 0, -1, false) == 8",
         STEP,
+    );
+    // With a line inserted above and not written, the cursor on `def
+    // greet` (the buffer's line 2) is on the disk's line 2, the remaining
+    // hunk's: the revert reached that hunk. Refused, nothing reverted.
+    rig.nvim.command("call append(0, 'unsaved')");
+    rig.nvim.command("2");
+    rig.nvim.command("CCBridgeChangeRevert");
+    rig.wait_told("hello.py has unsaved changes: write or undo them first");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        expected
     );
 }
 

@@ -455,6 +455,15 @@ impl EditorUnderTest for Rig {
         );
     }
 
+    fn to_last_line(&mut self) {
+        self.vim.keys("G");
+    }
+
+    fn hunk_command(&mut self, accept: bool) {
+        let command = if accept { "Accept" } else { "Reject" };
+        self.vim.keys(&format!(":CCBridge{command}Hunk<CR>"));
+    }
+
     fn after_last_hunk(&mut self) {}
 
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {

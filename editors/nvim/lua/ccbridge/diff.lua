@@ -25,9 +25,9 @@ local text_diff = (vim.text and vim.text.diff) or vim.diff
 ---@field id integer
 ---@field path string
 ---@field tab_name string?
----@field original string the file's text when Claude proposed
+---@field original string? the file's text when Claude proposed; nil for a new file (or one ccbridge could not read)
 ---@field eol boolean the proposal ends with a line break
----@field crlf boolean the proposal's lines end in CRLF
+---@field crlf boolean every line break of both texts is CRLF (see `M.crlf`)
 ---@field base integer the original's buffer
 ---@field prop integer the proposal's buffer
 ---@field wins integer[] windows created for the review
@@ -45,15 +45,59 @@ local function bridge()
   return require("ccbridge")
 end
 
---- Lines of `text`, whether it ends with a line break, whether it uses CRLF.
-local function split(text)
-  local crlf = text:find("\r\n", 1, true) ~= nil
+--- Whether the review's buffers hold lines without their CR: only when the
+--- `texts` have a line break and every one of them is CRLF. Otherwise (LF
+--- or mixed endings) a line keeps its CR as text, so that the lines you do
+--- not touch come back byte for byte, and a hunk taken from the original
+--- brings its own line endings.
+---@param ... string the proposal and the original (when known)
+---@return boolean
+function M.crlf(...)
+  local lf, crlf = 0, 0
+  for _, text in ipairs({ ... }) do
+    lf = lf + select(2, text:gsub("\n", ""))
+    crlf = crlf + select(2, text:gsub("\r\n", ""))
+  end
+  return lf > 0 and crlf == lf
+end
+
+--- Lines of `text` (each without its CRLF in `crlf` mode, which needs
+--- `M.crlf(text)`; without its LF otherwise) and whether it ends with a
+--- line break. `M.join` is its inverse.
+---@param text string
+---@param crlf boolean
+---@return string[], boolean
+function M.split(text, crlf)
   local sep = crlf and "\r\n" or "\n"
-  local eol = #text > 0 and text:sub(-#sep) == sep
+  local eol = text:sub(-#sep) == sep
   if eol then
     text = text:sub(1, -#sep - 1)
   end
-  return vim.split(text, sep, { plain = true }), eol, crlf
+  return vim.split(text, sep, { plain = true }), eol
+end
+
+--- The text of `text_lines`, as `M.split` found it.
+---@param text_lines string[]
+---@param eol boolean
+---@param crlf boolean
+---@return string
+function M.join(text_lines, eol, crlf)
+  local sep = crlf and "\r\n" or "\n"
+  local text = table.concat(text_lines, sep)
+  if eol then
+    text = text .. sep
+  end
+  return text
+end
+
+--- The verdict on accepting `text`. Text equal to the original is a
+--- rejection (Claude counts it as one too); without an original (a new
+--- file, even an empty one), accepting is accepting.
+---@param text string
+---@param original string?
+---@return "accepted"|"rejected"
+function M.verdict(text, original)
+  return text == original and "rejected" or "accepted"
 end
 
 local function lines(buf)
@@ -62,12 +106,7 @@ end
 
 --- The proposal's text as Claude should write it.
 local function contents(r)
-  local sep = r.crlf and "\r\n" or "\n"
-  local text = table.concat(lines(r.prop), sep)
-  if r.eol then
-    text = text .. sep
-  end
-  return text
+  return M.join(lines(r.prop), r.eol, r.crlf)
 end
 
 --- Highlighting without `filetype`: setting it would run the user's
@@ -248,7 +287,7 @@ local function accept(r, force)
     return
   end
   local text = contents(r)
-  decide(r, text == r.original and "rejected" or "accepted", text)
+  decide(r, M.verdict(text, r.original), text)
 end
 
 local function closed_by_user(r)
@@ -349,8 +388,10 @@ function M.show(p)
     close_view(reviews[p.id], "replaced")
   end
   local path = p.newFilePath
-  local original = type(p.originalContents) == "string" and p.originalContents or ""
-  local prop_lines, eol, crlf = split(p.proposedContents)
+  -- null for a new file (or one ccbridge could not read): shown as empty.
+  local original = type(p.originalContents) == "string" and p.originalContents or nil
+  local crlf = M.crlf(p.proposedContents, original)
+  local prop_lines, eol = M.split(p.proposedContents, crlf)
   local tail = vim.fn.fnamemodify(path, ":t")
   ---@type ccbridge.Review
   local r = {
@@ -366,7 +407,7 @@ function M.show(p)
     -- Which agent proposes it (protocol 3: Gemini CLI and Qwen Code too).
     agent = type(p.agent) == "table" and type(p.agent.name) == "string" and p.agent.name or "Claude",
   }
-  r.base = scratch(("ccbridge://%d/original/%s"):format(p.id, tail), (split(original)), path, false)
+  r.base = scratch(("ccbridge://%d/original/%s"):format(p.id, tail), (M.split(original or "", crlf)), path, false)
   r.prop = scratch(("ccbridge://%d/proposed/%s"):format(p.id, tail), prop_lines, path, true)
   local own = require("ccbridge.editors").buffer_for(path)
   if own and vim.bo[own].modified then
@@ -458,8 +499,44 @@ function M.accept_current()
   accept(r, false)
 end
 
---- Accepts or rejects the hunk under the cursor (or the next one below
---- it); ends the review once no hunk is left.
+--- The hunk at line `row` (1-based) of `side`, or else the first one below
+--- it; nil when there is none, never one above: a decision applies to what
+--- the cursor points at. A hunk that has no line on this side (a deletion
+--- or an insertion seen from the other side) is at the lines around it.
+---@param hunks integer[][] `{start_a, count_a, start_b, count_b}`, 1-based, in order
+---@param row integer
+---@param side "base"|"prop"
+---@return integer[]?
+function M.pick(hunks, row, side)
+  for _, h in ipairs(hunks) do
+    local start, count = h[1], h[2]
+    if side == "prop" then
+      start, count = h[3], h[4]
+    end
+    if row <= start + math.max(count, 1) - 1 or (count == 0 and row <= start + 1) then
+      return h
+    end
+  end
+end
+
+--- What a hunk decision leaves: nil while the two sides still differ; once
+--- they agree, "rejected" if the proposal is the original again (every hunk
+--- rejected: for a new file, the empty text, which accepting would create),
+--- else "accept" (the text as it stands).
+---@param base string[] the original side's lines now
+---@param prop string[] the proposal's lines now
+---@param original string[] the original's lines as the review opened
+---@return "rejected"|"accept"|nil
+function M.outcome(base, prop, original)
+  if not vim.deep_equal(base, prop) then
+    return nil
+  end
+  return vim.deep_equal(prop, original) and "rejected" or "accept"
+end
+
+--- Accepts or rejects the hunk under the cursor, or the next one below it
+--- (with only hunks above it: nothing, and a warning); ends the review once
+--- no hunk is left (with none left to begin with: accepts, see `accept`).
 ---@param action "accept"|"reject"
 function M.hunk(action)
   local r, side = current()
@@ -467,21 +544,14 @@ function M.hunk(action)
     return not_here()
   end
   local base, prop, hunks = hunks_of(r)
-  local row = api.nvim_win_get_cursor(0)[1]
-  local pick
-  for _, h in ipairs(hunks) do
-    local start, count = h[1], h[2]
-    if side == "prop" then
-      start, count = h[3], h[4]
-    end
-    if row <= start + math.max(count, 1) - 1 or (count == 0 and row <= start + 1) then
-      pick = h
-      break
-    end
-  end
-  pick = pick or hunks[#hunks]
-  if not pick then
+  if #hunks == 0 then
+    -- Nothing left to decide: the verdict on the text as it stands.
     return accept(r, false)
+  end
+  local pick = M.pick(hunks, api.nvim_win_get_cursor(0)[1], side)
+  if not pick then
+    vim.notify("ccbridge: no undecided hunk at or below the cursor", vim.log.levels.WARN)
+    return
   end
   local sa, ca, sb, cb = pick[1], pick[2], pick[3], pick[4]
   local from_a, from_b = ca == 0 and sa or sa - 1, cb == 0 and sb or sb - 1
@@ -491,7 +561,10 @@ function M.hunk(action)
     api.nvim_buf_set_lines(r.prop, from_b, from_b + cb, false, vim.list_slice(base, sa, sa + ca - 1))
   end
   refresh(r)
-  if vim.deep_equal(lines(r.base), lines(r.prop)) then
+  local outcome = M.outcome(lines(r.base), lines(r.prop), (M.split(r.original or "", r.crlf)))
+  if outcome == "rejected" then
+    decide(r, "rejected")
+  elseif outcome == "accept" then
     accept(r, false)
   end
 end

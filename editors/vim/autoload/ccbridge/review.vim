@@ -19,26 +19,67 @@ import autoload 'ccbridge/reload.vim'
 # Open reviews by id (as a string).
 var reviews: dict<dict<any>> = {}
 
-# Lines of `text`, whether it ends with a line break, whether it uses CRLF.
-def SplitText(text: string): list<any>
-  const crlf = stridx(text, "\r\n") >= 0
+# Whether the review's buffers hold lines without their CR: only when the
+# `texts` (the proposal, and the original when known) have a line break and
+# every one of them is CRLF. Otherwise (LF or mixed endings) a line keeps
+# its CR as text, so that the lines you do not touch come back byte for
+# byte, and a hunk taken from the original brings its own line endings.
+export def Crlf(...texts: list<string>): bool
+  var lf = 0
+  var crlf = 0
+  for text in texts
+    lf += count(text, "\n")
+    crlf += count(text, "\r\n")
+  endfor
+  return lf > 0 && crlf == lf
+enddef
+
+# Lines of `text` (each without its CRLF in `crlf` mode, which needs
+# Crlf(text); without its LF otherwise) and whether it ends with a line
+# break: [lines, eol]. JoinLines() is its inverse.
+export def SplitText(text: string, crlf: bool): list<any>
   const sep = crlf ? "\r\n" : "\n"
   var body = text
   const eol = body != '' && strpart(body, strlen(body) - strlen(sep)) ==# sep
   if eol
     body = strpart(body, 0, strlen(body) - strlen(sep))
   endif
-  return [split(body, sep, true), eol, crlf]
+  return [split(body, sep, true), eol]
+enddef
+
+# The text of `lines`, as SplitText() found it.
+export def JoinLines(lines: list<string>, eol: bool, crlf: bool): string
+  const sep = crlf ? "\r\n" : "\n"
+  return join(lines, sep) .. (eol ? sep : '')
+enddef
+
+# The verdict on accepting `text`. Text equal to the original (a string) is
+# a rejection (Claude counts it as one too); without an original (v:null: a
+# new file, even an empty one), accepting is accepting.
+export def Verdict(text: string, original: any): string
+  return type(original) == v:t_string && text ==# original ? 'rejected' : 'accepted'
+enddef
+
+# What a hunk decision leaves: '' while the two sides still differ; once
+# they agree, 'rejected' if the proposal is the original again (every hunk
+# rejected: for a new file, the empty text, which accepting would create),
+# else 'accept' (the text as it stands). `original`: its lines as the
+# review opened.
+export def Outcome(base: list<string>, prop: list<string>, original: list<string>): string
+  if base !=# prop
+    return ''
+  endif
+  return prop ==# original ? 'rejected' : 'accept'
 enddef
 
 # The proposal's text as it should be written.
 def Contents(r: dict<any>): string
-  const sep = r.crlf ? "\r\n" : "\n"
-  var text = join(getbufline(r.prop, 1, '$'), sep)
-  if r.eol
-    text ..= sep
-  endif
-  return text
+  return JoinLines(getbufline(r.prop, 1, '$'), r.eol, r.crlf)
+enddef
+
+# The original's text, '' for a new file (or one the sidecar could not read).
+def OriginalText(r: dict<any>): string
+  return type(r.original) == v:t_string ? r.original : ''
 enddef
 
 # Who proposes: the `agent` of showDiff (protocol 3), else Claude.
@@ -210,7 +251,7 @@ def Accept(r: dict<any>, force: bool)
     return
   endif
   const text = Contents(r)
-  Decide(r, text ==# r.original ? 'rejected' : 'accepted', text)
+  Decide(r, Verdict(text, r.original), text)
 enddef
 
 def ClosedByUser(r: dict<any>)
@@ -246,8 +287,10 @@ def Open(p: dict<any>, prev_win: number, focus: bool)
     CloseView(reviews[key], 'replaced')
   endif
   const path = p.newFilePath
-  const original = type(get(p, 'originalContents', v:null)) == v:t_string ? p.originalContents : ''
-  const [prop_lines, eol, crlf] = SplitText(p.proposedContents)
+  # null for a new file (or one the sidecar could not read): shown as empty.
+  const original: any = type(get(p, 'originalContents', v:null)) == v:t_string ? p.originalContents : v:null
+  const crlf = type(original) == v:t_string ? Crlf(p.proposedContents, original) : Crlf(p.proposedContents)
+  const [prop_lines, eol] = SplitText(p.proposedContents, crlf)
   var r: dict<any> = {
     id: p.id,
     path: path,
@@ -270,7 +313,7 @@ def Open(p: dict<any>, prev_win: number, focus: bool)
   endif
   reviews[key] = r
   try
-    OpenWindows(r, prop_lines, SplitText(original)[0])
+    OpenWindows(r, prop_lines, SplitText(OriginalText(r), crlf)[0])
   catch
     CloseView(r, 'failed')
     throw 'could not open the review: ' .. v:exception
@@ -410,28 +453,50 @@ def InHunk(lnum: number): bool
   return diff_hlID(lnum, 1) != 0 || diff_filler(lnum) > 0
 enddef
 
-# Accepts or rejects the hunk under the cursor (or the next one below it,
-# else the one above); ends the review once no hunk is left.
+# Puts the cursor on the hunk under it, or else on the first one below it,
+# in the current diff window; false (the cursor left alone) when there is
+# none, never one above: a decision applies to what the cursor points at.
+export def HunkAtOrBelow(): bool
+  const here = line('.')
+  if InHunk(here)
+    return true
+  endif
+  normal! ]c
+  if line('.') != here
+    return true
+  endif
+  # Lines deleted at the end have their filler below the last line, where
+  # `]c` cannot go; :diffput and :diffget on the last line take them.
+  return here == line('$') && diff_filler(here + 1) > 0
+enddef
+
+# Accepts or rejects the hunk under the cursor, or the next one below it
+# (with only hunks above it: nothing, and a warning); ends the review once
+# no hunk is left (with none left to begin with: accepts, see Accept()).
 export def Hunk(action: string)
   const [r, side] = Current()
   if empty(r)
     NotHere()
     return
   endif
-  if !InHunk(line('.'))
-    const here = line('.')
-    normal! ]c
-    if line('.') == here
-      normal! [c
-    endif
-  endif
-  if InHunk(line('.')) || diff_filler(line('$') + 1) > 0
-    # Accepting in the proposal puts its text into the original; in the
-    # original it gets the proposal's text. Rejecting is the reverse.
-    execute ((action ==# 'accept') == (side ==# 'prop') ? 'diffput' : 'diffget')
-    diffupdate
-  endif
   if getbufline(r.base, 1, '$') ==# getbufline(r.prop, 1, '$')
+    # Nothing left to decide: the verdict on the text as it stands.
+    Accept(r, false)
+    return
+  endif
+  if !HunkAtOrBelow()
+    bridge.Message('no undecided hunk at or below the cursor', 'warn')
+    return
+  endif
+  # Accepting in the proposal puts its text into the original; in the
+  # original it gets the proposal's text. Rejecting is the reverse.
+  execute ((action ==# 'accept') == (side ==# 'prop') ? 'diffput' : 'diffget')
+  diffupdate
+  const outcome = Outcome(getbufline(r.base, 1, '$'), getbufline(r.prop, 1, '$'),
+    SplitText(OriginalText(r), r.crlf)[0])
+  if outcome ==# 'rejected'
+    Decide(r, 'rejected')
+  elseif outcome ==# 'accept'
     Accept(r, false)
   endif
 enddef
