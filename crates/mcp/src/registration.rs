@@ -107,9 +107,20 @@ fn read(path: &Path) -> Result<(Map<String, Value>, bool), RegistrationError> {
 }
 
 /// Replaces the file with `config`, atomically, keeping its permissions
-/// (0600 for a new file: it holds tokens).
+/// (0600 for a new file: it holds tokens). A symbolic link (a dotfiles
+/// manager keeps `~/.claude.json` in a repository and links it) is written
+/// through: replacing the link would take the file out of the user's
+/// dotfiles. A link to nothing is an error, not a new file beside it.
 fn write(path: &Path, config: &Map<String, Value>) -> Result<(), RegistrationError> {
     use std::os::unix::fs::PermissionsExt;
+    let target;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            target = std::fs::canonicalize(path).map_err(io(path))?;
+            target.as_path()
+        }
+        _ => path,
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mode = std::fs::metadata(path)
@@ -251,6 +262,40 @@ mod tests {
         assert!(e.to_string().contains("left untouched"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ half");
         assert!(!unregister(&path, &endpoint()).is_ok_and(|r| r));
+    }
+
+    /// `~/.claude.json` linked from a dotfiles repository was replaced by
+    /// a regular file: the link gone, the repository's copy left behind.
+    #[test]
+    fn regression_a_linked_file_is_written_through_its_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles").join("claude.json");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, r#"{"theme": "dark"}"#).unwrap();
+        let link = dir.path().join(".claude.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(
+            register(&link, "/ws", &endpoint()).unwrap(),
+            Registered::Added
+        );
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let config: Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+        assert_eq!(config["theme"], "dark");
+        assert!(
+            config["projects"]["/ws"]["mcpServers"][SERVER_NAME].is_object(),
+            "{config}"
+        );
+        // Dangling: an error, and no file made in the link's place.
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink(dir.path().join("nowhere.json"), &dangling).unwrap();
+        assert!(register(&dangling, "/ws", &endpoint()).is_err());
+        assert!(std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 
     #[test]
