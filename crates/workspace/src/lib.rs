@@ -62,6 +62,8 @@ pub enum WorkspaceError {
     NotADirectory(String),
     #[error("{0} changed on disk since it was read; nothing was written")]
     Changed(String),
+    #[error("{0} is read-only; nothing was written (make it writable first if it is to change)")]
+    ReadOnly(String),
     #[error("{path} is larger than {limit} bytes")]
     TooLarge { path: String, limit: u64 },
     #[error("cannot use the workspace folder {}: {error}", path.display())]

@@ -194,6 +194,12 @@ impl Workspace {
         let err = |e| io_error(&at.asked, e);
         let (created, mode) = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                // A file its owner may not write is one someone protected
+                // (`chmod a-w`): an editor refuses to save over it, and so
+                // does this, although the rename would succeed.
+                FileType::RegularFile if st.st_mode & 0o200 == 0 => {
+                    return Err(WorkspaceError::ReadOnly(at.asked.clone()))
+                }
                 FileType::RegularFile => (false, Some(Mode::from_raw_mode(st.st_mode & 0o7777))),
                 FileType::Symlink => return Err(WorkspaceError::IsALink(at.asked.clone())),
                 _ => return Err(WorkspaceError::NotAFile(at.asked.clone())),
@@ -475,6 +481,24 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777,
             0o600
+        );
+    }
+
+    /// A file made read-only was replaced all the same (renaming over it
+    /// needs only the folder's write permission): refused, untouched.
+    #[test]
+    fn regression_a_read_only_file_is_not_written() {
+        use std::os::unix::fs::PermissionsExt;
+        let (d, ws) = ws();
+        let p = d.path().join("locked.txt");
+        std::fs::write(&p, "keep\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let err = ws.write_atomic("locked.txt", b"changed\n").unwrap_err();
+        assert!(matches!(err, WorkspaceError::ReadOnly(_)), "{err}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "keep\n");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o444
         );
     }
 

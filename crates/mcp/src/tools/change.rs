@@ -59,6 +59,7 @@ pub(crate) async fn begin<'a>(ctx: &'a Context, path: &str) -> Result<Editing<'a
         .await
         .map_err(|e| error(path, e.to_string()))?;
     check_not_dirty(ctx, path, &abs)?;
+    check_writable(path, &abs)?;
     Ok(Editing {
         // As the tools name paths to the model: relative to the first
         // folder, where relative paths are taken from, else absolute. A
@@ -157,6 +158,19 @@ fn check_not_dirty(ctx: &Context, asked: &str, abs: &std::path::Path) -> Result<
         ));
     }
     Ok(())
+}
+
+/// Refuses a read-only file before the user is asked to review a change
+/// that could not be written (the write refuses it too).
+fn check_writable(asked: &str, abs: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::symlink_metadata(abs) {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o200 == 0 => Err(error(
+            asked,
+            WorkspaceError::ReadOnly(asked.to_owned()).to_string(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reviews (unless the approval mode says not to) and writes the change.

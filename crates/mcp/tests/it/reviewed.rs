@@ -126,6 +126,31 @@ async fn regression_mixed_line_ends_are_kept_on_the_lines_the_change_left_alone(
     rig.stop().await;
 }
 
+/// A read-only file was replaced after the review (renaming over it needs
+/// only the folder's permission): refused before anyone is asked.
+#[tokio::test]
+async fn regression_a_read_only_file_is_refused_before_the_review() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut rig = start().await;
+    rig.open_session().await;
+    let f = rig.path("locked.txt");
+    std::fs::write(&f, "keep\n").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let call = rig.call_later(
+        "write_file",
+        json!({"path": "locked.txt", "content": "changed\n"}),
+    );
+    // Answered without a review: nobody answers one here.
+    let answer = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("answered without asking for a review");
+    let (text, is_error) = outcome(answer.unwrap());
+    assert!(is_error, "{text}");
+    assert!(text.contains("locked.txt is read-only"), "{text}");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "keep\n");
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn apply_diff_partial_success_names_the_failed_blocks() {
     let mut rig = start().await;
