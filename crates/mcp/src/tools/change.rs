@@ -192,6 +192,7 @@ pub(crate) async fn land(
         result.extend(extra);
         return Ok(Value::Object(result).to_string());
     }
+    let proposed_eol = c.proposed.ends_with('\n');
     let abs = c.abs.display().to_string();
     let before = file_diagnostics(ctx, &abs);
     let mut changes = ctx.editor.diagnostics_changes();
@@ -237,7 +238,13 @@ pub(crate) async fn land(
         Some(o) if write_file::mixed_line_ends(o) => line_ends_kept(o, &final_text),
         _ => final_text,
     };
-    let bytes = write_file::keep_conventions(c.original.as_deref(), &final_text);
+    let mut bytes = write_file::keep_conventions(c.original.as_deref(), &final_text);
+    // The file's final line break is put back where the model left it out;
+    // one the user took out in the review stays out (`user_edits` says so).
+    if proposed_eol && !final_text.ends_with('\n') {
+        let body = bytes.strip_suffix('\n').unwrap_or(&bytes);
+        bytes.truncate(body.strip_suffix('\r').unwrap_or(body).len());
+    }
     let ws = c.ws.clone();
     let asked = c.asked.clone();
     // The text the change was made (and reviewed) against must still be

@@ -151,6 +151,37 @@ async fn regression_a_read_only_file_is_refused_before_the_review() {
     rig.stop().await;
 }
 
+/// The user took the final line break out in the review: it was put back
+/// (the file's convention), while `user_edits` told the model it was gone.
+#[tokio::test]
+async fn regression_a_final_line_break_the_user_removed_stays_removed() {
+    let mut rig = start().await;
+    rig.open_session().await;
+    let f = rig.path("notes.txt");
+    std::fs::write(&f, "a\r\nb\r\n").unwrap();
+    let call = rig.call_later(
+        "write_file",
+        json!({"path": "notes.txt", "content": "a\nB\n"}),
+    );
+    let (_, answer) = rig.next_review().await;
+    answer
+        .send(Ok(Verdict::Accepted {
+            contents: "a\nB".into(),
+        }))
+        .unwrap();
+    let (text, is_error) = outcome(call.await.unwrap());
+    assert!(!is_error, "{text}");
+    assert!(
+        fields(&text)["user_edits"]
+            .as_str()
+            .unwrap()
+            .contains("No newline at end of file"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "a\r\nB");
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn apply_diff_partial_success_names_the_failed_blocks() {
     let mut rig = start().await;
