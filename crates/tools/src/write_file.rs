@@ -13,7 +13,8 @@
 //! `change::line_ends_kept`).
 
 /// `proposed` with `original`'s BOM, line endings and final line break.
-/// A new file (`original` is `None`) is written as proposed.
+/// With no original, `proposed` as it is (for a new file the caller passes
+/// the model's text as sent for `original`: its conventions are kept).
 pub fn keep_conventions(original: Option<&str>, proposed: &str) -> String {
     let Some(original) = original else {
         return proposed.to_owned();

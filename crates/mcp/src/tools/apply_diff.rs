@@ -49,6 +49,7 @@ pub async fn call(ctx: &Context, path: String, diff: String) -> Result<String, S
         abs: editing.abs.clone(),
         ws: editing.ws.clone(),
         original: Some(original),
+        as_sent: None,
     };
     change::land(ctx, change, extra).await
 }

@@ -34,6 +34,10 @@ pub(crate) struct Change {
     pub original: Option<String>,
     /// The whole new text, LF line breaks, no BOM.
     pub proposed: String,
+    /// For a new file, the text as the model sent it: the file keeps its
+    /// BOM and CRLF line breaks (a `.bat` file), as a file replaced keeps
+    /// the original's. `None` for an existing file.
+    pub as_sent: Option<String>,
 }
 
 /// A file about to be edited: where it is, and its edit lock, held until
@@ -234,11 +238,13 @@ pub(crate) async fn land(
     } else {
         (c.proposed, "written")
     };
-    let final_text = match c.original.as_deref() {
-        Some(o) if write_file::mixed_line_ends(o) => line_ends_kept(o, &final_text),
+    // Whose conventions the written text keeps.
+    let template = c.original.as_deref().or(c.as_sent.as_deref());
+    let final_text = match template {
+        Some(t) if write_file::mixed_line_ends(t) => line_ends_kept(t, &final_text),
         _ => final_text,
     };
-    let mut bytes = write_file::keep_conventions(c.original.as_deref(), &final_text);
+    let mut bytes = write_file::keep_conventions(template, &final_text);
     // The file's final line break is put back where the model left it out;
     // one the user took out in the review stays out (`user_edits` says so).
     if proposed_eol && !final_text.ends_with('\n') {

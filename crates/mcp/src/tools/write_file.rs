@@ -12,6 +12,7 @@ pub async fn call(ctx: &Context, path: String, content: String) -> Result<String
         tool: "write_file",
         shown: editing.shown.clone(),
         proposed: change::as_edited(&content),
+        as_sent: original.is_none().then_some(content),
         asked: path,
         abs: editing.abs.clone(),
         ws: editing.ws.clone(),

@@ -182,6 +182,33 @@ async fn regression_a_final_line_break_the_user_removed_stays_removed() {
     rig.stop().await;
 }
 
+/// A new `.bat` file the model wrote with CRLF line breaks was written with
+/// LF (the review shows LF): a new file keeps the conventions of the text
+/// as sent, as a replaced one keeps the original's.
+#[tokio::test]
+async fn regression_a_new_crlf_file_is_written_with_crlf() {
+    let mut rig = start().await;
+    rig.open_session().await;
+    let call = rig.call_later(
+        "write_file",
+        json!({"path": "run.bat", "content": "\u{FEFF}@echo off\r\necho hi\r\n"}),
+    );
+    let (p, answer) = rig.next_review().await;
+    assert_eq!(p.proposed, "@echo off\necho hi\n", "shown as edited");
+    answer
+        .send(Ok(Verdict::Accepted {
+            contents: "@echo off\necho hello\n".into(),
+        }))
+        .unwrap();
+    let (text, is_error) = outcome(call.await.unwrap());
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(rig.path("run.bat")).unwrap(),
+        "\u{FEFF}@echo off\r\necho hello\r\n"
+    );
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn apply_diff_partial_success_names_the_failed_blocks() {
     let mut rig = start().await;
