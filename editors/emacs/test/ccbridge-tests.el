@@ -16,6 +16,7 @@
 
 (require 'ert)
 (require 'ccbridge)
+(require 'smerge-mode)
 
 (defun ccbridge-test-json (value)
   "VALUE as JSON, the way jsonrpc.el serializes it."
