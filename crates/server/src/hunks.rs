@@ -42,29 +42,39 @@ pub fn lines(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
-fn diff<'a>(original: &'a str, proposed: &'a str) -> TextDiff<'a, 'a, str> {
+/// The line diff of two texts split by [`lines`]. Not `similar`'s own
+/// `diff_lines`, which also ends a line at a lone `\r`: its hunks would
+/// count lines [`apply`] does not, and decisions would land on other lines.
+fn diff<'a>(original: &[&'a str], proposed: &[&'a str]) -> TextDiff<'a, 'a, str> {
     TextDiff::configure()
         .algorithm(Algorithm::Patience)
         .timeout(DIFF_TIMEOUT)
-        .diff_lines(original, proposed)
+        .diff_slices(original, proposed)
 }
 
 /// The changes from `before` to `after` as a unified diff with three lines
-/// of context under the two labels, from the same line diff (and time
+/// of context under the two labels, with the same algorithm (and time
 /// bound) as the hunks; `None` when the texts are equal. What a model is
 /// told of the user's own edits to its proposal.
 pub fn unified(before: &str, after: &str, labels: (&str, &str)) -> Option<String> {
     if before == after {
         return None;
     }
-    let d = diff(before, after);
+    // `similar`'s own line split (a lone `\r` ends a line there): this
+    // diff is only read, never applied, and its printer needs that split to
+    // say which line lacks its final newline.
+    let d = TextDiff::configure()
+        .algorithm(Algorithm::Patience)
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(before, after);
     let mut out = d.unified_diff();
     Some(out.context_radius(3).header(labels.0, labels.1).to_string())
 }
 
 /// The hunks that turn `original` into `proposed`, in order.
 pub fn hunks(original: &str, proposed: &str) -> Vec<Hunk> {
-    let d = diff(original, proposed);
+    let (old, new) = (lines(original), lines(proposed));
+    let d = diff(&old, &new);
     let mut out: Vec<Hunk> = Vec::new();
     for op in d.ops() {
         if let DiffOp::Equal { .. } = op {
@@ -236,6 +246,32 @@ mod tests {
         let h = hunks("a\nb", "a\nb\n");
         assert_eq!(h.len(), 1, "the final newline is a change of its own line");
         assert_eq!(apply("a\nb", "a\nb\n", &h, &[false]), "a\nb");
+    }
+
+    /// `similar` ends a line at a lone `\r` too, `lines` at `\n` only: the
+    /// hunks pointed at other lines than `apply` took, so undoing the one
+    /// added line of `x\ry\n` left an empty file, and in another file a
+    /// kept hunk was lost. A line ends at `\n`, for both.
+    #[test]
+    fn regression_a_lone_carriage_return_does_not_shift_the_hunks() {
+        let (o, p) = ("x\ry\n", "x\ry\nz\n");
+        let h = hunks(o, p);
+        assert_eq!(
+            h,
+            vec![Hunk {
+                old_start: 1,
+                old_lines: 0,
+                new_start: 1,
+                new_lines: 1
+            }]
+        );
+        assert_eq!(apply(o, p, &h, &[false]), o);
+        assert_eq!(apply(o, p, &h, &[true]), p);
+        let (o, p) = ("a\rb\nc\nd\ne\n", "a\rb\nC\nd\nE\n");
+        let h = hunks(o, p);
+        assert_eq!(h.len(), 2, "{h:?}");
+        assert_eq!(apply(o, p, &h, &[false, true]), "a\rb\nc\nd\nE\n");
+        assert_eq!(apply(o, p, &h, &[true, false]), "a\rb\nC\nd\ne\n");
     }
 
     #[test]
