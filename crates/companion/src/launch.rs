@@ -44,7 +44,8 @@ impl Default for Options {
 pub struct Served {
     pub agent: CompanionAgent,
     pub port: u16,
-    /// Its discovery file.
+    /// Its discovery file, as first written (Gemini CLI's takes a new name
+    /// when the editor's pid changes).
     pub file: PathBuf,
 }
 
@@ -70,11 +71,35 @@ fn advert(lock: &LockFile, port: u16, token: &str) -> Advert {
 struct Discovery(Mutex<Vec<Advertised>>);
 
 impl LockMirror for Discovery {
+    /// Each file gets the lock's new folders, name and pid. Gemini CLI finds
+    /// its file by the IDE's pid in the file's *name*: a new pid (the editor
+    /// names its own process in `initialize`, VS Code its main one) is a file
+    /// of the new name, the old one removed. A file that cannot be written
+    /// is said in the log and the rest go on: a companion is an extra, and
+    /// its failure must not fail the editor's `initialize` (Claude's lock
+    /// file was rewritten already).
     fn rewrite(&self, lock: &LockFile) -> Result<(), LockError> {
-        let files = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for f in files.iter() {
-            let json = advert(lock, f.port, &f.token).to_json(f.agent);
-            f.file.update(json.as_bytes())?;
+        let mut files = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for f in files.iter_mut() {
+            let advert = advert(lock, f.port, &f.token);
+            let renamed = discovery::file_for(f.agent, advert.pid, f.port)
+                .is_some_and(|p| p != f.file.path());
+            let result = if renamed {
+                // The old file goes when its `PrivateFile` is replaced.
+                discovery::publish(f.agent, &advert)
+                    .map(|file| f.file = file)
+                    .map_err(|e| e.to_string())
+            } else {
+                f.file
+                    .update(advert.to_json(f.agent).as_bytes())
+                    .map_err(|e| e.to_string())
+            };
+            if let Err(e) = result {
+                tracing::warn!(
+                    "{}: cannot update its discovery file: {e}",
+                    f.agent.display_name()
+                );
+            }
         }
         Ok(())
     }

@@ -102,7 +102,15 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
         .await
         .unwrap();
     let joined = format!("{}:{}", a.display(), b.display());
-    let g = read(&gemini.file);
+    // Gemini CLI finds its file by the pid in the name: a new name, the old
+    // file gone (it kept the first pid's name, and Gemini CLI in VS Code,
+    // which names its main process, found nothing).
+    let renamed = root.join(format!(
+        "gemini/ide/gemini-ide-server-4343-{}.json",
+        gemini.port
+    ));
+    assert!(!gemini.file.exists(), "the old name is left");
+    let g = read(&renamed);
     assert_eq!(g["workspacePath"], joined.as_str());
     assert_eq!(g["ideInfo"]["displayName"], "Second");
     let q = read(&qwen.file);
@@ -110,9 +118,23 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
     assert_eq!(q["ppid"], 4343);
     assert_eq!(q["ideName"], "Second");
 
+    // Qwen Code's folder gone (a cleaner emptied it): the change is
+    // still acknowledged (it was refused with -32603, although Claude's
+    // lock file was rewritten) and Gemini CLI's file follows it.
+    std::fs::remove_dir_all(qwen.file.parent().unwrap()).unwrap();
+    engine
+        .apply(EditorEvent::Workspace {
+            folders: None,
+            ide_name: Some("Third".into()),
+            pid: None,
+        })
+        .await
+        .expect("a companion's file does not fail the change");
+    assert_eq!(read(&renamed)["ideInfo"]["displayName"], "Third");
+
     running.stopped().await;
     assert!(
-        !gemini.file.exists() && !qwen.file.exists(),
+        !renamed.exists() && !qwen.file.exists(),
         "files left behind"
     );
     let tokens = [&g, &q].map(|file| file["authToken"].as_str().unwrap().to_owned());
