@@ -5,7 +5,7 @@
  * failure the child is ended before the error is thrown.
  */
 import { realpathSync } from "node:fs";
-import { isAbsolute } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { Bridge } from "./bridge.js";
 import { resolveBin, serveArgs, Sidecar } from "./process.js";
 import { commandLine, PathMap } from "./remote.js";
@@ -24,7 +24,7 @@ import type { StartOptions } from "./types.js";
 export async function start(options: StartOptions): Promise<Bridge> {
   checkOptions(options);
   // Before anything is spawned: a bad map is a TypeError naming the entry.
-  const paths = new PathMap(options.pathMap ?? []).withRealNames(realpathOrNothing);
+  const paths = pathMapOf(options);
   const prefix = options.command ?? [];
   // Across a prefix the binary is the other side's: this side's
   // $CCBRIDGE_BIN names nothing there.
@@ -75,6 +75,26 @@ function checkOptions(o: StartOptions): void {
   if (typeof o.ideName !== "string" || o.ideName === "") {
     throw new TypeError("start(): `ideName` must be a non-empty string");
   }
+}
+
+/**
+ * The paths the bridge renames. With a map (a sidecar elsewhere), the user's,
+ * each local folder also under its real name for paths going over. Without
+ * one, on this machine: a workspace folder named through a symbolic link is
+ * mapped to its real path both ways. The sidecar and Claude name it by its
+ * real path (as Claude names its working directory), the editor by the
+ * link's: unmapped, a dirty buffer was not seen as the file Claude asked
+ * about, and `openFile` opened a second tab under the real name.
+ */
+function pathMapOf(options: StartOptions): PathMap {
+  if ((options.pathMap ?? []).length > 0 || (options.command ?? []).length > 0) {
+    return new PathMap(options.pathMap ?? []).withRealNames(realpathOrNothing);
+  }
+  const links = options.workspaceFolders.flatMap((folder) => {
+    const real = realpathOrNothing(folder);
+    return real !== undefined && real !== resolve(folder) ? [{ local: folder, remote: real }] : [];
+  });
+  return new PathMap(links);
 }
 
 /** `path` with symbolic links resolved, or undefined where it cannot be (it does not exist). */

@@ -189,3 +189,45 @@ test("through a real prefix (a stand-in ssh) with the two sides' folders mapped:
   await lockFileGone(lockFile);
   assert.equal(existsSync(lockFile), false);
 });
+
+// Regression: a workspace opened through a symbolic link, on this machine,
+// with no map. The sidecar and Claude name it by its real path, the editor
+// by the link's: a dirty buffer was not the file Claude asked about (no
+// warning before accepting, `saveDocument` saved nothing) and `openFile`
+// opened a second tab under the real name.
+test("a workspace named through a symlink, locally and unmapped: Claude's paths and the editor's meet", async (t) => {
+  const sb = sandbox(t);
+  const real = realpathSync(sb.ws);
+  const link = join(sb.root, "linked");
+  symlinkSync(real, link);
+  writeFileSync(join(real, "a.txt"), "one\n");
+  const bridge = await start({
+    workspaceFolders: [link],
+    ideName: "Linked",
+    bin: ccbridgeBin(),
+    env: sb.env(),
+    logFile: sb.log,
+  });
+  t.after(() => bridge.stop());
+  const lock = JSON.parse(readFileSync(bridge.lockFile, "utf8"));
+  assert.deepEqual(lock.workspaceFolders, [real]);
+
+  const opened = [];
+  bridge.onOpenFile((p) => {
+    opened.push(p.filePath);
+    return { filePath: p.filePath, lineCount: 1 };
+  });
+  await bridge.syncCapabilities();
+  const connected = waitEvent(bridge, "clientConnected");
+  const claude = await FakeClaude.connect(bridge.lockFile);
+  t.after(() => claude.close());
+  await connected;
+
+  bridge.reportOpenEditors([{ path: join(link, "a.txt"), isActive: true, isDirty: true }]);
+  await bridge.status();
+  const dirty = FakeClaude.texts(await claude.callTool("checkDocumentDirty", { filePath: join(real, "a.txt") }))[0];
+  assert.equal(JSON.parse(dirty).isDirty, true, dirty);
+  const r = await claude.callTool("openFile", { filePath: join(real, "a.txt"), preview: false, makeFrontmost: true });
+  assert.equal(r.isError ?? false, false, JSON.stringify(r));
+  assert.deepEqual(opened, [join(link, "a.txt")]);
+});
