@@ -13,6 +13,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { DiffContext, DiffVerdict, Hunk, ShowDiffParams } from "@ccbridge/client";
+import { asSent } from "./text";
 
 export const ORIGINAL_SCHEME = "ccbridge-original";
 export const PROPOSAL_SCHEME = "ccbridge-proposal";
@@ -210,7 +211,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     const r = this.byDiffId(id);
     if (!r) return null;
     const doc = await vscode.workspace.openTextDocument(r.proposalUri);
-    return doc.getText();
+    return asSent(doc.getText(), r.diff.proposedContents);
   }
 
   /** ccbridge closed a diff (after a verdict too): close its tab. */
@@ -253,7 +254,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     }
     if (!(await this.mayOverwrite(r))) return;
     const doc = await vscode.workspace.openTextDocument(r.proposalUri);
-    this.finish(r, { decision: "accepted", contents: doc.getText() }, true);
+    this.finish(r, { decision: "accepted", contents: asSent(doc.getText(), r.diff.proposedContents) }, true);
   }
 
   /**
@@ -355,7 +356,7 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     } else {
       if (!(await this.mayOverwrite(r))) return;
       const doc = await vscode.workspace.openTextDocument(r.proposalUri);
-      this.finish(r, { decision: "accepted", contents: doc.getText() }, true);
+      this.finish(r, { decision: "accepted", contents: asSent(doc.getText(), r.diff.proposedContents) }, true);
     }
   }
 

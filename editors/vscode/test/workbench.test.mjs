@@ -26,6 +26,7 @@ before(async () => {
     files: {
       "story.txt": ORIGINAL,
       "reject.txt": ORIGINAL,
+      "mixed.txt": "one\r\ntwo\nthree\r\nfour\n",
       "hunks.txt": ORIGINAL,
       "hunks3.txt": ORIGINAL,
       "dismiss.txt": ORIGINAL,
@@ -85,6 +86,21 @@ test("openDiff opens a diff editor labelled with the agent; accepting with an ed
   assert.equal(texts[0], "FILE_SAVED");
   assert.equal(texts[1], PROPOSAL + "eleven (added in VS Code)");
   await tab("Claude Code: story.txt").waitFor({ state: "detached" });
+});
+
+// Regression: VS Code holds the proposal with one line ending (and no
+// byte-order mark), and its text was sent as accepted: a file whose lines
+// end both ways came back with every line converted, and Claude was told
+// the user had changed its proposal.
+test("a proposal accepted unchanged goes back byte for byte, mixed line endings and all", async () => {
+  const proposed = "\uFEFFone\r\nTWO\nthree\r\nfour\n";
+  const answer = openDiff(claude, join(cs.ws, "mixed.txt"), proposed, "✻ [Claude Code] mixed.txt");
+  await tab("Claude Code: mixed.txt").waitFor();
+  await wb.page.locator('.editor-actions [aria-label="Accept the proposal"]').first().click();
+  const texts = await within("Claude's openDiff answer", answer);
+  assert.equal(texts[0], "FILE_SAVED");
+  assert.equal(texts[1], proposed);
+  await tab("Claude Code: mixed.txt").waitFor({ state: "detached" });
 });
 
 test("rejecting from the editor title answers DIFF_REJECTED", async () => {
