@@ -227,6 +227,13 @@ impl StdioFrontend {
     }
 
     fn notify(&self, method: &'static str, params: &impl Serialize) {
+        // Once ccbridge is on its way out (the editor asked, or is gone), it
+        // sends the editor nothing more: the connections closing on the way
+        // out are no news to an editor that stopped it.
+        if self.is_disconnected() {
+            tracing::debug!(%method, "notification dropped: the sidecar is stopping");
+            return;
+        }
         let frame = Message::from(Notification::with_params(method, params)).to_json();
         match self.sink.send(frame) {
             Ok(()) => {}

@@ -387,9 +387,19 @@ async fn shutdown_answers_then_settles_open_diffs_and_removes_the_lock_file() {
         .expect("the pending openDiff is answered before the connection closes");
     assert_eq!(r["result"]["content"][0]["text"], "DIFF_REJECTED", "{r}");
 
-    let (result, _, _) = ed.finish().await;
+    let (result, mut output, _) = ed.finish().await;
     assert_eq!(result.expect("clean"), ExitReason::ShutdownRequested);
     assert!(!lock_path.exists());
+    // Once it answered `shutdown`, ccbridge sends the editor nothing more
+    // (docs/editor-protocol.md): Claude's connection closing on the way out
+    // was announced as `clientDisconnected`.
+    match tokio::time::timeout(LIMIT, output.read_frame()).await {
+        Ok(Ok(None)) => {}
+        Ok(Ok(Some(Frame::Body(b)))) => {
+            panic!("sent after shutdown: {}", String::from_utf8_lossy(&b))
+        }
+        other => panic!("unexpected output: {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
