@@ -285,10 +285,17 @@ impl Frontend for StdioFrontend {
         if let Some(a) = self.analysis.get() {
             a.proposed(&diff.new_file_path, Some(&diff.proposed_contents));
         }
+        let id = diff.id;
         let params = messages::ShowDiffParams::new(diff);
-        self.call(method::SHOW_DIFF, &params, self.bounded())
-            .await
-            .map(drop)
+        let shown = self.call(method::SHOW_DIFF, &params, self.bounded()).await;
+        if shown.is_err() {
+            // Never shown, so never closed (`openDiff` falls back to the
+            // agent's own prompt): its proposal leaves the language servers
+            // and `getDiagnostics` now, not when another diff of the file
+            // closes.
+            self.take_shown(id);
+        }
+        shown.map(drop)
     }
 
     async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError> {
@@ -530,6 +537,23 @@ mod tests {
         assert!(fe.complete(&req.id, Ok(Value::Null.into())));
         assert_eq!(call.await.unwrap(), Ok(()));
         assert_eq!(fe.pending_requests(), 0);
+    }
+
+    /// A view the editor refused (or never answered) was kept as shown,
+    /// its proposal in the language servers and `getDiagnostics` until
+    /// another diff of the file closed.
+    #[tokio::test]
+    async fn regression_a_diff_the_editor_did_not_show_is_not_kept_as_shown() {
+        let (fe, mut editor) = setup(LIMIT);
+        let call = tokio::spawn({
+            let fe = fe.clone();
+            async move { fe.show_diff(diff()).await }
+        });
+        let req = next_request(&mut editor).await;
+        assert!(fe.shown(diff().id).is_some(), "shown while asked");
+        assert!(fe.complete(&req.id, Err(ErrorObject::new(-32603, "no window"))));
+        assert!(call.await.unwrap().is_err());
+        assert!(fe.shown(diff().id).is_none());
     }
 
     #[tokio::test]
