@@ -90,6 +90,11 @@ impl Analysis {
         self.state().source = source;
     }
 
+    /// Whose diagnostics Claude gets now.
+    pub fn source(&self) -> DiagnosticsSource {
+        self.state().source
+    }
+
     /// Whether ccbridge's servers answer for `path`.
     fn ours(&self, path: &str) -> bool {
         self.state().ours(path)

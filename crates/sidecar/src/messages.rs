@@ -96,11 +96,12 @@ pub struct InitializeParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_mode: Option<ApprovalMode>,
     /// The editor shows the session review: ccbridge sends it
-    /// `changesChanged` whenever the list of changed files changes.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub changes: bool,
-    /// Whose diagnostics Claude gets (`crate::diagnostics`); absent:
-    /// `auto`.
+    /// `changesChanged` whenever the list of changed files changes. Absent:
+    /// as before (off until an `initialize` says `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<bool>,
+    /// Whose diagnostics Claude gets (`crate::diagnostics`); absent: as
+    /// before (`auto` until an `initialize` says otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<DiagnosticsSource>,
 }

@@ -656,16 +656,21 @@ impl Session {
             }
         }
         self.version.store(version, Ordering::Relaxed);
-        self.changes_wanted
-            .store(params.changes && self.changes.is_some(), Ordering::Relaxed);
+        // What a repeated `initialize` leaves out keeps its value, as the
+        // capabilities and the approval mode do.
+        if let Some(wanted) = params.changes {
+            self.changes_wanted
+                .store(wanted && self.changes.is_some(), Ordering::Relaxed);
+        }
         if let Some(caps) = params.capabilities.clone() {
             self.frontend.set_capabilities(caps);
         }
         let diagnostics = match &self.analysis {
             Some(a) => {
-                let source = params.diagnostics.unwrap_or_default();
-                a.set_source(source);
-                source
+                if let Some(source) = params.diagnostics {
+                    a.set_source(source);
+                }
+                a.source()
             }
             None => messages::DiagnosticsSource::Editor,
         };

@@ -590,3 +590,38 @@ async fn an_editor_without_diagnostics_gets_the_language_servers_until_it_report
     let (result, _, _) = ed.finish().await;
     assert_eq!(result.expect("clean end"), ExitReason::InputClosed);
 }
+
+/// `initialize` sent again to change one thing (the documented way) reset
+/// what it left out: the diagnostics source went back to `auto` and the
+/// session review's `changesChanged` stopped. What is left out keeps its
+/// value, as the capabilities and the approval mode did already.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_initialize_keeps_what_it_leaves_out() {
+    let options = ccbridge_sidecar::Options {
+        // ccbridge's own diagnostics, without any server to find.
+        language_servers: Some(ccbridge_lsp::Options {
+            search_dirs: Vec::new(),
+            search_path: false,
+            ..ccbridge_lsp::Options::default()
+        }),
+        ..ccbridge_sidecar::Options::default()
+    };
+    let mut ed = start_with(options);
+    ed.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": 3, "diagnostics": "ccbridge"}}),
+    )
+    .await;
+    let r = ed.recv_non_notification().await;
+    assert_eq!(r["result"]["diagnostics"], "ccbridge", "{r}");
+    ed.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": 3, "ideName": "Renamed"}}),
+    )
+    .await;
+    let r = ed.recv_non_notification().await;
+    assert_eq!(r["id"], 2, "{r}");
+    assert_eq!(r["result"]["diagnostics"], "ccbridge", "{r}");
+    ed.close_input();
+    assert_eq!(ed.finish().await.0.expect("clean"), ExitReason::InputClosed);
+}
