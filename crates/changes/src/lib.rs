@@ -787,28 +787,23 @@ impl Changes {
     /// What `path` held when the session began (unknown until the
     /// baseline is taken).
     fn before_start(&self, path: &str) -> Before {
-        let baseline = self
-            .shared
-            .baseline
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        baseline
-            .as_deref()
+        self.baseline()
             .map_or(Before::Unknown, |b| b.before(Path::new(path)))
     }
 
     /// What `path`, there at the start, is created again as.
     fn shape_at_start(&self, path: &str) -> Shape {
-        let baseline = self
-            .shared
+        self.baseline()
+            .map_or(Shape::File(NEW_FILE_MODE), |b| b.shape(Path::new(path)))
+    }
+
+    /// The baseline, once taken (asked outside the lock: it may run git).
+    fn baseline(&self) -> Option<Arc<Baseline>> {
+        self.shared
             .baseline
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        baseline
-            .as_deref()
-            .map_or(Shape::File(NEW_FILE_MODE), |b| b.shape(Path::new(path)))
+            .clone()
     }
 
     /// Records that `path` is larger than the review reads.
