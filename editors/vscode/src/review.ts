@@ -13,7 +13,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { DiffContext, DiffVerdict, Hunk, ShowDiffParams } from "@ccbridge/client";
-import { asSent } from "./text";
+import { asSent, track } from "./text";
 
 export const ORIGINAL_SCHEME = "ccbridge-original";
 export const PROPOSAL_SCHEME = "ccbridge-proposal";
@@ -403,12 +403,16 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
     // lines are those of the document before it.
     const changes = [...e.contentChanges].sort((a, b) => b.range.start.compareTo(a.range.start));
     for (const c of changes) {
-      const added = c.text.split("\n").length - 1;
-      const delta = added - (c.range.end.line - c.range.start.line);
+      const edit = {
+        startLine: c.range.start.line,
+        endLine: c.range.end.line,
+        endCharacter: c.range.end.character,
+        addedLines: c.text.split("\n").length - 1,
+      };
       for (const h of r.hunks) {
-        const before = c.range.end.line < h.newStart || (c.range.end.line === h.newStart && c.range.end.character === 0);
-        if (before) h.newStart += delta;
-        else if (c.range.start.line < h.newStart + h.newLines) h.newLines = Math.max(0, h.newLines + delta);
+        const moved = track({ start: h.newStart, count: h.newLines }, edit);
+        h.newStart = moved.start;
+        h.newLines = moved.count;
       }
     }
     this.lensChanged.fire();

@@ -19,3 +19,40 @@ export function asSent(text: string, proposed: string): string {
   if (normalized(text) === normalized(proposed)) return proposed;
   return proposed.startsWith(BOM) && !text.startsWith(BOM) ? BOM + text : text;
 }
+
+/** The proposal's lines a hunk covers: `start` (0-based) and how many. */
+export interface Lines {
+  start: number;
+  count: number;
+}
+
+/** An edit of the proposal, as VS Code reports it: the replaced range and how many line breaks its new text has. */
+export interface Edit {
+  startLine: number;
+  endLine: number;
+  endCharacter: number;
+  addedLines: number;
+}
+
+/**
+ * Where a hunk's lines are after `edit`. Before it: shifted. After it:
+ * unchanged. Overlapping it: the hunk grows to cover every line the edit
+ * touched, from the edit's first line when it began above the hunk, so a
+ * later Reject puts the original's lines back in place of all of them (a
+ * hunk that only shrank kept its start, and a rejected line that the edit
+ * had pulled above it survived the rejection).
+ */
+export function track(h: Lines, edit: Edit): Lines {
+  const { startLine, endLine, endCharacter, addedLines } = edit;
+  const delta = addedLines - (endLine - startLine);
+  const end = h.start + h.count;
+  if (endLine < h.start || (endLine === h.start && endCharacter === 0)) {
+    return { start: h.start + delta, count: h.count };
+  }
+  if (startLine >= end) return h;
+  // The last line the edit changed (an edit ending at a line's start leaves that line alone).
+  const lastTouched = endCharacter === 0 && endLine > startLine ? endLine - 1 : endLine;
+  const start = Math.min(h.start, startLine);
+  const newEnd = lastTouched < end ? end + delta : startLine + addedLines + 1;
+  return { start, count: Math.max(0, newEnd - start) };
+}
