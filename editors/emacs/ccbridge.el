@@ -636,10 +636,30 @@ resolved: that would open a connection."
             (push (cons real (cdr m)) out)))))
     (nreverse out)))
 
-(defun ccbridge--path-map ()
-  "`ccbridge-path-map' checked, each local folder under its real name too."
-  (ccbridge--with-true-names (car (ccbridge--normalize-path-map ccbridge-path-map))
-                             #'file-truename))
+(defun ccbridge--through-links (folders truename)
+  "FOLDERS reached through a symbolic link, each mapped to its real name.
+TRUENAME gives a folder's name with links resolved (as `file-truename'
+does).  Return (LOCAL . REMOTE) entries for the folders whose real name
+differs, both ways: for a sidecar on this machine without
+`ccbridge-path-map', which names such a folder (as Claude does) by its
+real path while Emacs names its files by the link's."
+  (let ((out nil))
+    (dolist (f folders)
+      (let ((local (directory-file-name f))
+            (real (directory-file-name (funcall truename f))))
+        (unless (string= local real)
+          (push (cons local real) out))))
+    (nreverse out)))
+
+(defun ccbridge--path-map (&optional root)
+  "`ccbridge-path-map' checked, each local folder under its real name too.
+Without a map, for a sidecar on this machine: ROOT mapped to its real
+name if it is reached through a symbolic link (see
+`ccbridge--through-links')."
+  (if (and root (null ccbridge-path-map) (not (ccbridge--remote-p)))
+      (ccbridge--through-links (list root) #'file-truename)
+    (ccbridge--with-true-names (car (ccbridge--normalize-path-map ccbridge-path-map))
+                               #'file-truename)))
 
 (defun ccbridge--swap-prefix (path from to)
   "PATH with directory FROM at its start replaced by TO, or nil.
@@ -944,7 +964,8 @@ Starts the sidecar if it is stopped; FN runs at once if it runs."
         (ccbridge--once 'no-binary :error "%s" msg)
         (ccbridge--settle session nil msg))))
    (t
-    (setf (ccbridge--session-path-map session) (ccbridge--path-map))
+    (setf (ccbridge--session-path-map session)
+          (ccbridge--path-map (ccbridge--session-root session)))
     (let ((program (ccbridge--program)))
       (if (not program)
           (let ((msg (format-message

@@ -848,4 +848,20 @@ start the agent, naming the prefix and Claude's port."
       (should (string-match-p "CLAUDE_CODE_SSE_PORT=4242 claude" (cadr err))))))
 
 (provide 'ccbridge-tests)
+;; Regression: a project reached through a symbolic link, with no map,
+;; crossed under the link's name while the sidecar uses the real one.
+(ert-deftest ccbridge-test-folders-through-links-map-to-their-real-names ()
+  (let ((truename (lambda (f) (if (string-prefix-p "/link" f)
+                                  (concat "/real" (substring f (length "/link")))
+                                f))))
+    (should (equal (ccbridge--through-links '("/link/p/" "/plain") truename)
+                   '(("/link/p" . "/real/p"))))
+    (let ((ccbridge-path-map nil) (ccbridge-command-prefix nil))
+      (cl-letf (((symbol-function 'file-truename) truename))
+        (should (equal (ccbridge--path-map "/link/p") '(("/link/p" . "/real/p"))))
+        (should (equal (ccbridge--path-map "/plain") nil))))
+    ;; A remote sidecar or a map of the user's: the map, as before.
+    (let ((ccbridge-path-map nil) (ccbridge-command-prefix '("ssh" "host")))
+      (should (equal (ccbridge--path-map "/link/p") nil)))))
+
 ;;; ccbridge-tests.el ends here

@@ -44,6 +44,9 @@ struct Setup<'a> {
     load_path: Vec<PathBuf>,
     /// Turn the mode on and wait for the sidecar.
     start: bool,
+    /// Emacs works in `ws`, a symbolic link to the folder (`real`), as a
+    /// user whose project is reached through one.
+    through_link: bool,
 }
 
 impl Default for Setup<'_> {
@@ -53,6 +56,7 @@ impl Default for Setup<'_> {
             path: vec![],
             load_path: vec![],
             start: true,
+            through_link: false,
         }
     }
 }
@@ -70,15 +74,23 @@ fn rig_with(setup: Setup) -> Rig {
     let ws = root.join("ws");
     let home = root.join("home");
     let lock_dir = root.join("ide");
-    std::fs::create_dir_all(&ws).unwrap();
+    let real = if setup.through_link {
+        root.join("real")
+    } else {
+        ws.clone()
+    };
+    std::fs::create_dir_all(&real).unwrap();
+    if setup.through_link {
+        std::os::unix::fs::symlink(&real, &ws).unwrap();
+    }
     std::fs::create_dir_all(&home).unwrap();
     let git = Command::new("git")
         .args(["init", "-q"])
-        .current_dir(&ws)
+        .current_dir(&real)
         .status()
         .expect("git (project.el finds the project by its .git)");
     assert!(git.success());
-    std::fs::write(ws.join("hello.py"), HELLO).unwrap();
+    std::fs::write(real.join("hello.py"), HELLO).unwrap();
     let mut opts = EmacsOptions::for_package(&ws);
     opts.env.push(("HOME".into(), home.display().to_string()));
     opts.env.push(("TMPDIR".into(), home.display().to_string()));
@@ -1417,3 +1429,33 @@ async fn without_ccbridge_the_mode_warns_once_and_commands_say_why() {
 }
 
 // ───────────────────────── workspace tools ─────────────────────────
+
+/// A project reached through a symbolic link, on this machine and without
+/// `ccbridge-path-map`: Emacs names its files by the link, the sidecar and
+/// Claude by the real path. The workspace tools, naming the file by its
+/// real path, did not see Emacs's unsaved changes and asked to write over
+/// them.
+#[test]
+fn through_a_symlinked_project_the_tools_see_unsaved_changes() {
+    let mut rig = rig_with(Setup {
+        through_link: true,
+        ..Setup::default()
+    });
+    rig.type_line_at_top("# unsaved");
+    let (port, token) = crate::editor_scenarios::tools_of(&rig.init());
+    let r = ccbridge_testkit::http::mcp_call(
+        port,
+        &token,
+        "write_file",
+        json!({"path": "hello.py", "content": "overwritten\n"}),
+        STEP,
+    );
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("unsaved changes"), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        HELLO
+    );
+}
