@@ -31,6 +31,11 @@ pub struct Options {
     /// Also register it with Claude Code (`.claude.json`, the first
     /// workspace folder's project) while it runs.
     pub register: bool,
+    /// Folders refused as too broad (`/`, the home folder): serve no folder
+    /// at all until the editor names one (the sidecar, whose editor may move
+    /// to a project after starting in the home folder, as one launched from
+    /// a desktop does), instead of not starting.
+    pub wait_for_folders: bool,
 }
 
 /// A running tools server.
@@ -52,7 +57,11 @@ impl Running {
         if !register {
             return;
         }
-        let (Some(path), Some(folder)) = (registration::config_path(), folders.first()) else {
+        let Some(folder) = folders.first() else {
+            tracing::warn!("the tools are not registered with Claude Code: they serve no folder");
+            return;
+        };
+        let Some(path) = registration::config_path() else {
             tracing::warn!(
                 "cannot register the tools with Claude Code: no HOME nor CLAUDE_CONFIG_DIR"
             );
@@ -100,6 +109,11 @@ pub fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
     Ok(ws)
 }
 
+/// Whether `folders` open and are refused only for being too broad.
+fn is_too_broad(folders: &[PathBuf]) -> bool {
+    Workspace::open(folders).is_ok_and(|ws| ws.too_broad().is_some())
+}
+
 /// Why the tools server did not start (the caller goes on without it).
 #[derive(Debug, thiserror::Error)]
 #[error("the workspace tools server could not start: {0}")]
@@ -134,7 +148,15 @@ pub async fn start(
         ..Settings::default()
     };
     let token = AuthToken::generate().map_err(|e| LaunchError(e.to_string()))?;
-    let ws = open_workspace(folders).map_err(LaunchError)?;
+    let (ws, folders) = match open_workspace(folders) {
+        Ok(ws) => (ws, folders),
+        Err(why) if options.wait_for_folders && is_too_broad(folders) => {
+            tracing::warn!("{why}; until the editor names a project folder they serve none");
+            let none = Workspace::open(&[]).map_err(|e| LaunchError(e.to_string()))?;
+            (none, &[][..])
+        }
+        Err(why) => return Err(LaunchError(why)),
+    };
     let server = crate::ToolsServer::bind(
         options.port,
         token.expose(),

@@ -200,6 +200,7 @@ impl ServerArgs {
             port: self.tools_port,
             approval: self.approval_mode,
             register: self.register_tools,
+            wait_for_folders: false,
         })
     }
 }
@@ -229,7 +230,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .and_then(|p| u32::try_from(p.as_raw_nonzero().get()).ok())
         .unwrap_or_else(std::process::id);
     let config = config_from(&args.server, parent)?;
-    let options = services(&args.server, &args.ui);
+    let mut options = services(&args.server, &args.ui);
+    // The editor may name a project after starting in the home folder.
+    if let Some(t) = &mut options.tools {
+        t.wait_for_folders = true;
+    }
     let reason = ccbridge_sidecar::run_with(
         config,
         options,

@@ -420,10 +420,12 @@ fn register_tools_registers_at_start_and_unregisters_on_exit() {
 }
 
 /// Security checklist item 36: the home folder (or `/`) as the workspace
-/// would hand the whole of it to an agent; the tools are not served then.
+/// would hand the whole of it to an agent; the sidecar's tools serve no
+/// folder then, until the editor names a project.
 #[test]
-fn item_36_a_home_folder_workspace_gets_no_tools() {
+fn item_36_a_home_folder_workspace_gets_tools_that_serve_nothing_until_a_project_is_named() {
     let sandbox = Sandbox::new().unwrap();
+    std::fs::write(sandbox.home().join(".secret"), "home's own\n").unwrap();
     let mut opts =
         EditorOptions::for_sandbox(env!("CARGO_BIN_EXE_ccbridge"), &sandbox, "ToolsTest");
     opts.workspace = sandbox.home().to_path_buf();
@@ -431,12 +433,41 @@ fn item_36_a_home_folder_workspace_gets_no_tools() {
     let init = ed
         .request("initialize", json!({"protocolVersion": 2}), STEP)
         .unwrap();
-    assert!(init.get("tools").is_none(), "{init}");
     assert!(
         ed.log().contains("your home folder"),
         "the log says why: {}",
         ed.log()
     );
+    // Served, with no folder: nothing in the home folder is reached.
+    let (port, token, s) = tools_session(&init);
+    let secret = sandbox.home().join(".secret").display().to_string();
+    for (id, path) in [(2, ".secret"), (3, secret.as_str())] {
+        let (text, is_error) = call_later(port, &token, &s, id, "read_file", json!({"path": path}))
+            .join()
+            .unwrap();
+        assert!(is_error && !text.contains("home's own"), "{text}");
+    }
+    // An editor started in the home folder that moves to a project (one
+    // launched from a desktop, then opening the project): the tools serve
+    // it. They never started at all before.
+    sandbox.write_file("notes.txt", "project's own\n").unwrap();
+    ed.request(
+        "initialize",
+        json!({"protocolVersion": 2, "workspaceFolders": [sandbox.workspace()]}),
+        STEP,
+    )
+    .unwrap();
+    let (text, is_error) = call_later(
+        port,
+        &token,
+        &s,
+        4,
+        "read_file",
+        json!({"path": "notes.txt"}),
+    )
+    .join()
+    .unwrap();
+    assert!(!is_error && text.contains("project's own"), "{text}");
     // An editor moving a running server's tools to `/` keeps the old folders.
     let ed = editor(&sandbox, &[]);
     let init = ed
