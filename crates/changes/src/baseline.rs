@@ -121,7 +121,7 @@ impl Baseline {
     /// What `path`, there at the start, is created again as: its mode when
     /// copied, else its mode in the commit, else a plain file.
     pub fn shape(&self, path: &Path) -> Shape {
-        const PLAIN: Shape = Shape::File(0o666);
+        const PLAIN: Shape = Shape::File(ccbridge_workspace::NEW_FILE_MODE);
         if let Some(m) = self.modes.get(path) {
             return Shape::File(*m);
         }

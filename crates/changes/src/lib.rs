@@ -27,15 +27,11 @@ mod view;
 pub mod watch;
 
 pub use baseline::{Before, Shape};
-
-/// The permission bits of a file created with nothing else to go by (less
-/// the umask), as editors and `touch` create them.
-const NEW_FILE_MODE: u32 = 0o666;
 pub use view::{ChangesView, FileStatus, FileView, HunkView};
 
 use baseline::Baseline;
 use ccbridge_server::hunks::{self, Hunk};
-use ccbridge_workspace::{Expected, Workspace, WorkspaceError};
+use ccbridge_workspace::{Expected, Workspace, WorkspaceError, NEW_FILE_MODE};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

@@ -100,18 +100,20 @@ impl Running {
 /// user's home (security checklist item 36).
 pub fn open_workspace(folders: &[PathBuf]) -> Result<Workspace, String> {
     let ws = Workspace::open(folders).map_err(|e| e.to_string())?;
-    if let Some(f) = ws.too_broad() {
-        return Err(format!(
-            "the workspace folder {} is the whole file system or your home folder; the workspace tools serve a project folder only (start the editor in one)",
-            f.display()
-        ));
+    match too_broad(&ws) {
+        Some(why) => Err(why),
+        None => Ok(ws),
     }
-    Ok(ws)
 }
 
-/// Whether `folders` open and are refused only for being too broad.
-fn is_too_broad(folders: &[PathBuf]) -> bool {
-    Workspace::open(folders).is_ok_and(|ws| ws.too_broad().is_some())
+/// Why `ws` is refused to the tools, if it is too broad.
+fn too_broad(ws: &Workspace) -> Option<String> {
+    ws.too_broad().map(|f| {
+        format!(
+            "the workspace folder {} is the whole file system or your home folder; the workspace tools serve a project folder only (start the editor in one)",
+            f.display()
+        )
+    })
 }
 
 /// Why the tools server did not start (the caller goes on without it).
@@ -148,14 +150,15 @@ pub async fn start(
         ..Settings::default()
     };
     let token = AuthToken::generate().map_err(|e| LaunchError(e.to_string()))?;
-    let (ws, folders) = match open_workspace(folders) {
-        Ok(ws) => (ws, folders),
-        Err(why) if options.wait_for_folders && is_too_broad(folders) => {
+    let ws = Workspace::open(folders).map_err(|e| LaunchError(e.to_string()))?;
+    let (ws, folders) = match too_broad(&ws) {
+        None => (ws, folders),
+        Some(why) if options.wait_for_folders => {
             tracing::warn!("{why}; until the editor names a project folder they serve none");
             let none = Workspace::open(&[]).map_err(|e| LaunchError(e.to_string()))?;
             (none, &[][..])
         }
-        Err(why) => return Err(LaunchError(why)),
+        Some(why) => return Err(LaunchError(why)),
     };
     let server = crate::ToolsServer::bind(
         options.port,

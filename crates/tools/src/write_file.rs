@@ -40,16 +40,19 @@ pub fn keep_conventions(original: Option<&str>, proposed: &str) -> String {
 
 /// Some of the text's lines end in CRLF, others in a bare LF.
 pub fn mixed_line_ends(text: &str) -> bool {
-    let lf = text.matches('\n').count();
-    let crlf = text.matches("\r\n").count();
+    let (lf, crlf) = line_breaks(text);
     crlf > 0 && crlf < lf
 }
 
 /// Most of the text's line breaks are CRLF.
 pub fn uses_crlf(text: &str) -> bool {
-    let lf = text.matches('\n').count();
-    let crlf = text.matches("\r\n").count();
+    let (lf, crlf) = line_breaks(text);
     crlf > 0 && crlf * 2 >= lf
+}
+
+/// How many line breaks the text has, and how many of them are CRLF.
+fn line_breaks(text: &str) -> (usize, usize) {
+    (text.matches('\n').count(), text.matches("\r\n").count())
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ mod locate;
 mod write;
 
 pub use locate::Located;
-pub use write::{Expected, Written};
+pub use write::{is_read_only, Expected, Written, NEW_FILE_MODE};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use serde::Serialize;

@@ -43,6 +43,17 @@ pub struct Written {
     pub path: PathBuf,
 }
 
+/// The permission bits of a file created with nothing else to go by (less
+/// the umask), as editors and `touch` create them.
+pub const NEW_FILE_MODE: u32 = 0o666;
+
+/// Whether a file of mode `mode` is one its owner may not write: someone
+/// protected it (`chmod a-w`). An editor refuses to save over such a file,
+/// and so does every write here, although renaming over it would succeed.
+pub fn is_read_only(mode: u32) -> bool {
+    mode & 0o200 == 0
+}
+
 impl Workspace {
     /// Replaces (or creates) the file at `path` with `bytes`, atomically.
     pub fn write_atomic(&self, path: &str, bytes: &[u8]) -> Result<Written, WorkspaceError> {
@@ -59,7 +70,7 @@ impl Workspace {
         bytes: &[u8],
         expected: Expected<'_>,
     ) -> Result<Written, WorkspaceError> {
-        self.replace_creating(path, bytes, expected, 0o666)
+        self.replace_creating(path, bytes, expected, NEW_FILE_MODE)
     }
 
     /// [`Self::replace`], a file it creates getting the permission bits
@@ -194,10 +205,7 @@ impl Workspace {
         let err = |e| io_error(&at.asked, e);
         let (created, mode) = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-                // A file its owner may not write is one someone protected
-                // (`chmod a-w`): an editor refuses to save over it, and so
-                // does this, although the rename would succeed.
-                FileType::RegularFile if st.st_mode & 0o200 == 0 => {
+                FileType::RegularFile if is_read_only(st.st_mode) => {
                     return Err(WorkspaceError::ReadOnly(at.asked.clone()))
                 }
                 FileType::RegularFile => (false, Some(Mode::from_raw_mode(st.st_mode & 0o7777))),

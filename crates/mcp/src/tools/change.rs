@@ -11,7 +11,7 @@ use super::Context;
 use ccbridge_protocol::editor::{Diagnostic, FileDiagnostics, Severity};
 use ccbridge_server::{hunks, Proposal, Verdict};
 use ccbridge_tools::{get_diagnostics, write_file};
-use ccbridge_workspace::{Expected, FileText, Workspace, WorkspaceError};
+use ccbridge_workspace::{is_read_only, Expected, FileText, Workspace, WorkspaceError};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -97,37 +97,21 @@ pub(crate) fn as_edited(text: &str) -> String {
 /// others as most of the file's lines do. Converting the whole file to one
 /// ending would show lines nobody touched as changed in version control.
 pub(crate) fn line_ends_kept(original: &str, edited: &str) -> String {
-    let raw = hunks::lines(original.strip_prefix('\u{FEFF}').unwrap_or(original));
-    let new = hunks::lines(edited);
     let crlf = write_file::uses_crlf(original);
-    let mut out = String::with_capacity(edited.len() + raw.len());
-    let changed = |line: &str, out: &mut String| match line.strip_suffix('\n') {
-        Some(body) if crlf && !body.ends_with('\r') => {
-            out.push_str(body);
-            out.push_str("\r\n");
-        }
-        _ => out.push_str(line),
-    };
-    // `as_edited` keeps every line where it was: line i of the text shown
-    // is line i of `original`.
-    let (mut a, mut b) = (0, 0);
-    for h in hunks::hunks(&as_edited(original), edited) {
-        let (old_start, new_start) = (h.old_start as usize, h.new_start as usize);
-        while b < new_start {
-            out.push_str(raw[a]);
-            a += 1;
-            b += 1;
-        }
-        for line in &new[new_start..new_start + h.new_lines as usize] {
-            changed(line, &mut out);
-        }
-        a = old_start + h.old_lines as usize;
-        b = new_start + h.new_lines as usize;
-    }
-    for line in &raw[a..] {
-        out.push_str(line);
-    }
-    out
+    // Every line of `edited` with the common ending; only the changed ones
+    // are taken from it.
+    let changed: String = hunks::lines(edited)
+        .into_iter()
+        .flat_map(|line| match line.strip_suffix('\n') {
+            Some(body) if crlf && !body.ends_with('\r') => [body, "\r\n"],
+            _ => [line, ""],
+        })
+        .collect();
+    // `as_edited` keeps every line where it was: the hunks between the text
+    // shown and `edited` count `original`'s lines (its BOM aside) too.
+    let raw = original.strip_prefix('\u{FEFF}').unwrap_or(original);
+    let hs = hunks::hunks(&as_edited(original), edited);
+    hunks::apply(raw, &changed, &hs, &vec![true; hs.len()])
 }
 
 /// The file's text, `None` when it does not exist; binary, over-large and
@@ -169,7 +153,7 @@ fn check_not_dirty(ctx: &Context, asked: &str, abs: &std::path::Path) -> Result<
 fn check_writable(asked: &str, abs: &std::path::Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     match std::fs::symlink_metadata(abs) {
-        Ok(m) if m.is_file() && m.permissions().mode() & 0o200 == 0 => Err(error(
+        Ok(m) if m.is_file() && is_read_only(m.permissions().mode()) => Err(error(
             asked,
             WorkspaceError::ReadOnly(asked.to_owned()).to_string(),
         )),
