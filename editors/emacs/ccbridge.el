@@ -487,11 +487,17 @@ the line's text, makes it a marker (see `ccbridge--conflict-parts').
 Text typed next to it does not inherit the property."
   (propertize (concat label "\n") 'ccbridge-conflict-marker kind 'rear-nonsticky t))
 
+(defconst ccbridge--no-newline-note
+  (concat (propertize "  ⏎ no line break at the end of the file" 'face 'shadow) "\n")
+  "How a review shows the end of a last line that has no newline.")
+
 (defun ccbridge--conflict-lines (text crlf)
   "TEXT's lines, as a vector of strings each ending in a newline.
 If CRLF, line ends are \"\\r\\n\" and lose their \"\\r\".  A last
 line without a newline gets one, with the text property
-`ccbridge-no-newline' (see `ccbridge--resolve-conflicts')."
+`ccbridge-no-newline' (see `ccbridge--resolve-conflicts'), shown as
+a note that the file has no line break there: otherwise a change to
+the final line break alone would be two equal lines in conflict."
   (pcase-let* ((`(,lines . ,eol)
                 (ccbridge--split-lines (if crlf (string-replace "\r\n" "\n" text) text)))
                (v (vconcat (mapcar (lambda (l) (concat l "\n")) lines)))
@@ -499,7 +505,8 @@ line without a newline gets one, with the text property
     (when (and (> n 0) (not eol))
       (aset v (1- n) (concat (substring (aref v (1- n)) 0 -1)
                              (propertize "\n" 'ccbridge-no-newline t
-                                         'rear-nonsticky t))))
+                                         'rear-nonsticky t
+                                         'display ccbridge--no-newline-note))))
     v))
 
 (defun ccbridge--conflict-text (original proposed hunks &optional agent)

@@ -104,6 +104,25 @@
   (when (buffer-local-value 'ccbridge--current-review (window-buffer))
     (buffer-name (window-buffer))))
 
+;; What the review shows beside its lines: display strings, overlays'
+;; before and after strings, and its header line.
+(defun ccbridge-test-review-shown ()
+  "What the selected review window shows beside its text, or \"\"."
+  (let ((name (ccbridge-test-review-buffer)) (out nil))
+    (when name
+      (with-current-buffer name
+        (let ((pos (point-min)))
+          (while (< pos (point-max))
+            (let ((d (get-text-property pos 'display)))
+              (when (stringp d) (push d out)))
+            (setq pos (next-single-property-change pos 'display nil (point-max)))))
+        (dolist (o (overlays-in (point-min) (point-max)))
+          (dolist (p '(before-string after-string))
+            (when (stringp (overlay-get o p)) (push (overlay-get o p) out))))
+        (when header-line-format
+          (push (format-mode-line header-line-format) out))))
+    (mapconcat #'substring-no-properties (nreverse out) "\n")))
+
 ;;;; The session review
 
 (defvar ccbridge-test-changes nil

@@ -57,6 +57,13 @@ def TestRejectingEveryHunkIsARejection()
   assert_equal('accept', review.Outcome(['a', 'c'], ['a', 'c'], ['a', 'b']))
 enddef
 
+def TestTheFinalLineBreakIsDecidedOnItsOwn()
+  assert_equal('', review.Outcome(['a'], ['a'], ['a'], {base: true, prop: false, original: true}))
+  assert_equal('rejected', review.Outcome(['a'], ['a'], ['a'], {base: true, prop: true, original: true}))
+  assert_equal('accept', review.Outcome(['a'], ['a'], ['a'], {base: false, prop: false, original: true}))
+  assert_equal('rejected', review.Outcome([''], [''], ['']))
+enddef
+
 # Two scratch buffers in diff mode, the proposal's window current.
 def DiffOf(base: list<string>, prop: list<string>)
   silent! only!

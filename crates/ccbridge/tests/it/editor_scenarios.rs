@@ -237,6 +237,10 @@ pub(crate) trait EditorUnderTest: Sized {
     /// review stays for a last look (Emacs).
     fn after_last_hunk(&mut self);
 
+    /// Waits until the review shows `needle` beside its lines (virtual
+    /// text, a status or header line) and returns what it shows there.
+    fn wait_review_shows(&mut self, needle: &str) -> String;
+
     /// A second editor of this kind in the same workspace and lock
     /// directory (another `HOME`), its sidecar started: it, kept alive by
     /// the first value, and its lock file.
@@ -492,6 +496,24 @@ pub(crate) async fn accepting_an_empty_new_file_saves_it<E: EditorUnderTest>() {
     e.accept_review();
     let (_c, text) = verdict(task).await;
     assert!(text.starts_with("FILE_SAVED"), "{text}");
+}
+
+/// A proposal that only adds the missing final line break showed no line of
+/// difference in Neovim and Vim (their diff compares lines), Emacs showed
+/// two equal lines in conflict, and a hunk command in Neovim or Vim then
+/// decided the whole review. The change is shown, and it is a hunk of its
+/// own at the last line: rejecting the other hunk keeps it.
+pub(crate) async fn a_change_to_the_final_line_break_is_shown_and_decided_on_its_own<
+    E: EditorUnderTest,
+>() {
+    let (mut e, task) = review::<E>("notes.txt", "a\nb\nc", "A\nb\nc\n").await;
+    e.wait_review_shows("line break at the end");
+    e.to_first_hunk();
+    e.decide_hunk(false);
+    e.decide_hunk(true);
+    e.after_last_hunk();
+    let (_c, text) = verdict(task).await;
+    assert_saved(&text, "a\nb\nc\n");
 }
 
 /// The indicator shows whether Claude is connected, and the status report
@@ -1072,6 +1094,7 @@ in_faces!(
         identical_hunks_are_decided_each_at_its_place,
         a_hunk_command_below_every_hunk_decides_nothing,
         accepting_an_empty_new_file_saves_it,
+        a_change_to_the_final_line_break_is_shown_and_decided_on_its_own,
         a_mixed_line_end_file_is_reviewed_and_saved_byte_for_byte,
         lines_that_look_like_conflict_markers_are_saved_as_they_are,
         the_status_follows_claudes_session,

@@ -574,6 +574,18 @@ impl EditorUnderTest for Rig {
         self.emacs.keys("C-x C-s");
     }
 
+    fn wait_review_shows(&mut self, needle: &str) -> String {
+        let shown = self.emacs.wait(
+            &format!("the review to show {needle:?}"),
+            &format!(
+                "(let ((s (ccbridge-test-review-shown))) (and (string-search {} s) s))",
+                lisp_str(needle)
+            ),
+            STEP,
+        );
+        shown.as_str().unwrap_or_default().to_string()
+    }
+
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
         let mut opts = EmacsOptions::for_package(&self.ws);
         let home2 = self.dir.path().join("home2");

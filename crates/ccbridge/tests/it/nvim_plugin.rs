@@ -413,6 +413,41 @@ impl EditorUnderTest for Rig {
 
     fn after_last_hunk(&mut self) {}
 
+    fn wait_review_shows(&mut self, needle: &str) -> String {
+        let shown = "(function()
+               local out = {}
+               for _, w in ipairs(vim.api.nvim_list_wins()) do
+                 local b = vim.api.nvim_win_get_buf(w)
+                 if vim.api.nvim_buf_get_name(b):find('^ccbridge://') then
+                   out[#out + 1] = vim.wo[w].winbar
+                   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(b, -1, 0, -1, { details = true })) do
+                     for _, line in ipairs(m[4].virt_lines or {}) do
+                       for _, chunk in ipairs(line) do
+                         out[#out + 1] = chunk[1]
+                       end
+                     end
+                   end
+                 end
+               end
+               return table.concat(out, '\\n')
+             end)()";
+        let mut last = String::new();
+        let found = poll_until(STEP, Duration::from_millis(10), || {
+            last = self
+                .nvim
+                .eval(shown)
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            last.contains(needle).then_some(())
+        });
+        assert!(
+            found.is_some(),
+            "the review does not show {needle:?}: {last}"
+        );
+        last
+    }
+
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
         let home = self._dir.path().join("home2");
         let mut second = plugin_nvim(&self.ws, &self.lock_dir, &home, "", &[]);
@@ -558,6 +593,7 @@ impl Rig {
                for _, b in ipairs(vim.api.nvim_list_bufs()) do
                  if vim.api.nvim_buf_get_name(b):find('^ccbridge://%d+/' .. kind .. '/') then
                    return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n')
+                     .. (vim.bo[b].eol and '\\n' or '')
                  end
                end
                return ''

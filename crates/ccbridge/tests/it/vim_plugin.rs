@@ -439,7 +439,8 @@ impl EditorUnderTest for Rig {
 
     fn decide_hunk(&mut self, accept: bool) {
         const TEXTS: &str = "map(['original', 'proposed'], \
-            {_, k -> join(getbufline(bufnr('ccbridge://*/' .. k .. '/*'), 1, '$'), \"\\n\")})";
+            {_, k -> join(getbufline(bufnr('ccbridge://*/' .. k .. '/*'), 1, '$'), \"\\n\") \
+            .. getbufvar(bufnr('ccbridge://*/' .. k .. '/*'), '&eol')})";
         let before = self.vim.eval(TEXTS);
         let command = if accept { "Accept" } else { "Reject" };
         self.vim.keys(&format!(":CCBridge{command}Hunk<CR>"));
@@ -465,6 +466,27 @@ impl EditorUnderTest for Rig {
     }
 
     fn after_last_hunk(&mut self) {}
+
+    fn wait_review_shows(&mut self, needle: &str) -> String {
+        let shown = "join(map(filter(getwininfo(), {_, w -> bufname(w.bufnr) =~# '^ccbridge://'}), \
+            {_, w -> getwinvar(w.winid, '&statusline') .. ' ' \
+            .. join(map(prop_list(1, #{bufnr: w.bufnr, end_lnum: -1}), {_, p -> get(p, 'text', '')}))}), \"\\n\")";
+        let mut last = String::new();
+        let found = poll_until(STEP, Duration::from_millis(10), || {
+            last = self
+                .vim
+                .eval(shown)
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            last.contains(needle).then_some(())
+        });
+        assert!(
+            found.is_some(),
+            "the review does not show {needle:?}: {last}"
+        );
+        last
+    }
 
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
         let mut second = start_vim(&self.ws, &self.dir.path().join("home2"), &[]);

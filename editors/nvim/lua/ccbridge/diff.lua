@@ -11,6 +11,11 @@
 --- and `dp`, `:w` ends it. Closing the proposal's window rejects (or
 --- dismisses, see `diff.on_close`).
 ---
+--- A change to the final line break alone shows no line of difference: it
+--- is the buffers' 'eol' ('fixeol' off), marked below the proposal's last
+--- line, and decided by the hunk commands as a hunk of its own at the last
+--- line (`:set eol` or `:set noeol` in the proposal decides it too).
+---
 --- Only windows, tabs and buffers created here are ever closed or wiped,
 --- and focus goes back to where it was when the review took it.
 local config = require("ccbridge.config")
@@ -19,6 +24,7 @@ local M = {}
 
 local api = vim.api
 local ns = api.nvim_create_namespace("ccbridge.review")
+local ns_eol = api.nvim_create_namespace("ccbridge.review.eol")
 local text_diff = (vim.text and vim.text.diff) or vim.diff
 
 ---@class ccbridge.Review
@@ -26,7 +32,6 @@ local text_diff = (vim.text and vim.text.diff) or vim.diff
 ---@field path string
 ---@field tab_name string?
 ---@field original string? the file's text when Claude proposed; nil for a new file (or one ccbridge could not read)
----@field eol boolean the proposal ends with a line break
 ---@field crlf boolean every line break of both texts is CRLF (see `M.crlf`)
 ---@field base integer the original's buffer
 ---@field prop integer the proposal's buffer
@@ -106,7 +111,13 @@ end
 
 --- The proposal's text as Claude should write it.
 local function contents(r)
-  return M.join(lines(r.prop), r.eol, r.crlf)
+  return M.join(lines(r.prop), vim.bo[r.prop].eol, r.crlf)
+end
+
+--- Whether the two sides end differently, one with a line break and one
+--- without. Never for a new file: its empty original has no last line.
+local function eol_differs(r)
+  return r.original ~= nil and vim.bo[r.base].eol ~= vim.bo[r.prop].eol
 end
 
 --- Highlighting without `filetype`: setting it would run the user's
@@ -122,9 +133,11 @@ local function highlight(buf, path)
   end
 end
 
-local function scratch(name, text_lines, path, acwrite)
+local function scratch(name, text_lines, eol, path, acwrite)
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(buf, 0, -1, false, text_lines)
+  vim.bo[buf].fixeol = false
+  vim.bo[buf].eol = eol
   api.nvim_buf_set_name(buf, name)
   vim.bo[buf].buftype = acwrite and "acwrite" or "nofile"
   vim.bo[buf].bufhidden = "wipe"
@@ -184,7 +197,25 @@ local function render_inline(r)
   end
 end
 
+--- The final line break's change, below the proposal's last line.
+local function render_eol(r)
+  if not api.nvim_buf_is_valid(r.prop) then
+    return
+  end
+  api.nvim_buf_clear_namespace(r.prop, ns_eol, 0, -1)
+  if not eol_differs(r) then
+    return
+  end
+  local text = vim.bo[r.prop].eol and "⏎ adds a line break at the end of the file"
+    or "⏎ removes the line break at the end of the file"
+  api.nvim_buf_set_extmark(r.prop, ns_eol, api.nvim_buf_line_count(r.prop) - 1, 0, {
+    virt_lines = { { { text, "DiffChange" } } },
+    sign_text = "⏎",
+  })
+end
+
 local function refresh(r)
+  render_eol(r)
   if config.options.diff.layout == "inline" then
     render_inline(r)
   else
@@ -367,6 +398,16 @@ local function watch(r)
       end
     end,
   })
+  api.nvim_create_autocmd("OptionSet", {
+    group = group,
+    pattern = { "eol", "endofline" },
+    callback = function()
+      local buf = api.nvim_get_current_buf()
+      if buf == r.prop or buf == r.base then
+        render_eol(r)
+      end
+    end,
+  })
   if config.options.diff.layout == "inline" then
     api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
       group = group,
@@ -392,6 +433,7 @@ function M.show(p)
   local original = type(p.originalContents) == "string" and p.originalContents or nil
   local crlf = M.crlf(p.proposedContents, original)
   local prop_lines, eol = M.split(p.proposedContents, crlf)
+  local base_lines, base_eol = M.split(original or "", crlf)
   local tail = vim.fn.fnamemodify(path, ":t")
   ---@type ccbridge.Review
   local r = {
@@ -399,7 +441,6 @@ function M.show(p)
     path = path,
     tab_name = p.tabName,
     original = original,
-    eol = eol,
     crlf = crlf,
     prev_win = api.nvim_get_current_win(),
     prev_mode = api.nvim_get_mode().mode,
@@ -407,8 +448,8 @@ function M.show(p)
     -- Which agent proposes it (protocol 3: Gemini CLI and Qwen Code too).
     agent = type(p.agent) == "table" and type(p.agent.name) == "string" and p.agent.name or "Claude",
   }
-  r.base = scratch(("ccbridge://%d/original/%s"):format(p.id, tail), (M.split(original or "", crlf)), path, false)
-  r.prop = scratch(("ccbridge://%d/proposed/%s"):format(p.id, tail), prop_lines, path, true)
+  r.base = scratch(("ccbridge://%d/original/%s"):format(p.id, tail), base_lines, base_eol, path, false)
+  r.prop = scratch(("ccbridge://%d/proposed/%s"):format(p.id, tail), prop_lines, eol, path, true)
   local own = require("ccbridge.editors").buffer_for(path)
   if own and vim.bo[own].modified then
     r.dirty_buf = own
@@ -427,6 +468,7 @@ function M.show(p)
     return nil, { code = 1, message = "could not open the review: " .. tostring(err) }
   end
   watch(r)
+  render_eol(r)
   if config.options.diff.layout == "inline" then
     render_inline(r)
   end
@@ -526,12 +568,31 @@ end
 ---@param base string[] the original side's lines now
 ---@param prop string[] the proposal's lines now
 ---@param original string[] the original's lines as the review opened
+---@param eol {base: boolean, prop: boolean, original: boolean}? whether each ends with a line break (nil for a new file: its empty original has no last line)
 ---@return "rejected"|"accept"|nil
-function M.outcome(base, prop, original)
-  if not vim.deep_equal(base, prop) then
+function M.outcome(base, prop, original, eol)
+  if not vim.deep_equal(base, prop) or (eol and eol.base ~= eol.prop) then
     return nil
   end
-  return vim.deep_equal(prop, original) and "rejected" or "accept"
+  local same = vim.deep_equal(prop, original) and (not eol or eol.prop == eol.original)
+  return same and "rejected" or "accept"
+end
+
+--- `hunks` and, when the two sides end differently, the final line break's
+--- change as one more hunk at the last line of each side (`eol = true`),
+--- below every other: the hunk commands reach it like any other.
+---@param hunks integer[][]
+---@param base_count integer lines of the original side
+---@param prop_count integer lines of the proposal
+---@param differs boolean
+---@return table[]
+function M.with_eol(hunks, base_count, prop_count, differs)
+  if not differs then
+    return hunks
+  end
+  local all = vim.list_extend({}, hunks)
+  all[#all + 1] = { base_count, 0, prop_count, 0, eol = true }
+  return all
 end
 
 --- Accepts or rejects the hunk under the cursor, or the next one below it
@@ -544,6 +605,7 @@ function M.hunk(action)
     return not_here()
   end
   local base, prop, hunks = hunks_of(r)
+  hunks = M.with_eol(hunks, #base, #prop, eol_differs(r))
   if #hunks == 0 then
     -- Nothing left to decide: the verdict on the text as it stands.
     return accept(r, false)
@@ -555,13 +617,28 @@ function M.hunk(action)
   end
   local sa, ca, sb, cb = pick[1], pick[2], pick[3], pick[4]
   local from_a, from_b = ca == 0 and sa or sa - 1, cb == 0 and sb or sb - 1
-  if action == "accept" then
+  if pick.eol and action == "accept" then
+    vim.bo[r.base].eol = vim.bo[r.prop].eol
+  elseif pick.eol then
+    vim.bo[r.prop].eol = vim.bo[r.base].eol
+  elseif action == "accept" then
     api.nvim_buf_set_lines(r.base, from_a, from_a + ca, false, vim.list_slice(prop, sb, sb + cb - 1))
   else
     api.nvim_buf_set_lines(r.prop, from_b, from_b + cb, false, vim.list_slice(base, sa, sa + ca - 1))
   end
   refresh(r)
-  local outcome = M.outcome(lines(r.base), lines(r.prop), (M.split(r.original or "", r.crlf)))
+  -- The cursor on what was decided, so that you see it, and the next
+  -- command takes the next hunk below.
+  local at = side == "prop" and from_b or from_a
+  at = math.min(at + 1, api.nvim_buf_line_count(0))
+  api.nvim_win_set_cursor(0, { math.max(at, 1), 0 })
+  local original_lines, original_eol = M.split(r.original or "", r.crlf)
+  local outcome = M.outcome(
+    lines(r.base),
+    lines(r.prop),
+    original_lines,
+    r.original and { base = vim.bo[r.base].eol, prop = vim.bo[r.prop].eol, original = original_eol } or nil
+  )
   if outcome == "rejected" then
     decide(r, "rejected")
   elseif outcome == "accept" then

@@ -74,6 +74,8 @@ function tests.rejecting_every_hunk_is_a_rejection(t)
   t.eq("every hunk of a new file rejected", d.outcome({ "" }, { "" }, { "" }), "rejected")
   t.eq("every hunk rejected", d.outcome({ "a", "b" }, { "a", "b" }, { "a", "b" }), "rejected")
   t.eq("one hunk accepted", d.outcome({ "a", "c" }, { "a", "c" }, { "a", "b" }), "accept")
+  local same = { base = true, prop = true, original = true }
+  t.eq("every hunk rejected, same ending", d.outcome({ "a" }, { "a" }, { "a" }, same), "rejected")
 end
 
 function tests.a_hunk_command_decides_the_hunk_at_or_below_the_cursor_only(t)
@@ -92,6 +94,25 @@ function tests.a_hunk_command_decides_the_hunk_at_or_below_the_cursor_only(t)
   t.eq("original side, in a deletion", d.pick(hunks, 7, "base"), hunks[3])
   t.eq("original side, below every hunk", d.pick(hunks, 9, "base"), nil)
   t.eq("no hunk", d.pick({}, 1, "prop"), nil)
+end
+
+function tests.a_change_to_the_final_line_break_is_a_hunk_of_its_own_at_the_last_line(t)
+  local hunks = { { 1, 1, 1, 1 } }
+  t.eq("same ending: no more hunks", d.with_eol(hunks, 3, 3, false), hunks)
+  local all = d.with_eol(hunks, 3, 3, true)
+  t.eq("one more", #all, 2)
+  t.eq("the real one untouched", all[1], hunks[1])
+  t.eq("at the last line", d.pick(all, 3, "prop"), all[2])
+  t.eq("below the others", d.pick(all, 2, "base"), all[2])
+  t.eq("the real one first", d.pick(all, 1, "prop"), hunks[1])
+  t.eq("marked", all[2].eol, true)
+  t.eq("alone", d.pick(d.with_eol({}, 2, 2, true), 1, "prop").eol, true)
+  local lf = { base = true, prop = false, original = true }
+  t.eq("the endings still differ", d.outcome({ "a" }, { "a" }, { "a" }, lf), nil)
+  lf.prop = true
+  t.eq("the ending rejected", d.outcome({ "a" }, { "a" }, { "a" }, lf), "rejected")
+  lf = { base = false, prop = false, original = true }
+  t.eq("the ending accepted", d.outcome({ "a" }, { "a" }, { "a" }, lf), "accept")
 end
 
 return tests

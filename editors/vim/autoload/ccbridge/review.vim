@@ -9,6 +9,11 @@ vim9script
 # hunk into the original, so a decided hunk leaves the diff; then `:w`.
 # Closing the proposal's window rejects (or dismisses, see diff.on_close).
 #
+# A change to the final line break alone shows no line of difference: it is
+# the buffers' 'eol' ('fixeol' off), marked below the proposal's last line
+# and in its status line, and decided by the hunk commands as a hunk of its
+# own at the last line (`:set eol` or `:set noeol` in the proposal too).
+#
 # Only windows, tabs and buffers created here are ever closed or wiped, and
 # the cursor goes back to where it was when the review took it.
 
@@ -64,17 +69,55 @@ enddef
 # they agree, 'rejected' if the proposal is the original again (every hunk
 # rejected: for a new file, the empty text, which accepting would create),
 # else 'accept' (the text as it stands). `original`: its lines as the
-# review opened.
-export def Outcome(base: list<string>, prop: list<string>, original: list<string>): string
-  if base !=# prop
+# review opened. `eol`: whether each ends with a line break ({base, prop,
+# original}), empty for a new file (its empty original has no last line).
+export def Outcome(base: list<string>, prop: list<string>, original: list<string>, eol: dict<bool> = {}): string
+  if base !=# prop || (!empty(eol) && eol.base != eol.prop)
     return ''
   endif
-  return prop ==# original ? 'rejected' : 'accept'
+  return prop ==# original && (empty(eol) || eol.prop == eol.original) ? 'rejected' : 'accept'
 enddef
 
 # The proposal's text as it should be written.
 def Contents(r: dict<any>): string
-  return JoinLines(getbufline(r.prop, 1, '$'), r.eol, r.crlf)
+  return JoinLines(getbufline(r.prop, 1, '$'), !!getbufvar(r.prop, '&eol'), r.crlf)
+enddef
+
+# Whether the two sides end differently, one with a line break and one
+# without. Never for a new file: its empty original has no last line.
+def EolDiffers(r: dict<any>): bool
+  return type(r.original) == v:t_string && getbufvar(r.base, '&eol') != getbufvar(r.prop, '&eol')
+enddef
+
+# What the proposal does to the final line break, '' when nothing.
+def EolChange(r: dict<any>): string
+  if !EolDiffers(r)
+    return ''
+  endif
+  return !!getbufvar(r.prop, '&eol') ? '⏎ adds a line break at the end of the file'
+    : '⏎ removes the line break at the end of the file'
+enddef
+
+# The final line break's change, below the proposal's last line (where Vim
+# shows text below a line) and in its status line.
+def RenderEol(r: dict<any>)
+  if r.prop <= 0 || !bufexists(r.prop)
+    return
+  endif
+  const change = EolChange(r)
+  if has('patch-9.0.0067')
+    if empty(prop_type_get('ccbridge_eol'))
+      prop_type_add('ccbridge_eol', {highlight: 'DiffChange'})
+    endif
+    prop_remove({type: 'ccbridge_eol', bufnr: r.prop, all: true})
+    if change != ''
+      prop_add(len(getbufline(r.prop, 1, '$')), 0, {type: 'ccbridge_eol', bufnr: r.prop,
+        text: change, text_align: 'below'})
+    endif
+  endif
+  if !empty(r.wins) && !empty(getwininfo(r.wins[0]))
+    setwinvar(r.wins[0], '&statusline', StatusFor(r))
+  endif
 enddef
 
 # The original's text, '' for a new file (or one the sidecar could not read).
@@ -116,9 +159,10 @@ def Highlight(path: string)
 enddef
 
 # Makes the current window's (new, empty) buffer a review buffer.
-def Scratch(name: string, lines: list<string>, path: string, acwrite: bool): number
+def Scratch(name: string, lines: list<string>, eol: bool, path: string, acwrite: bool): number
   execute 'setlocal buftype=' .. (acwrite ? 'acwrite' : 'nofile')
-  setlocal bufhidden=wipe noswapfile nobuflisted noundofile
+  setlocal bufhidden=wipe noswapfile nobuflisted noundofile nofixeol
+  &l:eol = eol
   execute 'silent keepalt file ' .. fnameescape(name)
   setline(1, lines)
   setlocal nomodified
@@ -135,11 +179,12 @@ def StatusFor(r: dict<any>): string
   if r.dirty_buf > 0
     return '%#WarningMsg# ' .. Escape(fnamemodify(r.path, ':t')) .. ' has unsaved changes: :w! to accept anyway%*'
   endif
-  return printf(' %s proposes: %s  %%= :w accept · :CCBridgeReject · do/dp per hunk ',
-    Escape(r.agent), Escape(fnamemodify(r.path, ':~:.')))
+  const change = EolChange(r)
+  return printf(' %s proposes: %s%s  %%= :w accept · :CCBridgeReject · do/dp per hunk ',
+    Escape(r.agent), Escape(fnamemodify(r.path, ':~:.')), change == '' ? '' : ' · ' .. change)
 enddef
 
-def OpenWindows(r: dict<any>, prop_lines: list<string>, base_lines: list<string>)
+def OpenWindows(r: dict<any>, prop: list<any>, base: list<any>)
   const o = bridge.Options().diff
   const vertical = o.layout ==# 'vertical'
   const tail = fnamemodify(r.path, ':t')
@@ -149,11 +194,11 @@ def OpenWindows(r: dict<any>, prop_lines: list<string>, base_lines: list<string>
     execute 'silent keepalt rightbelow ' .. (vertical ? 'vnew' : 'new')
   endif
   const prop_win = win_getid()
-  r.prop = Scratch(printf('ccbridge://%d/proposed/%s', r.id, tail), prop_lines, r.path, true)
+  r.prop = Scratch(printf('ccbridge://%d/proposed/%s', r.id, tail), prop[0], prop[1], r.path, true)
   r.wins = [prop_win]
   execute 'silent keepalt leftabove ' .. (vertical ? 'vnew' : 'new')
   const base_win = win_getid()
-  r.base = Scratch(printf('ccbridge://%d/original/%s', r.id, tail), base_lines, r.path, false)
+  r.base = Scratch(printf('ccbridge://%d/original/%s', r.id, tail), base[0], base[1], r.path, false)
   r.wins->add(base_win)
   &l:statusline = ' Original: ' .. Escape(fnamemodify(r.path, ':~:.'))
   diffthis
@@ -173,6 +218,7 @@ def Watch(r: dict<any>)
   execute printf('autocmd BufWriteCmd <buffer=%d> ccbridge#review#OnWrite(%d)', r.prop, r.id)
   execute printf('autocmd BufWipeout <buffer=%d> ccbridge#review#OnGone(%d)', r.prop, r.id)
   execute printf('autocmd WinClosed %d ccbridge#review#OnGone(%d)', r.wins[0], r.id)
+  execute printf('autocmd OptionSet endofline ccbridge#review#OnEol(%d)', r.id)
   augroup END
 enddef
 
@@ -271,6 +317,14 @@ export def OnWrite(id: number)
   endif
 enddef
 
+# 'eol' set by hand in one of the review's buffers.
+export def OnEol(id: number)
+  const r = get(reviews, string(id), {})
+  if !empty(r) && (bufnr() == r.prop || bufnr() == r.base)
+    RenderEol(r)
+  endif
+enddef
+
 # The proposal's window closed or its buffer was wiped.
 export def OnGone(id: number)
   const r = get(reviews, string(id), {})
@@ -290,14 +344,12 @@ def Open(p: dict<any>, prev_win: number, focus: bool)
   # null for a new file (or one the sidecar could not read): shown as empty.
   const original: any = type(get(p, 'originalContents', v:null)) == v:t_string ? p.originalContents : v:null
   const crlf = type(original) == v:t_string ? Crlf(p.proposedContents, original) : Crlf(p.proposedContents)
-  const [prop_lines, eol] = SplitText(p.proposedContents, crlf)
   var r: dict<any> = {
     id: p.id,
     path: path,
     tab_name: type(get(p, 'tabName', 0)) == v:t_string ? p.tabName : '',
     agent: AgentName(p),
     original: original,
-    eol: eol,
     crlf: crlf,
     prev_win: prev_win,
     prop: 0,
@@ -313,7 +365,8 @@ def Open(p: dict<any>, prev_win: number, focus: bool)
   endif
   reviews[key] = r
   try
-    OpenWindows(r, prop_lines, SplitText(OriginalText(r), crlf)[0])
+    OpenWindows(r, SplitText(p.proposedContents, crlf), SplitText(OriginalText(r), crlf))
+    RenderEol(r)
   catch
     CloseView(r, 'failed')
     throw 'could not open the review: ' .. v:exception
@@ -479,21 +532,36 @@ export def Hunk(action: string)
     NotHere()
     return
   endif
-  if getbufline(r.base, 1, '$') ==# getbufline(r.prop, 1, '$')
+  const same_lines = getbufline(r.base, 1, '$') ==# getbufline(r.prop, 1, '$')
+  if same_lines && !EolDiffers(r)
     # Nothing left to decide: the verdict on the text as it stands.
     Accept(r, false)
     return
   endif
-  if !HunkAtOrBelow()
-    bridge.Message('no undecided hunk at or below the cursor', 'warn')
-    return
+  # The final line break's change is a hunk at the last line, below any other.
+  var at_eol = same_lines
+  if !at_eol && !HunkAtOrBelow()
+    if !EolDiffers(r)
+      bridge.Message('no undecided hunk at or below the cursor', 'warn')
+      return
+    endif
+    at_eol = true
   endif
-  # Accepting in the proposal puts its text into the original; in the
-  # original it gets the proposal's text. Rejecting is the reverse.
-  execute ((action ==# 'accept') == (side ==# 'prop') ? 'diffput' : 'diffget')
-  diffupdate
-  const outcome = Outcome(getbufline(r.base, 1, '$'), getbufline(r.prop, 1, '$'),
-    SplitText(OriginalText(r), r.crlf)[0])
+  if at_eol
+    const [to, from] = action ==# 'accept' ? [r.base, r.prop] : [r.prop, r.base]
+    setbufvar(to, '&eol', getbufvar(from, '&eol'))
+    cursor(line('$'), 1)
+  else
+    # Accepting in the proposal puts its text into the original; in the
+    # original it gets the proposal's text. Rejecting is the reverse.
+    execute ((action ==# 'accept') == (side ==# 'prop') ? 'diffput' : 'diffget')
+    diffupdate
+  endif
+  RenderEol(r)
+  const [original, original_eol] = SplitText(OriginalText(r), r.crlf)
+  const eol = type(r.original) == v:t_string ? {base: !!getbufvar(r.base, '&eol'),
+    prop: !!getbufvar(r.prop, '&eol'), original: original_eol} : {}
+  const outcome = Outcome(getbufline(r.base, 1, '$'), getbufline(r.prop, 1, '$'), original, eol)
   if outcome ==# 'rejected'
     Decide(r, 'rejected')
   elseif outcome ==# 'accept'
