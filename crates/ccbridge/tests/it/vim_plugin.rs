@@ -1231,3 +1231,33 @@ async fn cd_moves_the_workspace_and_the_name_in_the_lock_file() {
         std::fs::read_to_string(&lock).unwrap()
     );
 }
+
+/// A file opened by an absolute path through a symbolic link to the
+/// workspace (`vim ~/link/hello.py`): Vim names its buffer by the link, the
+/// sidecar and the workspace tools by the real path, so the tools did not
+/// see Vim's unsaved changes and asked to write over them.
+#[test]
+fn a_file_opened_through_a_symlink_is_known_by_its_real_path() {
+    let mut rig = rig(json!({}));
+    let link = rig.dir.path().join("link");
+    std::os::unix::fs::symlink(&rig.ws, &link).unwrap();
+    rig.vim
+        .ex(&format!("edit {}", link.join("hello.py").display()));
+    rig.type_line_at_top("# unsaved");
+    let (port, token) = crate::editor_scenarios::tools_of(&rig.init());
+    let r = ccbridge_testkit::http::mcp_call(
+        port,
+        &token,
+        "write_file",
+        json!({"path": "hello.py", "content": "overwritten\n"}),
+        STEP,
+    );
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("unsaved changes"), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
+        HELLO
+    );
+}

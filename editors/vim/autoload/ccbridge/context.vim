@@ -42,13 +42,35 @@ def VisualKind(m: string): string
   return ''
 enddef
 
-# The buffer's file path if it is a file the user edits, else ''.
+# Buffer number (as a string) -> [its name, PathOf() it].
+var real_names: dict<list<string>> = {}
+
+# The file `buf` is named after, as the sidecar and the agents know it: its
+# full path with symbolic links resolved. Vim names a file opened through a
+# link (`vim ~/link/a.py`) by the link, Claude, the sidecar and the
+# workspace tools by its real path: under the link's name its unsaved state
+# and selection would never meet theirs. '' for a buffer without a name.
+# Kept per buffer while its name stays, as a cursor move asks for it.
+export def PathOf(buf: number): string
+  const name = bufname(buf)
+  if name == ''
+    return ''
+  endif
+  const known = get(real_names, string(buf), [])
+  if !empty(known) && known[0] ==# name
+    return known[1]
+  endif
+  const path = resolve(fnamemodify(name, ':p'))
+  real_names[string(buf)] = [name, path]
+  return path
+enddef
+
+# The buffer's file path (PathOf()) if it is a file the user edits, else ''.
 export def FileOf(buf: number): string
   if getbufvar(buf, '&buftype') != ''
     return ''
   endif
-  const name = bufname(buf)
-  return name == '' ? '' : fnamemodify(name, ':p')
+  return PathOf(buf)
 enddef
 
 def IsFile(buf: number): bool
@@ -56,14 +78,16 @@ def IsFile(buf: number): bool
 enddef
 
 # The loaded buffer editing `path`, or 0 (by full name, not by bufnr()'s
-# pattern matching).
+# pattern matching; a buffer named through a symbolic link by its real
+# path too, see PathOf()).
 export def BufferFor(path: string): number
   if path == ''
     return 0
   endif
   const want = simplify(fnamemodify(path, ':p'))
+  const real = resolve(want)
   for info in getbufinfo({bufloaded: 1})
-    if info.name != '' && simplify(info.name) ==# want
+    if info.name != '' && (simplify(info.name) ==# want || PathOf(info.bufnr) ==# real)
       return info.bufnr
     endif
   endfor
@@ -186,7 +210,7 @@ export def CheckDirty(buf: number)
   if !IsFile(buf)
     return
   endif
-  const path = fnamemodify(bufname(buf), ':p')
+  const path = PathOf(buf)
   const now = !!getbufvar(buf, '&modified')
   if get(dirty, path, false) != now
     dirty[path] = now

@@ -17,6 +17,7 @@ vim9script
 
 import autoload 'ccbridge.vim' as bridge
 import autoload 'ccbridge/position.vim'
+import autoload 'ccbridge/context.vim'
 
 var timer = -1
 # The last list sent per path (JSON), non-empty ones only.
@@ -37,8 +38,7 @@ def PathOf(buf: number): string
   if buf <= 0 || !bufexists(buf) || getbufvar(buf, '&buftype') != ''
     return ''
   endif
-  const name = bufname(buf)
-  return name == '' ? '' : fnamemodify(name, ':p')
+  return context.PathOf(buf)
 enddef
 
 # Lines of files whose buffer is not loaded, read once per Collect().

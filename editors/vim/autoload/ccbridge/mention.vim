@@ -7,6 +7,7 @@ vim9script
 # queues it until a Claude session is ready.
 
 import autoload 'ccbridge.vim' as bridge
+import autoload 'ccbridge/context.vim'
 
 def Clean(path: string): string
   return substitute(simplify(fnamemodify(path, ':p')), '\(.\)/$', '\1', '')
@@ -61,9 +62,9 @@ export def Target(range: number, line1: number, line2: number, arg: string): lis
     return [{}, 'this buffer is not a file (give a path: :CCBridgeSend {file})']
   endif
   if range > 0
-    return [{filePath: fnamemodify(name, ':p'), lineStart: line1 - 1, lineEnd: line2 - 1}, '']
+    return [{filePath: context.PathOf(bufnr()), lineStart: line1 - 1, lineEnd: line2 - 1}, '']
   endif
-  return [{filePath: fnamemodify(name, ':p')}, '']
+  return [{filePath: context.PathOf(bufnr())}, '']
 enddef
 
 def Sent(target: dict<any>, init: dict<any>, err: string)

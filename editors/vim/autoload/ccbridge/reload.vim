@@ -45,7 +45,7 @@ enddef
 # FileChangedShell during our :checktime.
 export def OnChanged()
   const buf = str2nr(expand('<abuf>'))
-  changed[fnamemodify(bufname(buf), ':p')] = true
+  changed[context.PathOf(buf)] = true
   if v:fcs_reason ==# 'deleted'
     v:fcs_choice = ''
     return
@@ -128,7 +128,7 @@ export def Expect(path: string)
   if !bridge.Options().reload || context.BufferFor(path) <= 0
     return
   endif
-  expected[fnamemodify(path, ':p')] = reltimefloat(reltime()) + 5.0
+  expected[resolve(fnamemodify(path, ':p'))] = reltimefloat(reltime()) + 5.0
   if burst == -1
     burst = timer_start(100, (_) => Burst(), {repeat: -1})
   endif

@@ -73,7 +73,7 @@ def OpenFile(p: dict<any>): dict<any>
     win_gotoid(back)
   endif
   const buf = winbufnr(win)
-  return {result: {filePath: fnamemodify(bufname(buf), ':p'), languageId: getbufvar(buf, '&filetype'),
+  return {result: {filePath: context.PathOf(buf), languageId: getbufvar(buf, '&filetype'),
     lineCount: len(getbufline(buf, 1, '$'))}}
 enddef
 
