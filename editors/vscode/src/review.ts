@@ -9,11 +9,14 @@
  * hunk with CodeLens on the proposal, on ccbridge's own hunks (`showDiff`'s
  * `hunks`, kept in place while the user edits); closing the tab without
  * deciding is `dismissed` (the agent's own prompt in its terminal decides).
+ * A hunk that only changes leading or trailing whitespace, which the diff
+ * editor hides by default (`diffEditor.ignoreTrimWhitespace`), is said so
+ * in its CodeLens and highlighted by the extension itself.
  */
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { DiffContext, DiffVerdict, Hunk, ShowDiffParams } from "@ccbridge/client";
-import { asSent, track } from "./text";
+import { asSent, onlyTrimWhitespace, track } from "./text";
 
 export const ORIGINAL_SCHEME = "ccbridge-original";
 export const PROPOSAL_SCHEME = "ccbridge-proposal";
@@ -121,6 +124,13 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
   private readonly originals = new Map<string, string>();
   private readonly lensChanged = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.lensChanged.event;
+  /** The lines of hunks the diff editor shows nothing of (see `onlyTrimWhitespace`). */
+  private readonly whitespaceMark = vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
+    overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
+    overviewRulerLane: vscode.OverviewRulerLane.Left,
+  });
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly log: (line: string) => void) {
@@ -130,7 +140,10 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
       vscode.languages.registerCodeLensProvider({ scheme: PROPOSAL_SCHEME }, this),
       vscode.window.tabGroups.onDidChangeTabs((e) => this.onTabsChanged(e.closed)),
       vscode.workspace.onDidChangeTextDocument((e) => this.onDocumentChanged(e)),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.markWhitespace()),
+      this.whitespaceMark,
     );
+    this.disposables.push(this.lensChanged.event(() => this.markWhitespace()));
   }
 
   dispose(): void {
@@ -378,9 +391,10 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
       const line = Math.min(h.newStart, Math.max(0, document.lineCount - 1));
       const at = new vscode.Range(line, 0, line, 0);
       const n = r.hunks?.length ?? 0;
+      const whitespace = whitespaceOnly(document, h) ? " (whitespace only)" : "";
       lenses.push(
         new vscode.CodeLens(at, {
-          title: `$(check) Accept change ${i + 1}/${n}`,
+          title: `$(check) Accept change ${i + 1}/${n}${whitespace}`,
           command: "ccbridge.acceptHunk",
           arguments: [id, h.key],
         }),
@@ -392,6 +406,18 @@ export class Reviews implements vscode.CodeLensProvider, vscode.TextDocumentCont
       );
     });
     return lenses;
+  }
+
+  /** Highlights, in every visible proposal, the hunks that change only whitespace. */
+  private markWhitespace(): void {
+    for (const editor of vscode.window.visibleTextEditors) {
+      if (editor.document.uri.scheme !== PROPOSAL_SCHEME) continue;
+      const hunks = this.of(editor.document.uri)?.hunks ?? [];
+      const ranges = hunks
+        .filter((h) => whitespaceOnly(editor.document, h))
+        .map((h) => new vscode.Range(h.newStart, 0, h.newStart + h.newLines - 1, 0));
+      editor.setDecorations(this.whitespaceMark, ranges);
+    }
   }
 
   /** Keeps the undecided hunks where they are while the proposal is edited. */
@@ -488,6 +514,14 @@ function reviewKey(uri: vscode.Uri): string {
 /** Whether two tabs are the same place (the API may hand out new objects for one tab). */
 function sameTab(a: vscode.Tab, b: vscode.Tab): boolean {
   return a.group.viewColumn === b.group.viewColumn && a.label === b.label;
+}
+
+/** Whether hunk `h`, as the proposal document has it now, changes only leading or trailing whitespace. */
+function whitespaceOnly(doc: vscode.TextDocument, h: OpenHunk): boolean {
+  if (h.newStart + h.newLines > doc.lineCount) return false;
+  const before = splitLines(h.originalText).map((l) => l.replace(/\r?\n$/, ""));
+  const after = Array.from({ length: h.newLines }, (_, i) => doc.lineAt(h.newStart + i).text);
+  return onlyTrimWhitespace(before, after);
 }
 
 /** The proposal document's range of hunk `h` (whole lines, with their breaks). */

@@ -56,3 +56,19 @@ export function track(h: Lines, edit: Edit): Lines {
   const newEnd = lastTouched < end ? end + delta : startLine + addedLines + 1;
   return { start, count: Math.max(0, newEnd - start) };
 }
+
+/**
+ * Whether VS Code's diff editor shows nothing of the change from `before`
+ * to `after` (lines without their line breaks) under its default
+ * `diffEditor.ignoreTrimWhitespace`: as many lines, each changed at most in
+ * its leading or trailing whitespace (re-indented code, trailing spaces
+ * removed). Such a change still has its own CodeLens, and needs a mark of
+ * its own to be seen.
+ */
+export function onlyTrimWhitespace(before: readonly string[], after: readonly string[]): boolean {
+  return (
+    before.length === after.length &&
+    before.some((line, i) => line !== after[i]) &&
+    before.every((line, i) => line.trim() === after[i]?.trim())
+  );
+}

@@ -2,7 +2,7 @@
 // runs the module's TypeScript as it is.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { asSent, track } from "../src/text.ts";
+import { asSent, onlyTrimWhitespace, track } from "../src/text.ts";
 
 // Regression: VS Code gives a document's text with one line ending and no
 // byte-order mark, and that text was sent as accepted: a file whose lines
@@ -41,4 +41,16 @@ test("a hunk follows edits of the proposal: shifted, unchanged, or grown to what
   assert.deepEqual(track(hunk, edit(1, 3, 0, 0)), { start: 1, count: 1 });
   // From inside it to below it: up to the edit's last line.
   assert.deepEqual(track(hunk, edit(3, 5, 1, 0)), { start: 2, count: 2 });
+});
+
+// Regression: a hunk that only re-indented lines had its CodeLens but no
+// highlight (the diff editor ignores leading and trailing whitespace by
+// default), so "Accept change 1/2" pointed at lines that looked unchanged.
+test("a change of leading or trailing whitespace only is told apart", () => {
+  assert.equal(onlyTrimWhitespace(["  a", "b"], ["    a", "b "]), true);
+  assert.equal(onlyTrimWhitespace(["a"], ["a"]), false, "no change at all");
+  assert.equal(onlyTrimWhitespace(["a"], ["b"]), false, "a visible change");
+  assert.equal(onlyTrimWhitespace(["a"], ["a", ""]), false, "a line added is shown");
+  assert.equal(onlyTrimWhitespace(["a b"], ["a  b"]), false, "inner whitespace is shown");
+  assert.equal(onlyTrimWhitespace([], []), false);
 });

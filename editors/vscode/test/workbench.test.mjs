@@ -29,6 +29,7 @@ before(async () => {
       "mixed.txt": "one\r\ntwo\nthree\r\nfour\n",
       "hunks.txt": ORIGINAL,
       "hunks3.txt": ORIGINAL,
+      "indent.txt": ORIGINAL,
       "dismiss.txt": ORIGINAL,
       "multi-a.txt": ORIGINAL,
       "multi-b.txt": ORIGINAL,
@@ -140,6 +141,22 @@ test("per hunk, out of order: each decision acts on the change it was made on, a
   await lenses.getByText("Accept change 1/1").click();
   const texts = await within("Claude's openDiff answer", answer);
   assert.deepEqual(texts, ["FILE_SAVED", ORIGINAL.replace("two\n", "TWO\n")]);
+});
+
+// Regression: a change of indentation only had its CodeLens but no highlight
+// (the diff editor ignores leading and trailing whitespace by default), so
+// the lens pointed at lines that looked unchanged.
+test("a change of indentation only, which the diff editor hides, is named in its CodeLens", async () => {
+  const proposal = ORIGINAL.replace("two\n", "    two\n").replace("nine\n", "NINE\n");
+  const answer = openDiff(claude, join(cs.ws, "indent.txt"), proposal, "✻ [Claude Code] indent.txt");
+  await tab("Claude Code: indent.txt").waitFor();
+  const lenses = wb.page.locator(".monaco-diff-editor .editor.modified .codelens-decoration");
+  await lenses.getByText("Accept change 1/2 (whitespace only)").waitFor();
+  await screenshot(wb.page, "04c-whitespace-only");
+  await lenses.getByText("Reject change 2/2").click();
+  await lenses.getByText("Accept change 1/1 (whitespace only)").click();
+  const texts = await within("Claude's openDiff answer", answer);
+  assert.deepEqual(texts, ["FILE_SAVED", ORIGINAL.replace("two\n", "    two\n")]);
 });
 
 test("closing the diff's tab reports it dismissed: Claude's call stays open for its own prompt", async () => {
