@@ -23,6 +23,8 @@ const tab = (text) => wb.page.locator(".tabs-container .tab", { hasText: text })
 
 before(async () => {
   cs = await CodeServer.start({
+    // A user's setting that rewrites a document when it is saved.
+    settings: { "files.trimTrailingWhitespace": true },
     files: {
       "story.txt": ORIGINAL,
       "reject.txt": ORIGINAL,
@@ -30,6 +32,7 @@ before(async () => {
       "hunks.txt": ORIGINAL,
       "hunks3.txt": ORIGINAL,
       "indent.txt": ORIGINAL,
+      "trailing.txt": "keep me  \n" + ORIGINAL,
       "dismiss.txt": ORIGINAL,
       "multi-a.txt": ORIGINAL,
       "multi-b.txt": ORIGINAL,
@@ -157,6 +160,27 @@ test("a change of indentation only, which the diff editor hides, is named in its
   await lenses.getByText("Accept change 1/1 (whitespace only)").click();
   const texts = await within("Claude's openDiff answer", answer);
   assert.deepEqual(texts, ["FILE_SAVED", ORIGINAL.replace("two\n", "    two\n")]);
+});
+
+// Regression: Ctrl+S in the proposal ran the user's save participants over
+// all of it: with files.trimTrailingWhitespace on, the trailing spaces of a
+// line the agent never touched were dropped (a change the diff editor
+// hides), and accepting wrote that.
+test("saving the proposal with Ctrl+S runs no save participant over it", async () => {
+  const original = "keep me  \n" + ORIGINAL;
+  const proposal = original.replace("two\n", "TWO\n");
+  const answer = openDiff(claude, join(cs.ws, "trailing.txt"), proposal, "✻ [Claude Code] trailing.txt");
+  await tab("Claude Code: trailing.txt").waitFor();
+  const editor = wb.page.locator(".monaco-diff-editor .editor.modified");
+  await editor.locator(".view-lines").click();
+  await wb.page.keyboard.press("Control+End");
+  await wb.page.keyboard.type("added");
+  await wb.page.keyboard.press("Control+s");
+  // Saved (to memory): the tab is no longer dirty.
+  await wb.page.locator(".tabs-container .tab.dirty", { hasText: "trailing.txt" }).waitFor({ state: "detached" });
+  await wb.page.locator('.editor-actions [aria-label="Accept the proposal"]').first().click();
+  const texts = await within("Claude's openDiff answer", answer);
+  assert.deepEqual(texts, ["FILE_SAVED", proposal + "added"]);
 });
 
 test("closing the diff's tab reports it dismissed: Claude's call stays open for its own prompt", async () => {
