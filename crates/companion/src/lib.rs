@@ -29,6 +29,7 @@ pub mod service;
 pub use discovery::{Advert, CompanionAgent};
 
 use ccbridge_server::EngineHandle;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -71,14 +72,10 @@ impl CompanionServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let stop = CancellationToken::new();
-        let shared = Arc::new(service::Shared {
-            agent: self.agent,
-            engine: self.engine,
-            stop: stop.clone(),
-            sessions: Default::default(),
-            pending: Default::default(),
-        });
-        let app = ccbridge_http::mcp::guard::app(service::endpoint(shared), self.token.clone());
+        let app = ccbridge_http::mcp::guard::app(
+            endpoint(self.agent, self.engine, stop.clone()),
+            self.token.clone(),
+        );
         ccbridge_http::mcp::guard::serve(self.listener, app, &self.token, async move {
             shutdown.await;
             stop.cancel();
@@ -86,4 +83,24 @@ impl CompanionServer {
         .await;
         Ok(())
     }
+}
+
+/// The MCP endpoint [`CompanionServer::run`] serves for `agent` over
+/// `engine`, without its listener and guard: for serving it on a
+/// connection of one's own (the `companion_http` fuzz target serves it in
+/// memory, behind `ccbridge_http::mcp::guard::app`). Cancelling `stop` ends
+/// its sessions, withdrawing their open diffs.
+#[doc(hidden)]
+pub fn endpoint(
+    agent: CompanionAgent,
+    engine: EngineHandle,
+    stop: CancellationToken,
+) -> StreamableHttpService<service::Companion, ccbridge_http::mcp::CappedSessions> {
+    service::endpoint(Arc::new(service::Shared {
+        agent,
+        engine,
+        stop,
+        sessions: Default::default(),
+        pending: Default::default(),
+    }))
 }
