@@ -196,10 +196,6 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 impl Companion {
     pub(crate) fn new(shared: Arc<Shared>) -> Companion {
         let session = shared.sessions.fetch_add(1, Ordering::Relaxed) + 1;
@@ -350,9 +346,13 @@ impl Companion {
     }
 
     /// The title of this session's review of `path` (how the engine finds
-    /// it again).
+    /// it again): one of its own for each agent, session and file. With the
+    /// file's name only, a `README.md` of another folder, or Qwen Code's
+    /// session 1 beside Gemini CLI's, took over the review and the first
+    /// agent was told the user had rejected its change.
     fn title(&self, path: &str) -> String {
-        format!("{} ⟷ proposed ({})", file_name(path), self.session)
+        let agent = self.shared.agent.display_name();
+        format!("{path} ⟷ proposed ({agent} {})", self.session)
     }
 
     async fn close_diff(&self, args: CloseDiffArgs, peer: Peer<RoleServer>) -> CallToolResult {

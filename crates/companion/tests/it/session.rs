@@ -84,12 +84,17 @@ impl Client {
 
     /// The next notification named `method` on the event stream.
     fn next(&mut self, method: &str) -> Value {
+        self.next_of(&[method]).1
+    }
+
+    /// The next notification named one of `methods`: its name and params.
+    fn next_of(&mut self, methods: &[&str]) -> (String, Value) {
         let deadline = Instant::now() + WAIT;
         let mut line = String::new();
         while Instant::now() < deadline {
             line.clear();
             if self.events.read_line(&mut line).unwrap_or(0) == 0 {
-                panic!("the event stream ended while waiting for {method}");
+                panic!("the event stream ended while waiting for {methods:?}");
             }
             // regression: a priming event (`retry:` and an empty `data:`)
             // broke Gemini CLI's connection after its first openDiff.
@@ -97,12 +102,12 @@ impl Client {
             if let Some(data) = line.trim_end().strip_prefix("data:") {
                 let v = serde_json::from_str::<Value>(data.trim())
                     .unwrap_or_else(|e| panic!("an event that is not JSON ({e}): {line:?}"));
-                if v["method"] == method {
-                    return v["params"].clone();
+                if let Some(m) = methods.iter().find(|m| v["method"] == **m) {
+                    return (m.to_string(), v["params"].clone());
                 }
             }
         }
-        panic!("no {method} within {WAIT:?}");
+        panic!("none of {methods:?} within {WAIT:?}");
     }
 }
 
@@ -184,6 +189,41 @@ async fn a_diff_is_answered_at_once_and_its_verdict_arrives_as_a_notification() 
         std::fs::read_to_string(&file).unwrap(),
         "hello\n",
         "the client writes, not the companion"
+    );
+}
+
+/// Two files of the same name in two folders, proposed in one session: both
+/// reviews were titled "README.md ⟷ proposed (1)", so the second took over
+/// the first and Gemini CLI was told the user had rejected the first.
+#[tokio::test(flavor = "multi_thread")]
+async fn regression_two_files_of_the_same_name_are_reviewed_each_on_its_own() {
+    let mut rig = rig().await;
+    let mut paths = Vec::new();
+    for folder in ["a", "b"] {
+        let dir = rig.dir.path().join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("README.md"), "hello\n").unwrap();
+        let path = std::fs::canonicalize(dir.join("README.md")).unwrap();
+        paths.push(path.display().to_string());
+    }
+    let port = rig.port;
+    let (a, b) = (paths[0].clone(), paths[1].clone());
+    let mut client = blocking(move || {
+        let mut c = Client::connect(port);
+        c.call(3, "openDiff", json!({"filePath": a, "newContent": "a\n"}));
+        c.call(4, "openDiff", json!({"filePath": b, "newContent": "b\n"}));
+        c
+    })
+    .await;
+    let first = decide(&mut rig, DiffDecision::Accepted { contents: None }).await;
+    assert_eq!(first.new_file_path, paths[0]);
+    let got = blocking(move || client.next_of(&["ide/diffAccepted", "ide/diffRejected"])).await;
+    assert_eq!(
+        got,
+        (
+            "ide/diffAccepted".to_string(),
+            json!({"filePath": paths[0], "content": "a\n"})
+        )
     );
 }
 
