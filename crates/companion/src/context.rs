@@ -78,7 +78,11 @@ impl ContextTracker {
                 f
             })
             .collect();
-        json!({"workspaceState": {"openFiles": open_files, "isTrusted": true}})
+        // No `isTrusted`: the agents take it over their own folder trust
+        // (Gemini CLI asks the IDE first, then its trustedFolders.json), and
+        // ccbridge has no trust decision of the editor's to pass on; `true`
+        // trusted every folder the user had marked not to trust.
+        json!({"workspaceState": {"openFiles": open_files}})
     }
 }
 
@@ -122,7 +126,10 @@ mod tests {
         assert_eq!(files[0]["selectedText"], "sel");
         assert_eq!(files[1]["path"], "/w/a.rs");
         assert!(files[1].get("isActive").is_none() && files[1].get("cursor").is_none());
-        assert_eq!(v["workspaceState"]["isTrusted"], true);
+        assert!(
+            v["workspaceState"].get("isTrusted").is_none(),
+            "regression: every folder was said to be trusted, over the user's own choice: {v}"
+        );
 
         // a.rs focused later: it moves to the front; b.rs keeps its time.
         let ctx = EditorContext {
