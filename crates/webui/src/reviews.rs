@@ -277,8 +277,10 @@ impl Review {
         if self.hunks.iter().any(|h| !h.accepted) {
             return Outcome::Pending;
         }
-        if self.hunks.is_empty() && !self.is_new_file {
-            // Everything rejected: the file stays as it was.
+        if self.hunks.is_empty() {
+            // Everything rejected: the file stays as it was (a new file is
+            // not created; an empty one has no hunk to reject, and Accept
+            // file creates it).
             self.status = Status::Rejected;
             Outcome::Reject
         } else {
@@ -374,6 +376,19 @@ mod tests {
         }
         assert_eq!(r.status, Status::Rejected);
         assert_eq!(r.working, ORIGINAL);
+    }
+
+    /// Rejecting the one hunk of a new file answered "accepted" with
+    /// empty contents: Claude was told `FILE_SAVED` and an empty file was
+    /// created.
+    #[test]
+    fn regression_rejecting_the_only_hunk_of_a_new_file_creates_nothing() {
+        let mut r = review(None, "a\nb\n", true);
+        assert_eq!(r.decide(0, false, 1), Ok(Outcome::Reject));
+        assert_eq!(r.status, Status::Rejected);
+        let mut r = review(None, "", true);
+        assert!(r.hunks.is_empty());
+        assert_eq!(r.accept(1), Ok(Outcome::Accept(String::new())));
     }
 
     #[test]
