@@ -319,8 +319,16 @@ export class Bridge extends EventEmitter {
     return this.notify(Method.atMentioned, mention);
   }
 
-  /** New workspace folders, name or pid for the lock file (`workspaceChanged`). */
+  /**
+   * New workspace folders, name or pid for the lock file (`workspaceChanged`).
+   * Through a `command` prefix the pid is left out, as at start: it names
+   * no process on the other machine.
+   */
   updateWorkspace(change: WorkspaceChange): boolean {
+    if (this.remote && change.pid !== undefined) {
+      const { pid: _local, ...rest } = change;
+      return this.notify(Method.workspaceChanged, rest);
+    }
     return this.notify(Method.workspaceChanged, change);
   }
 

@@ -33,7 +33,10 @@ export async function start(options: StartOptions): Promise<Bridge> {
     workspaceFolders: options.workspaceFolders.map((f) => paths.toRemote(f)),
     ideName: options.ideName,
     logFile: options.logFile,
-    pid: options.pid,
+    // Across a prefix the lock file is the other machine's, where this
+    // side's pids name no process (Claude and Qwen Code drop a lock whose
+    // pid is dead): the sidecar records its own parent there.
+    pid: prefix.length > 0 ? undefined : options.pid,
     extra: options.args,
   });
   const [program, ...args] = commandLine(prefix, [bin, ...argv], options.quoteCommand);

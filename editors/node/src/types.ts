@@ -136,7 +136,9 @@ export interface StartOptions {
    * The editor's pid for the lock file (`--pid`); default: this process,
    * the sidecar's parent. Claude accepts a lock only if this process is an
    * ancestor of the terminal `claude` runs in: start the bridge from the
-   * Electron main process, or pass the main process's pid here.
+   * Electron main process, or pass the main process's pid here. Not sent
+   * through a `command` prefix: on the other machine the sidecar records
+   * its own parent.
    */
   pid?: number;
   /** Bound on spawning plus `initialize`; default 15000 ms. */

@@ -120,6 +120,8 @@ test("through a real prefix (a stand-in ssh) with the two sides' folders mapped:
     env: sb.env(),
     logFile: sb.log,
     args: ["--selection-debounce-ms", "0"],
+    // This side's pid: it names nothing on the other machine.
+    pid: 999999,
   });
   t.after(() => bridge.stop());
 
@@ -127,6 +129,13 @@ test("through a real prefix (a stand-in ssh) with the two sides' folders mapped:
   const lock = JSON.parse(readFileSync(bridge.lockFile, "utf8"));
   assert.deepEqual(lock.workspaceFolders, [remoteWs]);
   assert.equal(lock.ideName, "Kale (over ssh)");
+  // Regression: the local pid went into the remote lock file, where it
+  // named no process (or another one), and the agents dropped the lock.
+  assert.notEqual(lock.pid, 999999);
+  process.kill(lock.pid, 0);
+  bridge.updateWorkspace({ pid: 999998, ideName: "Kale (renamed)" });
+  await eventually("the new name in the lock file", async () => JSON.parse(readFileSync(bridge.lockFile, "utf8")).ideName === "Kale (renamed)");
+  assert.equal(JSON.parse(readFileSync(bridge.lockFile, "utf8")).pid, lock.pid);
 
   const diffs = [];
   bridge.onShowDiff((diff) => {
