@@ -113,18 +113,30 @@ pub(super) async fn review_forget(State(ui): State<Arc<Ui>>, Path(id): Path<u64>
 }
 
 #[derive(Deserialize)]
-pub(super) struct VersionBody {
+pub(super) struct AcceptBody {
     version: u64,
+    /// The page's right side, when it holds edits not sent yet: set and
+    /// accepted in one step. Without it, a keystroke made while the last
+    /// edit was being saved was dropped from what was accepted.
+    #[serde(default)]
+    text: Option<String>,
 }
 
 pub(super) async fn review_accept(
     State(ui): State<Arc<Ui>>,
     Path(id): Path<u64>,
-    Json(b): Json<VersionBody>,
+    Json(b): Json<AcceptBody>,
 ) -> Response {
     review_answer(
         ui.hub
-            .review_action(DiffId(id), |r| r.accept(b.version))
+            .review_action(DiffId(id), |r| {
+                let mut seen = b.version;
+                if let Some(text) = b.text {
+                    r.set_text(text, seen)?;
+                    seen = r.version;
+                }
+                r.accept(seen)
+            })
             .await,
     )
 }

@@ -831,6 +831,33 @@ async fn accepting_one_of_seven_identical_hunks_writes_that_one_only() {
     rig.stop().await;
 }
 
+/// The page sends its right side with Accept file when it holds edits not
+/// saved yet (a keystroke made while the last one was being saved); the
+/// server ignored that `text` and accepted the text before them.
+#[tokio::test]
+async fn regression_accept_with_the_pages_unsaved_text_accepts_that_text() {
+    let rig = Rig::start().await;
+    let auth = rig.sign_in().await;
+    let file = rig.ws.join("src/a.py");
+    let call = open_diff(rig.tool_client().await, &file, "one\nTWO\nthree\n", "tab");
+    let r = rig.review_for(&auth, &file).await;
+    let id = r["id"].as_u64().unwrap();
+    let a = rig
+        .post(
+            &auth,
+            &format!("/api/reviews/{id}/accept"),
+            json!({"version": r["version"], "text": "one\nTWO, typed last\nthree\n"}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(
+        texts(&result),
+        vec!["FILE_SAVED", "one\nTWO, typed last\nthree\n"]
+    );
+    rig.stop().await;
+}
+
 #[tokio::test]
 async fn edit_then_accept_reject_and_closing_by_claude() {
     let rig = Rig::start().await;
