@@ -444,6 +444,50 @@ fn accept_reject_edit_and_per_hunk_reach_claude_exactly() {
 /// agent closed undecided stays (read-only, its text to copy) and the
 /// history keeps "changed without a review"; both lived only in the page,
 /// so a reload lost them. A dismissed one does not come back.
+/// A proposal that only adds the missing final line break showed the last
+/// line highlighted on both sides with nothing different in it. The
+/// proposal now says so after its last line, and the change stays a hunk
+/// of its own: rejecting the other one keeps it. And rejecting the one hunk
+/// of a new file answered FILE_SAVED and wrote an empty file.
+#[test]
+fn regression_a_final_line_break_change_is_named_and_a_rejected_new_file_is_not_created() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("notes.txt", "a\nb\nc");
+    let call = rig.propose(&f, "A\nb\nc\n", "t-eol");
+    let id = rig.review_id(&f);
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"1\"]"));
+    let note = Rig::card(&id, "[data-side=proposed] .cm-final-break");
+    rig.browser.wait_for(PAGE, &note);
+    let text = rig.browser.text(PAGE, &note);
+    assert!(text.contains("adds a line break at the end"), "{text}");
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"0\"] [data-action=reject-hunk]"),
+    );
+    rig.browser.wait_until(
+        PAGE,
+        "(sel) => document.querySelectorAll(sel).length === 1",
+        json!(Rig::card(&id, "[data-hunk]")),
+    );
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"0\"] [data-action=accept-hunk]"),
+    );
+    assert_eq!(rig.outcome(call), vec!["FILE_SAVED", "a\nb\nc\n"]);
+    rig.close_tab("t-eol");
+
+    let new = rig.ws.join("new.py");
+    let call = rig.propose(&new, "print('hi')\n", "t-new");
+    let id = rig.review_id(&new);
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-hunk=\"0\"] [data-action=reject-hunk]"),
+    );
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+    assert!(!new.exists(), "a rejected new file was created");
+}
+
 #[test]
 fn closed_proposals_and_the_history_survive_a_reload_and_a_dismissal_is_remembered() {
     let mut rig = Rig::start_full("light", None, &[("db.rs", "fn main() {}\n")], true);

@@ -141,7 +141,8 @@ function chunkEnd(doc: Text, from: number, to: number): number {
   return to === doc.length && !endsWithBreak(doc) ? doc.length + 1 : to;
 }
 
-function endsWithBreak(doc: Text): boolean {
+/** Whether `doc` ends with a line break (its last line is empty). */
+export function endsWithBreak(doc: Text): boolean {
   return doc.length > 0 && doc.line(doc.lines).length === 0;
 }
 

@@ -4,10 +4,11 @@
 // the accepted and current lines, and the merge view's alignment coalesced
 // to once per task.
 
-import { StateEffect, StateField, Text, type Range as CMRange } from "@codemirror/state";
+import { StateEffect, StateField, Text, type Extension, type Range as CMRange } from "@codemirror/state";
 import { Decoration, EditorView, WidgetType, type DecorationSet } from "@codemirror/view";
 import { MergeView } from "@codemirror/merge";
 import { h } from "./dom";
+import { endsWithBreak } from "./hunks";
 
 
 /** What a merge view's alignment reads: both states, their heights and
@@ -287,4 +288,46 @@ export function lineDecos(doc: Text, from: number, to: number, deco: Decoration,
     out.push(deco.range(line.from));
     pos = line.to + 1;
   }
+}
+
+/** What the proposal `doc` does to the final line break of `original`, or
+ * null: nothing, or no original text to compare with (a new or empty file,
+ * an unreadable one). */
+export function finalBreakChange(original: Text, doc: Text): string | null {
+  if (original.length === 0 || doc.length === 0) return null;
+  const before = endsWithBreak(original);
+  if (before === endsWithBreak(doc)) return null;
+  return before ? "⏎ removes the line break at the end of the file" : "⏎ adds a line break at the end of the file";
+}
+
+class FinalBreakNote extends WidgetType {
+  constructor(readonly text: string) {
+    super();
+  }
+  override eq(other: FinalBreakNote): boolean {
+    return other.text === this.text;
+  }
+  toDOM(): HTMLElement {
+    return h("span", { class: "cm-final-break" }, this.text);
+  }
+  override ignoreEvent(): boolean {
+    return false;
+  }
+}
+
+/** For the proposal's editor: a change to the final line break alone shows
+ * no line of difference (the last line reads the same on both sides), so
+ * it is said after the proposal's last character (the same words as the
+ * Neovim and Vim reviews). Follows the reviewer's edits. */
+export function finalBreakNote(original: Text): Extension {
+  const decos = (doc: Text): DecorationSet => {
+    const change = finalBreakChange(original, doc);
+    if (change === null) return Decoration.none;
+    return Decoration.set([Decoration.widget({ widget: new FinalBreakNote(change), side: 1 }).range(doc.length)]);
+  };
+  return StateField.define<DecorationSet>({
+    create: (state) => decos(state.doc),
+    update: (value, tr) => (tr.docChanged ? decos(tr.state.doc) : value),
+    provide: (field) => EditorView.decorations.from(field),
+  });
 }

@@ -84,6 +84,7 @@ const editorTheme = EditorView.theme({
   },
   ".cm-lineNumbers .cm-gutterElement": { padding: "0 10px 0 12px", minWidth: "3ch" },
   ".cm-activeLine": { backgroundColor: "var(--active-line)" },
+  ".cm-final-break": { color: "var(--muted)", fontStyle: "italic", marginInlineStart: "1ch" },
   ".cm-activeLineGutter": { backgroundColor: "var(--active-line)", color: "var(--text)" },
   ".cm-panels": { backgroundColor: "var(--surface-2)", color: "var(--text)" },
   ".cm-panels.cm-panels-top": { borderBottom: "1px solid var(--line)" },

@@ -14,7 +14,8 @@ const dir = mkdtempSync(join(tmpdir(), "ccbridge-ui-test-"));
 const out = join(dir, "hunks.mjs");
 await build({
   stdin: {
-    contents: 'export * from "./src/hunks.ts"; export { Chunk, presentableDiff } from "@codemirror/merge";',
+    contents:
+      'export * from "./src/hunks.ts"; export { finalBreakChange } from "./src/review-deco.ts"; export { Chunk, presentableDiff } from "@codemirror/merge";',
     resolveDir: join(here, ".."),
     loader: "ts",
   },
@@ -162,4 +163,19 @@ test("a reverted hunk: the diff without it is the one made from scratch", () => 
   const r2 = doc("A\nb\nc");
   const got2 = d2.without(1, r2, [hunk(0, 1, 0, 1)]);
   assert.deepEqual(places(got2), places(new H.ServerDiff(a2, r2, [hunk(0, 1, 0, 1)])));
+});
+
+// Regression: a proposal that only adds the missing final line break (or
+// drops it) showed the last line highlighted on both sides with nothing
+// different in it. The proposal's editor now says so after its last line.
+test("a change to the final line break alone is named", async () => {
+  const { finalBreakChange, textOf } = H;
+  const t = (s) => textOf(s, "\n");
+  assert.equal(finalBreakChange(t("a\nb"), t("a\nb\n")), "⏎ adds a line break at the end of the file");
+  assert.equal(finalBreakChange(t("a\nb\n"), t("A\nb")), "⏎ removes the line break at the end of the file");
+  assert.equal(finalBreakChange(t("a\nb\n"), t("a\nB\n")), null, "the same ending");
+  assert.equal(finalBreakChange(t(""), t("x\n")), null, "no original text");
+  assert.equal(finalBreakChange(t("x\n"), t("")), null, "emptied: its lines say it");
+  const crlf = (s) => textOf(s, "\r\n");
+  assert.equal(finalBreakChange(crlf("a\r\nb"), crlf("a\r\nb\r\n")), "⏎ adds a line break at the end of the file");
 });
