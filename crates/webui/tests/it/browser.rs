@@ -488,6 +488,42 @@ fn regression_a_final_line_break_change_is_named_and_a_rejected_new_file_is_not_
     assert!(!new.exists(), "a rejected new file was created");
 }
 
+/// In a CRLF file, lines pasted from elsewhere (LF) stayed one line holding
+/// bare line feeds (CodeMirror splits inserted text on the document's
+/// separator only), and were saved so, a CRLF file with LF inside.
+#[test]
+fn regression_lines_pasted_into_a_crlf_proposal_are_lines_with_its_line_breaks() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("win.txt", "a\r\nb\r\n");
+    let call = rig.propose(&f, "a\r\nB\r\n", "t-paste");
+    let id = rig.review_id(&f);
+    let lines = Rig::card(&id, "[data-side=proposed] .cm-line");
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-side=proposed] .cm-line:has-text(\"B\")"),
+    );
+    rig.browser.press(PAGE, "End");
+    rig.browser.eval(
+        PAGE,
+        "(sel) => { const dt = new DataTransfer(); dt.setData('text/plain', '\\np1\\np2');
+           document.querySelector(sel).dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true})); }",
+        json!(Rig::card(&id, "[data-side=proposed] .cm-content")),
+    );
+    // a, B, p1, p2 and the empty line after the last break.
+    rig.browser.wait_until(
+        PAGE,
+        "(sel) => document.querySelectorAll(sel).length === 5",
+        json!(lines),
+    );
+    rig.browser.press(PAGE, "Escape");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=accept-file]"));
+    assert_eq!(
+        rig.outcome(call),
+        vec!["FILE_SAVED", "a\r\nB\r\np1\r\np2\r\n"]
+    );
+}
+
 #[test]
 fn closed_proposals_and_the_history_survive_a_reload_and_a_dismissal_is_remembered() {
     let mut rig = Rig::start_full("light", None, &[("db.rs", "fn main() {}\n")], true);

@@ -55,6 +55,14 @@ export interface EditorOptions {
   label: string;
 }
 
+/** Pasted or dropped text with the document's line breaks. CodeMirror
+ * splits inserted text on the document's separator only: in a CRLF file,
+ * lines copied from elsewhere (LF) stayed one line holding bare line feeds,
+ * and were saved so. */
+export function withBreaks(text: string, state: EditorState): string {
+  return state.lineBreak === "\r\n" ? text.replace(/\r\n|\r|\n/g, "\r\n") : text;
+}
+
 /** The extensions shared by every editor. */
 export function baseEditor(opts: EditorOptions): Extension[] {
   const ext: Extension[] = [
@@ -86,6 +94,7 @@ export function baseEditor(opts: EditorOptions): Extension[] {
   }
   if (opts.editable) {
     ext.push(history(), indentOnInput(), keymap.of([...keys, ...historyKeymap]));
+    if (opts.lineSeparator === "\r\n") ext.push(EditorView.clipboardInputFilter.of(withBreaks));
   } else {
     ext.push(EditorState.readOnly.of(true), keymap.of(keys));
   }
