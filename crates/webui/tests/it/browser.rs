@@ -488,6 +488,24 @@ fn regression_a_final_line_break_change_is_named_and_a_rejected_new_file_is_not_
     assert!(!new.exists(), "a rejected new file was created");
 }
 
+/// A proposal converting a CRLF file to LF showed every line changed with
+/// nothing different in any of them.
+#[test]
+fn regression_a_change_of_the_line_endings_is_named() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("crlf.txt", "a\r\nb\r\n");
+    let call = rig.propose(&f, "a\nb\n", "t-endings");
+    let id = rig.review_id(&f);
+    let note = Rig::card(&id, "[data-side=proposed] .cm-final-break");
+    rig.browser.wait_for(PAGE, &note);
+    let text = rig.browser.text(PAGE, &note);
+    assert!(text.contains("line endings: CRLF → LF"), "{text}");
+    rig.shot("review-line-endings");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+}
+
 /// In a CRLF file, lines pasted from elsewhere (LF) stayed one line holding
 /// bare line feeds (CodeMirror splits inserted text on the document's
 /// separator only), and were saved so, a CRLF file with LF inside.

@@ -300,15 +300,38 @@ export function finalBreakChange(original: Text, doc: Text): string | null {
   return before ? "⏎ removes the line break at the end of the file" : "⏎ adds a line break at the end of the file";
 }
 
+/** How the line breaks of `doc` (split on `sep`) end: "CRLF", "LF" or
+ * "mixed"; null without a line break. */
+export function lineEndings(doc: Text, sep: string): "CRLF" | "LF" | "mixed" | null {
+  if (doc.lines < 2) return null;
+  if (sep === "\r\n") return "CRLF";
+  for (let i = 1; i < doc.lines; i++) {
+    if (doc.line(i).text.endsWith("\r")) return "mixed";
+  }
+  return "LF";
+}
+
+/** What the proposal does to the line endings, or null: every line of a
+ * file converted shows as changed with nothing different in it. */
+export function lineEndingsChange(original: Text, sepA: string, doc: Text, sepB: string): string | null {
+  const before = lineEndings(original, sepA);
+  const after = lineEndings(doc, sepB);
+  if (before === null || after === null || before === after) return null;
+  return `⏎ line endings: ${before} → ${after}`;
+}
+
 class FinalBreakNote extends WidgetType {
-  constructor(readonly text: string) {
+  constructor(
+    readonly text: string,
+    readonly block = false,
+  ) {
     super();
   }
   override eq(other: FinalBreakNote): boolean {
-    return other.text === this.text;
+    return other.text === this.text && other.block === this.block;
   }
   toDOM(): HTMLElement {
-    return h("span", { class: "cm-final-break" }, this.text);
+    return h(this.block ? "div" : "span", { class: "cm-final-break" }, this.text);
   }
   override ignoreEvent(): boolean {
     return false;
@@ -318,12 +341,21 @@ class FinalBreakNote extends WidgetType {
 /** For the proposal's editor: a change to the final line break alone shows
  * no line of difference (the last line reads the same on both sides), so
  * it is said after the proposal's last character (the same words as the
- * Neovim and Vim reviews). Follows the reviewer's edits. */
-export function finalBreakNote(original: Text): Extension {
+ * Neovim and Vim reviews); so is a change of every line's ending, above
+ * the first line. Follows the reviewer's edits. `sepA`, `sepB`: the line
+ * separators the original and the proposal were split on. */
+export function finalBreakNote(original: Text, sepA: string, sepB: string): Extension {
   const decos = (doc: Text): DecorationSet => {
+    const notes: CMRange<Decoration>[] = [];
+    const endings = lineEndingsChange(original, sepA, doc, sepB);
+    if (endings !== null) {
+      notes.push(Decoration.widget({ widget: new FinalBreakNote(endings, true), side: -1, block: true }).range(0));
+    }
     const change = finalBreakChange(original, doc);
-    if (change === null) return Decoration.none;
-    return Decoration.set([Decoration.widget({ widget: new FinalBreakNote(change), side: 1 }).range(doc.length)]);
+    if (change !== null) {
+      notes.push(Decoration.widget({ widget: new FinalBreakNote(change), side: 1 }).range(doc.length));
+    }
+    return Decoration.set(notes, true);
   };
   return StateField.define<DecorationSet>({
     create: (state) => decos(state.doc),

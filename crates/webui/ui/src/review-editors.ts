@@ -202,7 +202,7 @@ export class ReviewEditors {
       wrappedLines(),
       this.readOnly.of(this.lockedExtension()),
       hunkDeco,
-      finalBreakNote(this.original),
+      finalBreakNote(this.original, this.sepA, this.sepB),
       EditorView.updateListener.of((u) => this.onUpdate(u)),
     ];
   }

@@ -15,7 +15,7 @@ const out = join(dir, "hunks.mjs");
 await build({
   stdin: {
     contents:
-      'export * from "./src/hunks.ts"; export { finalBreakChange } from "./src/review-deco.ts"; export { Chunk, presentableDiff } from "@codemirror/merge";',
+      'export * from "./src/hunks.ts"; export { finalBreakChange, lineEndingsChange } from "./src/review-deco.ts"; export { Chunk, presentableDiff } from "@codemirror/merge";',
     resolveDir: join(here, ".."),
     loader: "ts",
   },
@@ -178,4 +178,19 @@ test("a change to the final line break alone is named", async () => {
   assert.equal(finalBreakChange(t("x\n"), t("")), null, "emptied: its lines say it");
   const crlf = (s) => textOf(s, "\r\n");
   assert.equal(finalBreakChange(crlf("a\r\nb"), crlf("a\r\nb\r\n")), "⏎ adds a line break at the end of the file");
+});
+
+// Regression: a proposal converting a CRLF file to LF showed every line
+// changed with nothing different in any of them.
+test("a change of the line endings is named", () => {
+  const { lineEndingsChange, textOf, lineSeparatorOf } = H;
+  const change = (a, b) => {
+    const [sa, sb] = [lineSeparatorOf(a), lineSeparatorOf(b)];
+    return lineEndingsChange(textOf(a, sa), sa, textOf(b, sb), sb);
+  };
+  assert.equal(change("a\r\nb\r\n", "a\nb\n"), "⏎ line endings: CRLF → LF");
+  assert.equal(change("a\nb\n", "a\r\nb\r\n"), "⏎ line endings: LF → CRLF");
+  assert.equal(change("a\r\nb\n", "a\nb\n"), "⏎ line endings: mixed → LF");
+  assert.equal(change("a\r\nb\r\n", "a\r\nB\r\n"), null, "the same endings");
+  assert.equal(change("a", "a\nb\n"), null, "no line break before");
 });
