@@ -476,13 +476,23 @@ impl ServerHandler for Companion {
     }
 }
 
+/// How long a session whose GET stream closed may stay idle before it is
+/// closed, its diffs withdrawn: both agents keep that stream open while
+/// they live and reopen a broken one within seconds (their SDK's retry), so
+/// after this the agent was closed or killed. Until then its review stayed
+/// open in the editor for the ten idle minutes every session gets, and
+/// accepting it sent the verdict to nobody.
+pub const ORPHANED: Duration = Duration::from_secs(15);
+
 /// The MCP endpoint as a tower service, set up as the tools server's is
 /// (`ccbridge_http::mcp::http_service`: no priming events, which broke
-/// Gemini CLI's IDE connection; at most `MAX_SESSIONS` sessions).
+/// Gemini CLI's IDE connection; at most `MAX_SESSIONS` sessions), orphans
+/// closed after [`ORPHANED`].
 pub(crate) fn endpoint(shared: Arc<Shared>) -> StreamableHttpService<Companion, CappedSessions> {
     let stop = shared.stop.child_token();
     ccbridge_http::mcp::http_service(
         move || Ok(Companion::new(shared.clone())),
+        CappedSessions::closing_orphans(ORPHANED),
         MAX_BODY_BYTES,
         stop,
     )

@@ -18,9 +18,10 @@ use rmcp::ServerHandler;
 use std::sync::Arc;
 
 /// Streamable HTTP as every ccbridge MCP server serves it (this one and the
-/// Gemini/Qwen companion): a handler from `factory` per session, at most
-/// [`MAX_SESSIONS`] sessions (creating one more closes the least recently
-/// used idle one; when all are busy the `initialize` is refused), sessions
+/// Gemini/Qwen companion): a handler from `factory` per session, kept in
+/// `sessions` (`CappedSessions::default()`: at most [`MAX_SESSIONS`]
+/// sessions; creating one more closes the least recently used idle one;
+/// when all are busy the `initialize` is refused), sessions
 /// closed after [`SESSION_IDLE`] idle (no request in flight, no stream
 /// open), loopback `Host` only (the guard in front checks it first), `Origin` left to the guard (loopback pages pass,
 /// on any port, which rmcp's exact-match list cannot say), bodies up to
@@ -36,11 +37,11 @@ use std::sync::Arc;
 /// server are on one host.
 pub fn http_service<S: ServerHandler + Send + 'static>(
     factory: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
+    sessions: CappedSessions,
     max_body: usize,
     stop: tokio_util::sync::CancellationToken,
 ) -> StreamableHttpService<S, CappedSessions> {
     // `CappedSessions` sends no priming event on a POST's answer stream either.
-    let sessions = CappedSessions::default();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(["127.0.0.1", "localhost", "::1"])
         .disable_allowed_origins()

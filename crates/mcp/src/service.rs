@@ -310,6 +310,7 @@ pub fn endpoint(
             let tools = tools.clone();
             move || Ok(tools.clone())
         },
+        CappedSessions::default(),
         MAX_BODY_BYTES,
         stop.clone(),
     );

@@ -13,7 +13,7 @@ use ccbridge_testkit::http::mcp_post;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A client session: its id, and its event stream read line by line.
 struct Client {
@@ -225,6 +225,52 @@ async fn regression_two_files_of_the_same_name_are_reviewed_each_on_its_own() {
             json!({"filePath": paths[0], "content": "a\n"})
         )
     );
+}
+
+/// The agent closed or killed while its diff is open (it sends no DELETE):
+/// the session lived on for the ten idle minutes every session gets, its
+/// review stayed open in the editor and the agent listed as connected, and
+/// accepting sent the verdict to nobody. Once the GET stream is gone for
+/// `ORPHANED`, the session ends and its review closes.
+#[tokio::test(flavor = "multi_thread")]
+async fn regression_an_agent_gone_without_a_word_takes_its_open_diff_with_it() {
+    let mut rig = rig().await;
+    let file = rig.dir.path().join("gone.txt");
+    std::fs::write(&file, "hello\n").unwrap();
+    let path = std::fs::canonicalize(&file).unwrap().display().to_string();
+    let port = rig.port;
+    let client = blocking(move || {
+        let mut c = Client::connect(port);
+        c.call(
+            3,
+            "openDiff",
+            json!({"filePath": path, "newContent": "bye\n"}),
+        );
+        c
+    })
+    .await;
+    let view = tokio::time::timeout(WAIT, rig.shown.recv())
+        .await
+        .expect("the diff is shown")
+        .unwrap();
+    assert_eq!(rig.engine.clients().len(), 1);
+    let gone = std::time::Instant::now();
+    drop(client); // its sockets close: the GET stream with them
+    let limit = ccbridge_companion::service::ORPHANED * 2;
+    let (id, reason) = tokio::time::timeout(limit, rig.closed.recv())
+        .await
+        .expect("the review of an agent gone closes")
+        .unwrap();
+    assert_eq!(id, view.id, "{reason:?}");
+    assert!(
+        gone.elapsed() >= ccbridge_companion::service::ORPHANED / 2,
+        "closed before the agent had time to reconnect: {:?}",
+        gone.elapsed()
+    );
+    ccbridge_testkit::poll_until(WAIT, Duration::from_millis(20), || {
+        rig.engine.clients().is_empty().then_some(())
+    })
+    .expect("the agent is no longer listed as connected");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -20,6 +20,7 @@ pub const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456
 struct Shows(
     mpsc::UnboundedSender<DiffView>,
     std::sync::Mutex<std::collections::HashMap<DiffId, String>>,
+    mpsc::UnboundedSender<(DiffId, CloseReason)>,
 );
 
 /// What the rig's editor adds to every proposal it shows.
@@ -44,8 +45,9 @@ impl Frontend for Shows {
     async fn review_text(&self, id: DiffId) -> Option<String> {
         self.1.lock().unwrap().get(&id).cloned()
     }
-    async fn close_diff(&self, id: DiffId, _reason: CloseReason) -> Result<(), FrontendError> {
+    async fn close_diff(&self, id: DiffId, reason: CloseReason) -> Result<(), FrontendError> {
         self.1.lock().unwrap().remove(&id);
+        let _ = self.2.send((id, reason));
         Ok(())
     }
 }
@@ -54,6 +56,8 @@ pub struct Rig {
     pub port: u16,
     pub engine: EngineHandle,
     pub shown: mpsc::UnboundedReceiver<DiffView>,
+    /// The views the engine closed, and why.
+    pub closed: mpsc::UnboundedReceiver<(DiffId, CloseReason)>,
     pub dir: tempfile::TempDir,
     pub _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -64,7 +68,8 @@ pub async fn rig() -> Rig {
     let mut config = Config::new("CompanionTest", vec![ws.display().to_string()]);
     config.lock_dir = Some(ws.join("ide"));
     let (tx, shown) = mpsc::unbounded_channel();
-    let server = Server::bind(config, Arc::new(Shows(tx, Default::default())))
+    let (closes, closed) = mpsc::unbounded_channel();
+    let server = Server::bind(config, Arc::new(Shows(tx, Default::default(), closes)))
         .await
         .unwrap();
     let engine = server.handle();
@@ -89,6 +94,7 @@ pub async fn rig() -> Rig {
         port,
         engine,
         shown,
+        closed,
         dir,
         _stop: stop,
     }

@@ -12,6 +12,13 @@
 //! the new `initialize` is refused (rmcp answers a session manager's error
 //! with 500, the message saying why).
 //!
+//! A server whose clients keep their GET stream open while they live (the
+//! companions: Gemini CLI and Qwen Code reopen a broken one within
+//! seconds) can close *orphans* sooner ([`CappedSessions::closing_orphans`]):
+//! a session that had a GET stream, has none now and is idle for that long
+//! lost its client (the agent was closed or killed: it sends no DELETE), and
+//! what the session holds (a diff open in the editor) goes with it.
+//!
 //! A request id still in flight in its session is refused (-32600, as the
 //! answer to the request that reused it): MCP forbids reusing one, and
 //! rmcp routes an answer by its id, so the first request's answer went to
@@ -79,6 +86,8 @@ struct Shared {
     inner: LocalSessionManager,
     max: usize,
     idle: Duration,
+    /// Idle time after which a session whose GET stream closed is closed.
+    orphaned: Option<Duration>,
     uses: Mutex<HashMap<SessionId, Arc<Use>>>,
     /// One creation at a time, so two cannot both take the last place.
     creating: tokio::sync::Mutex<()>,
@@ -96,6 +105,8 @@ struct Use {
     last: AtomicU64,
     /// The ids of its requests not answered yet.
     pending: Mutex<HashSet<RequestId>>,
+    /// Whether its client ever opened the GET stream.
+    listened: std::sync::atomic::AtomicBool,
 }
 
 impl Use {
@@ -150,6 +161,16 @@ fn id_in_use(id: RequestId) -> ServerSseMessage {
 impl CappedSessions {
     /// At most `max` sessions (at least one), idle ones closed after `idle`.
     pub fn new(max: usize, idle: Duration) -> CappedSessions {
+        CappedSessions::with_orphans(max, idle, None)
+    }
+
+    /// [`CappedSessions::default`], and a session whose GET stream closed
+    /// closed once idle for `after` (see the module doc).
+    pub fn closing_orphans(after: Duration) -> CappedSessions {
+        CappedSessions::with_orphans(MAX_SESSIONS, SESSION_IDLE, Some(after))
+    }
+
+    fn with_orphans(max: usize, idle: Duration, orphaned: Option<Duration>) -> CappedSessions {
         let mut inner = LocalSessionManager::default();
         // Expiry is ours (it knows about open streams).
         inner.session_config.keep_alive = None;
@@ -163,6 +184,7 @@ impl CappedSessions {
                 inner,
                 max: max.max(1),
                 idle,
+                orphaned,
                 uses: Mutex::new(HashMap::new()),
                 creating: tokio::sync::Mutex::new(()),
                 reaper: std::sync::Once::new(),
@@ -223,15 +245,19 @@ impl Shared {
         self.inner.close_session(id).await
     }
 
-    /// Sessions idle for [`Shared::idle`].
+    /// Sessions idle for [`Shared::idle`], and orphans idle for
+    /// [`Shared::orphaned`].
     fn expired(&self) -> Vec<SessionId> {
         let now = self.now();
         let idle = self.idle.as_nanos() as u64;
+        let orphaned = self.orphaned.map(|d| d.as_nanos() as u64);
         self.uses()
             .iter()
             .filter(|(_, u)| {
-                u.busy.load(Ordering::Acquire) == 0
-                    && now.saturating_sub(u.last.load(Ordering::Acquire)) >= idle
+                let quiet = now.saturating_sub(u.last.load(Ordering::Acquire));
+                let orphan = u.listened.load(Ordering::Acquire)
+                    && orphaned.is_some_and(|after| quiet >= after);
+                u.busy.load(Ordering::Acquire) == 0 && (quiet >= idle || orphan)
             })
             .map(|(id, _)| id.clone())
             .collect()
@@ -261,7 +287,8 @@ impl Shared {
     fn start_reaper(self: &Arc<Self>) {
         self.reaper.call_once(|| {
             let weak = Arc::downgrade(self);
-            let period = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+            let shortest = self.orphaned.map_or(self.idle, |o| o.min(self.idle));
+            let period = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(period).await;
@@ -343,6 +370,7 @@ impl SessionManager for CappedSessions {
             busy: AtomicUsize::new(1),
             last: AtomicU64::new(shared.now()),
             pending: Mutex::default(),
+            listened: Default::default(),
         };
         shared.uses().insert(id.clone(), Arc::new(usage));
         Ok((id, transport))
@@ -401,6 +429,9 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.shared.enter(id);
+        if let Some(b) = &busy {
+            b.usage.listened.store(true, Ordering::Release);
+        }
         let stream = self.shared.inner.create_standalone_stream(id).await?;
         Ok(tracked(stream, busy, None))
     }
