@@ -98,6 +98,15 @@ const ops = {
     await page(name).route(pattern, (route) => route.abort('connectionrefused'));
     return null;
   },
+  // The same, each refusal `ms` after the request was made: a request
+  // still in flight while the page goes on.
+  async failRequestsLate({ page: name, pattern, ms }) {
+    await page(name).route(pattern, async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      await route.abort('connectionrefused');
+    });
+    return null;
+  },
   async passRequests({ page: name, pattern }) { await page(name).unroute(pattern); return null; },
   async url({ page: name }) { return page(name).url(); },
   async screenshot({ page: name, path: file, fullPage = false }) {

@@ -1126,6 +1126,41 @@ const SERVER_HUNKS: &str = r#"(id) => fetch(`/api/reviews/${id}`, {
     headers: { Authorization: `Bearer ${localStorage.getItem('ccbridge.session')}` } })
     .then((r) => r.json()).then((r) => r.hunks.length)"#;
 
+/// Accept file waited for the hunk decisions shown ahead of their answers,
+/// then accepted whatever the server had, even when one of them had not
+/// reached it: a hunk the reviewer had just rejected was written.
+#[test]
+fn regression_accept_file_after_a_lost_hunk_decision_accepts_nothing() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("lost.txt", SEVEN);
+    let call = rig.propose(&f, SEVEN_PROPOSED, "t-lost");
+    let id = rig.review_id(&f);
+    rig.browser
+        .wait_for(PAGE, &Rig::card(&id, "[data-hunk=\"0\"][data-current]"));
+    // The decision fails while Accept file waits for it.
+    let decisions = "**/api/reviews/*/hunks/**";
+    rig.browser.must(
+        "failRequestsLate",
+        json!({"page": PAGE, "pattern": decisions, "ms": 2000}),
+    );
+    rig.browser.press(PAGE, "r");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=accept-file]"));
+    rig.browser.wait_until(
+        PAGE,
+        "() => [...document.querySelectorAll('[data-note]')].some((n) => n.textContent.includes('was not accepted'))",
+        json!(null),
+    );
+    rig.browser
+        .must("passRequests", json!({"page": PAGE, "pattern": decisions}));
+    // The server still waits, its three hunks undecided; nothing written.
+    assert_eq!(rig.browser.eval(PAGE, SERVER_HUNKS, json!(id)), json!(3));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), SEVEN);
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+}
+
 /// A per-hunk decision is shown before its answer (`decideHunk`); when the
 /// server never gets it, the card takes it back and says so, and the next
 /// try decides that same hunk.

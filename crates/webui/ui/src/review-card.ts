@@ -451,7 +451,17 @@ export class ReviewCard {
     this.renderChrome();
     try {
       // On the version the decisions already shown make.
+      const resyncs = this.resyncs;
       await this.answered();
+      if (kind === "accept" && this.resyncs !== resyncs) {
+        // One of them was refused or lost: the card shows the server's
+        // review now, which may hold a hunk the reviewer rejected. That is
+        // not what they chose to accept.
+        note(`${baseName(this.review.path)} was not accepted: a hunk decision did not reach ccbridge. The review is shown as it stands; decide again.`, "error");
+        this.busy = false;
+        this.renderChrome();
+        return;
+      }
       let r: Review;
       if (kind === "accept") {
         // Accept what the reviewer sees, their last edit included. The edit
