@@ -179,7 +179,7 @@ export class Bridge extends EventEmitter {
     this.diagnostics = options.diagnostics;
     Object.assign(this.handlers, options.handlers);
     this.unregisterHostExit = registerHostExit(this);
-    sidecar.onStderrLine((line) => this.emit("stderr", line));
+    sidecar.onStderrLine((line) => this.tell("stderr", line));
 
     this.conn = createMessageConnection(
       new StreamMessageReader(sidecar.child.stdout),
@@ -881,21 +881,40 @@ export class Bridge extends EventEmitter {
     // Only a bridge that got going has listeners to tell.
     if (!this.init) return;
     const deliver = (): void => {
-      for (const client of this.connected.values()) this.emit("clientDisconnected", client);
+      for (const client of this.connected.values()) this.tell("clientDisconnected", client);
       this.connected.clear();
       const info: ExitInfo = this.exitError ? { ...status, error: this.exitError } : { ...status };
       if (this.exitError && this.listenerCount("exit") === 0) {
         this.warn({ kind: "exited", message: this.exitError.message, error: this.exitError });
       }
-      this.emit("exit", info);
+      this.tell("exit", info);
     };
     if (this.isOpen) deliver();
     else this.held.push(deliver);
   }
 
+  /**
+   * Emits `event` where a listener's throw has no caller to reach (the
+   * sidecar's exit, its stderr): reported as a warning instead. Thrown out
+   * of here it was an unhandled rejection of the exit's promise (which ends
+   * a plain Node host, and failed `stop()`) or an uncaught exception in the
+   * child's stream handler.
+   */
+  private tell<E extends keyof BridgeEvents>(event: E, ...args: BridgeEvents[E]): void {
+    try {
+      this.emit(event, ...args);
+    } catch (e) {
+      this.warn({ kind: "handlerError", method: event, message: `a ${event} listener threw: ${messageOf(e)}`, error: e });
+    }
+  }
+
   private warn(w: BridgeWarning): void {
     if (this.listenerCount("warning") > 0) {
-      this.emit("warning", w);
+      try {
+        this.emit("warning", w);
+      } catch {
+        // A warning listener threw too: nothing is left to tell.
+      }
       return;
     }
     const key = `${w.kind}:${w.method ?? ""}:${w.message}`;

@@ -202,6 +202,30 @@ test("a sidecar killed from outside: exit event with SidecarExitedError, lock fi
   await bridge.stop();
 });
 
+// Regression: an `exit` listener that threw (an Electron window already
+// destroyed at quit) became an unhandled rejection, which ends a plain Node
+// host, and stop() rejected with it.
+test("an exit listener that throws is a warning, not an unhandled rejection", async (t) => {
+  const sb = sandbox(t);
+  const bridge = await startBridge(t, sb);
+  const unhandled = [];
+  const onUnhandled = (e) => unhandled.push(e);
+  process.on("unhandledRejection", onUnhandled);
+  t.after(() => process.off("unhandledRejection", onUnhandled));
+  const warned = waitEvent(bridge, "warning");
+  bridge.on("exit", () => {
+    throw new Error("the window is gone");
+  });
+  process.kill(bridge.pid, "SIGKILL");
+  const [w] = await warned;
+  assert.equal(w.kind, "handlerError");
+  assert.match(w.message, /exit listener threw: the window is gone/);
+  await bridge.stop();
+  // A turn for a rejection to be reported.
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(unhandled, []);
+});
+
 test("nothing is left behind when start() fails", async (t) => {
   const sb = sandbox(t);
   await assert.rejects(startBridge(t, sb, { args: ["--port", "1"] }), SidecarExitedError);
