@@ -185,6 +185,19 @@ fn error(t: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(t.into())])
 }
 
+/// `openDiff`'s answer for a proposal the editor will not show (too large,
+/// an original it cannot read, too many waiting): the agent's own prompt in
+/// its terminal decides, as when the editor cannot show diffs at all. Not
+/// an error: Gemini CLI fails the edit on one, even when the user then
+/// allows it in the terminal.
+fn not_shown(path: &str, why: &str) -> CallToolResult {
+    tracing::warn!(
+        path,
+        "the proposal is not shown for review ({why}); the agent's own prompt decides"
+    );
+    CallToolResult::success(vec![])
+}
+
 async fn notify(peer: &Peer<RoleServer>, method: &str, params: Value) -> bool {
     let n = ServerNotification::CustomNotification(CustomNotification::new(method, Some(params)));
     peer.send_notification(n).await.is_ok()
@@ -268,21 +281,19 @@ impl Companion {
             return error(format!("filePath must be absolute: {path}"));
         }
         if args.new_content.len() as u64 > MAX_ORIGINAL {
-            return error(format!(
-                "the proposal for {path} is larger than {} MiB; it cannot be shown as a diff",
-                MAX_ORIGINAL >> 20
-            ));
+            let why = format!("larger than {} MiB", MAX_ORIGINAL >> 20);
+            return not_shown(&path, &why);
         }
         // Off the runtime's workers, never blocking on a FIFO, capped.
         let original = match ccbridge_server::original::read(&path).await {
             Original::Text(t) => Some(t),
             Original::Missing => None,
-            Original::Unreadable(why) => return error(why),
+            Original::Unreadable(why) => return not_shown(&path, &why),
         };
         let bytes = original.as_ref().map_or(0, String::len) + args.new_content.len();
         let reserved = match Reserved::take(&self.shared, bytes) {
             Ok(r) => r,
-            Err(why) => return error(why),
+            Err(why) => return not_shown(&path, &why),
         };
         let proposal = Proposal {
             requester: None,
