@@ -61,7 +61,7 @@ import {
 import { registerHostExit } from "./exit-hooks.js";
 import { removeOwnLockFile } from "./lockfile.js";
 import type { ExitStatus, Sidecar } from "./process.js";
-import { PathMap } from "./remote.js";
+import { PathMap, type PathMapping } from "./remote.js";
 import {
   ErrorCode,
   Method,
@@ -160,19 +160,35 @@ export class Bridge extends EventEmitter {
   private readonly gone = new AbortController();
   private exitError: SidecarExitedError | undefined;
   /** The paths of the two sides (empty: the same machine, or the same names). */
-  readonly pathMap: PathMap;
+  get pathMap(): PathMap {
+    return this.paths;
+  }
+  private paths: PathMap;
+  /** Folders named through a link, mapped to their real paths; set when the map is the bridge's own (no map given, the same machine). */
+  private readonly linksOf: ((folders: readonly string[]) => PathMapping[]) | undefined;
   /** Started through a `command` prefix: its lock file is on the other side. */
   private readonly remote: boolean;
 
   /** @internal Used by `start()`, the only way to make a bridge. */
-  static _create(sidecar: Sidecar, options: StartOptions, paths: PathMap = new PathMap()): Bridge {
-    return new Bridge(sidecar, options, paths);
+  static _create(
+    sidecar: Sidecar,
+    options: StartOptions,
+    paths: PathMap = new PathMap(),
+    linksOf?: (folders: readonly string[]) => PathMapping[],
+  ): Bridge {
+    return new Bridge(sidecar, options, paths, linksOf);
   }
 
-  private constructor(sidecar: Sidecar, options: StartOptions, paths: PathMap) {
+  private constructor(
+    sidecar: Sidecar,
+    options: StartOptions,
+    paths: PathMap,
+    linksOf: ((folders: readonly string[]) => PathMapping[]) | undefined,
+  ) {
     super();
     this.sidecar = sidecar;
-    this.pathMap = paths;
+    this.paths = paths;
+    this.linksOf = linksOf;
     this.remote = (options.command?.length ?? 0) > 0;
     this.explicitCapabilities = options.capabilities ? { ...options.capabilities } : undefined;
     this.approvalMode = options.approvalMode;
@@ -322,9 +338,13 @@ export class Bridge extends EventEmitter {
   /**
    * New workspace folders, name or pid for the lock file (`workspaceChanged`).
    * Through a `command` prefix the pid is left out, as at start: it names
-   * no process on the other machine.
+   * no process on the other machine. A new folder named through a symbolic
+   * link is mapped to its real path, as at start, when no map was given.
    */
   updateWorkspace(change: WorkspaceChange): boolean {
+    if (this.linksOf && change.workspaceFolders) {
+      this.paths = this.paths.with(this.linksOf(change.workspaceFolders));
+    }
     if (this.remote && change.pid !== undefined) {
       const { pid: _local, ...rest } = change;
       return this.notify(Method.workspaceChanged, rest);

@@ -159,6 +159,16 @@ export class PathMap {
     return out;
   }
 
+  /** This map and `more` (mappings of folders it does not map yet). */
+  with(more: readonly PathMapping[]): PathMap {
+    const out = new PathMap();
+    out.entries.push(...this.entries);
+    for (const e of new PathMap(more).entries) {
+      if (!out.entries.some((known) => known.local === e.local)) out.entries.push(e);
+    }
+    return out;
+  }
+
   /** No mapping at all: every path passes unchanged. */
   get empty(): boolean {
     return this.entries.length === 0;

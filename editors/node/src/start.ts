@@ -8,7 +8,7 @@ import { realpathSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { Bridge } from "./bridge.js";
 import { resolveBin, serveArgs, Sidecar } from "./process.js";
-import { commandLine, PathMap } from "./remote.js";
+import { commandLine, PathMap, type PathMapping } from "./remote.js";
 import type { StartOptions } from "./types.js";
 
 /**
@@ -47,7 +47,8 @@ export async function start(options: StartOptions): Promise<Bridge> {
     cwd: options.cwd,
   });
   await sidecar.spawned;
-  const bridge = Bridge._create(sidecar, options, paths);
+  const automatic = (options.pathMap ?? []).length === 0 && prefix.length === 0;
+  const bridge = Bridge._create(sidecar, options, paths, automatic ? linkedFolders : undefined);
   try {
     await bridge._initialize(options.initializeTimeoutMs ?? 15_000);
   } catch (e) {
@@ -93,11 +94,19 @@ function pathMapOf(options: StartOptions): PathMap {
   if ((options.pathMap ?? []).length > 0 || (options.command ?? []).length > 0) {
     return new PathMap(options.pathMap ?? []).withRealNames(realpathOrNothing);
   }
-  const links = options.workspaceFolders.flatMap((folder) => {
+  return new PathMap(linkedFolders(options.workspaceFolders));
+}
+
+/**
+ * Each of `folders` named through a symbolic link, mapped to its real
+ * path: the sidecar and Claude name the files by the real one, the editor
+ * by the link's (the same machine, no map given).
+ */
+function linkedFolders(folders: readonly string[]): PathMapping[] {
+  return folders.flatMap((folder) => {
     const real = realpathOrNothing(folder);
     return real !== undefined && real !== resolve(folder) ? [{ local: folder, remote: real }] : [];
   });
-  return new PathMap(links);
 }
 
 /** `path` with symbolic links resolved, or undefined where it cannot be (it does not exist). */

@@ -37,6 +37,17 @@ test("the path map: longest prefix first, both directions, other paths unchanged
   assert.throws(() => new PathMap("/a:/b"), TypeError);
 });
 
+test("with() adds the mappings of folders not mapped yet, leaving the others as they were", () => {
+  const m = new PathMap([{ local: "/a", remote: "/b" }]).with([
+    { local: "/a", remote: "/x" },
+    { local: "/c", remote: "/d" },
+  ]);
+  assert.equal(m.toRemote("/a/f"), "/b/f");
+  assert.equal(m.toRemote("/c/f"), "/d/f");
+  assert.equal(m.toLocal("/d/f"), "/c/f");
+  assert.throws(() => new PathMap().with([{ local: "relative", remote: "/r" }]), TypeError);
+});
+
 test("a local folder named through a link maps by its real name too, going over only", () => {
   const real = { "/home/me/proj": "/data/proj/", "/opt/x": "/opt/x" };
   const map = new PathMap([
@@ -239,4 +250,21 @@ test("a workspace named through a symlink, locally and unmapped: Claude's paths 
   const r = await claude.callTool("openFile", { filePath: join(real, "a.txt"), preview: false, makeFrontmost: true });
   assert.equal(r.isError ?? false, false, JSON.stringify(r));
   assert.deepEqual(opened, [join(link, "a.txt")]);
+
+  // Regression: a folder added later through a link (updateWorkspace) went
+  // over under the link's name: the lock file named a folder Claude's real
+  // cwd is not in, and its files' state missed Claude's paths.
+  const real2 = join(sb.root, "second");
+  mkdirSync(real2);
+  writeFileSync(join(real2, "b.txt"), "two\n");
+  const link2 = join(sb.root, "second-linked");
+  symlinkSync(real2, link2);
+  bridge.updateWorkspace({ workspaceFolders: [link, link2] });
+  await eventually("both real folders in the lock file", async () =>
+    JSON.stringify(JSON.parse(readFileSync(bridge.lockFile, "utf8")).workspaceFolders) === JSON.stringify([real, realpathSync(real2)]),
+  );
+  bridge.reportOpenEditors([{ path: join(link2, "b.txt"), isActive: true, isDirty: true }]);
+  await bridge.status();
+  const dirty2 = FakeClaude.texts(await claude.callTool("checkDocumentDirty", { filePath: join(realpathSync(real2), "b.txt") }))[0];
+  assert.equal(JSON.parse(dirty2).isDirty, true, dirty2);
 });
