@@ -199,9 +199,12 @@ pub fn publish(agent: CompanionAgent, advert: &Advert) -> Result<PrivateFile, Di
 }
 
 /// Removes Gemini discovery files whose process is gone (Gemini never
-/// does); returns how many. Only files named as Gemini expects, owned by
-/// this user, are considered.
-pub fn sweep_gemini(dir: &Path) -> usize {
+/// does), and those of `editor` (the pid this ccbridge advertises) whose
+/// port does not answer: an earlier ccbridge of the same editor that was
+/// killed left them, and Gemini CLI, finding two files of its editor,
+/// could pick the dead port. Returns how many. Only files named as Gemini
+/// expects, owned by this user, are considered.
+pub fn sweep_gemini(dir: &Path, editor: Option<u32>) -> usize {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -216,8 +219,17 @@ pub fn sweep_gemini(dir: &Path) -> usize {
         let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
             continue;
         };
-        // Only a process known to be gone: an unknown one keeps its file.
-        if !meta.is_file() || meta.uid() != me || pid_alive(pid) != Some(false) {
+        if !meta.is_file() || meta.uid() != me {
+            continue;
+        }
+        // Only a process known to be gone, or a port of this editor's
+        // nothing listens on: an unknown one keeps its file.
+        let ours_dead = Some(pid) == editor
+            && name
+                .to_str()
+                .and_then(gemini_port)
+                .is_some_and(|port| !port_answers(port));
+        if pid_alive(pid) != Some(false) && !ours_dead {
             continue;
         }
         if std::fs::remove_file(e.path()).is_ok() {
@@ -226,6 +238,19 @@ pub fn sweep_gemini(dir: &Path) -> usize {
         }
     }
     removed
+}
+
+/// The port in `gemini-ide-server-<pid>-<port>.json`.
+fn gemini_port(name: &str) -> Option<u16> {
+    gemini_pid(name)?;
+    name.strip_suffix(".json")?.rsplit('-').next()?.parse().ok()
+}
+
+/// Whether something accepts a connection on loopback `port` (refused at
+/// once when nothing listens).
+fn port_answers(port: u16) -> bool {
+    let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(500)).is_ok()
 }
 
 /// The pid in `gemini-ide-server-<pid>-<port>.json`.
@@ -443,7 +468,7 @@ mod tests {
         for f in [&live, &dead, &other] {
             std::fs::write(f, "{}").unwrap();
         }
-        assert_eq!(sweep_gemini(dir.path()), 1);
+        assert_eq!(sweep_gemini(dir.path(), None), 1);
         assert!(live.exists() && other.exists() && !dead.exists());
     }
 
@@ -478,7 +503,7 @@ mod tests {
                 .flatten()
                 .filter_map(|e| read_found(CompanionAgent::Gemini, e.path(), 1, None))
                 .collect();
-            let swept = sweep_gemini(&read);
+            let swept = sweep_gemini(&read, None);
             let _ = tx.send((found, swept));
         });
         let (found, swept) = rx

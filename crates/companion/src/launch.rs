@@ -161,7 +161,7 @@ pub async fn start(options: &Options, engine: &EngineHandle) -> Running {
     let mut servers = Vec::new();
     let lock = engine.lock_contents();
     if options.agents.contains(&CompanionAgent::Gemini) {
-        discovery::sweep_gemini(&discovery::gemini_dir());
+        discovery::sweep_gemini(&discovery::gemini_dir(), lock.pid);
     }
     for &agent in &options.agents {
         match serve_one(agent, engine, &lock).await {

@@ -157,3 +157,65 @@ async fn discovery_files_follow_the_lock_file_and_go_with_the_servers() {
     let _ = stop_engine.send(());
     engine_task.await.unwrap().unwrap();
 }
+
+/// A ccbridge killed (SIGKILL, out of memory) left its Gemini CLI file, named
+/// with its editor's pid, which still runs; the editor's next ccbridge wrote
+/// a second one, and Gemini CLI, finding two files of its editor, could pick
+/// the dead port. The next start removes this editor's files whose port
+/// nothing listens on, and leaves any other's.
+#[tokio::test(flavor = "multi_thread")]
+async fn regression_a_killed_ccbridges_file_of_the_same_editor_is_swept_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    if !ccbridge_testkit::alone::rerun(
+        module_path!(),
+        "regression_a_killed_ccbridges_file_of_the_same_editor_is_swept_at_start",
+        &[
+            ("TMPDIR", root.as_os_str()),
+            ("QWEN_HOME", root.join("qwen").as_os_str()),
+        ],
+    ) {
+        return;
+    }
+    let root = std::env::temp_dir();
+    let gemini = root.join("gemini/ide");
+    std::fs::create_dir_all(&gemini).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // A port nothing listens on (bound, then let go), and one that answers.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let live = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let live_port = live.local_addr().unwrap().port();
+    // This test's process runs: its pid stands for the editor.
+    let editor = std::process::id();
+    let other = editor + 1;
+    let stale = gemini.join(format!("gemini-ide-server-{editor}-{dead}.json"));
+    let answering = gemini.join(format!("gemini-ide-server-{editor}-{live_port}.json"));
+    let others = gemini.join(format!("gemini-ide-server-{other}-{dead}.json"));
+    for f in [&stale, &answering, &others] {
+        std::fs::write(f, "{}").unwrap();
+    }
+    let alive = |pid: u32| std::path::Path::new("/proc").join(pid.to_string()).exists();
+
+    let mut config = Config::new("Editor", vec![root.display().to_string()]);
+    config.lock_dir = Some(root.join("ide"));
+    config.pid = editor;
+    let server = Server::bind(config, Arc::new(NoEditor)).await.unwrap();
+    let engine = server.handle();
+    let running = launch::start(&Options::default(), &engine).await;
+    assert!(
+        !stale.exists(),
+        "the dead port's file of this editor is left"
+    );
+    assert!(answering.exists(), "a file whose port answers was removed");
+    assert_eq!(
+        others.exists(),
+        alive(other),
+        "another editor's file: kept while its process runs, swept once gone"
+    );
+    running.stopped().await;
+}
