@@ -107,6 +107,11 @@ const ops = {
     });
     return null;
   },
+  // Answers every request matching `pattern` itself, as a server would.
+  async answerRequests({ page: name, pattern, status, body, contentType = 'text/plain' }) {
+    await page(name).route(pattern, (route) => route.fulfill({ status, body, contentType }));
+    return null;
+  },
   async passRequests({ page: name, pattern }) { await page(name).unroute(pattern); return null; },
   async url({ page: name }) { return page(name).url(); },
   async screenshot({ page: name, path: file, fullPage = false }) {

@@ -1161,6 +1161,43 @@ fn regression_accept_file_after_a_lost_hunk_decision_accepts_nothing() {
     assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
 }
 
+/// An edit the server refuses for what it is (413 Payload Too Large, as
+/// axum answers a body over the page's 40 MiB) was sent again every 16 s
+/// for ever, the page saying "Not saved yet — retrying".
+#[test]
+fn regression_an_edit_refused_for_its_size_is_said_so_not_retried_for_ever() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("big.txt", "one\ntwo\n");
+    let call = rig.propose(&f, "one\nTWO\n", "t-big");
+    let id = rig.review_id(&f);
+    rig.browser.must(
+        "answerRequests",
+        json!({"page": PAGE, "pattern": "**/api/reviews/*/text", "status": 413,
+               "body": "length limit exceeded"}),
+    );
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-side=proposed] .cm-line:has-text(\"TWO\")"),
+    );
+    rig.browser.press(PAGE, "End");
+    rig.browser.type_text(PAGE, "!");
+    rig.browser.wait_until(
+        PAGE,
+        "() => [...document.querySelectorAll('[data-note]')].some((n) => n.textContent.includes('larger than ccbridge takes'))",
+        json!(null),
+    );
+    let state = rig.browser.text(PAGE, &Rig::card(&id, ".save-state"));
+    assert!(!state.contains("retrying"), "{state}");
+    rig.browser.must(
+        "passRequests",
+        json!({"page": PAGE, "pattern": "**/api/reviews/*/text"}),
+    );
+    rig.browser.press(PAGE, "Escape");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=reject-file]"));
+    assert_eq!(rig.outcome(call)[0], "DIFF_REJECTED");
+}
+
 /// A per-hunk decision is shown before its answer (`decideHunk`); when the
 /// server never gets it, the card takes it back and says so, and the next
 /// try decides that same hunk.

@@ -166,6 +166,13 @@ export class ProposalSync {
       } else if (err.status === 404) {
         this.edit = false;
         this.host.saveState("Review closed", "error");
+      } else if (err.status >= 400 && err.status < 500) {
+        // Refused for what the edit is (413: larger than ccbridge takes):
+        // sending it again would be refused again, every 16 s for ever.
+        // It stays here, unsaved, for the reviewer to change.
+        const why = err.status === 413 ? "it is larger than ccbridge takes (40 MiB)" : err.message;
+        this.host.saveState("Not saved", "error");
+        note(`${baseName(this.host.review().path)}: the edit was not saved: ${why}.`, "error");
       } else {
         // ccbridge unreachable or failing: keep the edit, try again.
         this.retry = Math.min(this.retry + 1, 5);
