@@ -329,15 +329,30 @@ fn users_mode(args: &[OsString]) -> Option<String> {
     None
 }
 
+/// Whether `p` is a file someone may run.
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// `name` on PATH, as the shell would find it.
 fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|p| is_executable(p))
+}
+
+/// Where Claude Code's own installers put `claude` off PATH: the local
+/// install (`~/.claude/local/claude`, which the shell reaches through an
+/// alias ccbridge cannot see) and the native one (`~/.local/bin/claude`,
+/// not on every shell's PATH).
+fn installed_claude() -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
+    [".claude/local/claude", ".local/bin/claude"]
+        .into_iter()
+        .map(|p| home.join(p))
+        .find(|p| is_executable(p))
 }
 
 fn exit_code(status: std::process::ExitStatus) -> ExitCode {
@@ -364,12 +379,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::from(EXIT_NO_CLAUDE));
         }
-        None => match on_path("claude") {
+        None => match on_path("claude").or_else(installed_claude) {
             Some(p) => p,
             None => {
                 eprintln!(
-                    "ccbridge: `claude` is not on PATH: install Claude Code \
-                     (npm install -g @anthropic-ai/claude-code) or pass --claude PATH"
+                    "ccbridge: `claude` is not on PATH, in ~/.claude/local nor in ~/.local/bin: \
+                     install Claude Code (npm install -g @anthropic-ai/claude-code) or pass --claude PATH"
                 );
                 return Ok(ExitCode::from(EXIT_NO_CLAUDE));
             }

@@ -309,6 +309,29 @@ fn serve_cleans_up_on_sighup() {
     serve_until(rustix::process::Signal::HUP);
 }
 
+/// Claude Code's local install (`~/.claude/local/claude`, which the shell
+/// reaches through an alias) is not on PATH: `ccbridge claude` said to
+/// install Claude Code again.
+#[test]
+fn regression_claude_is_found_in_its_local_install_off_path() {
+    let sb = Sandbox::new();
+    let fake = sb.fake_claude("exit 4");
+    let local = sb.home.path().join(".claude/local");
+    std::fs::create_dir_all(&local).unwrap();
+    std::fs::rename(&fake, local.join("claude")).unwrap();
+    let mut child = sb
+        .command(&["claude", "--", "--permission-mode", "default"])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = exits(&mut child);
+    assert_eq!(status.code(), Some(4), "{}", sb.seen());
+    assert!(sb.seen().contains("ide=true"), "{}", sb.seen());
+}
+
 #[test]
 fn claude_runs_connected_and_its_exit_status_is_ours() {
     let sb = Sandbox::new();
