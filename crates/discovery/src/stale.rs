@@ -16,8 +16,13 @@
 //! - pid alive (EPERM included) → kept, whatever the port does;
 //! - pid gone (ESRCH) → removed, unless the port answers (the server may run
 //!   in another pid namespace, e.g. a container sharing `~/.claude`);
-//! - no pid, a Windows pid (`runningInWindows`), or an unreadable or
-//!   unparseable file → removed only if the port does not answer;
+//! - an IDE on Windows (`runningInWindows`, seen from WSL) → kept: its pid
+//!   is a Windows one, and under WSL 2's default networking its port does
+//!   not answer on this side's loopback even while it serves, so nothing
+//!   here can tell it is gone (removing it took the live lock of a running
+//!   VS Code from Claude Code on Windows); its IDE removes it;
+//! - no pid, or an unreadable or unparseable file → removed only if the
+//!   port does not answer;
 //! - a file that changed between the scan and the removal is kept.
 
 use crate::{ports_answering, scan, LockEntry};
@@ -52,6 +57,8 @@ pub enum KeepReason {
     PortAnswers,
     /// It was modified or removed while we were checking it.
     ChangedSinceScan,
+    /// An IDE on Windows wrote it, which nothing here can check.
+    Windows,
 }
 
 /// The decision for one lock file.
@@ -119,6 +126,10 @@ impl fmt::Display for KeepReason {
             KeepReason::PidAlive { pid } => write!(f, "process {pid} is running"),
             KeepReason::PortAnswers => write!(f, "its port answers"),
             KeepReason::ChangedSinceScan => write!(f, "it changed while being checked"),
+            KeepReason::Windows => write!(
+                f,
+                "an IDE on Windows wrote it, which cannot be checked from here (the IDE removes it)"
+            ),
         }
     }
 }
@@ -126,6 +137,9 @@ impl fmt::Display for KeepReason {
 /// Decides one entry, given whether its port answers (ignored when the pid
 /// is alive).
 pub fn judge(entry: &LockEntry, port_answers: bool) -> Verdict {
+    if entry.lock().is_some_and(|l| l.running_in_windows) {
+        return Verdict::Keep(KeepReason::Windows);
+    }
     let server = entry.lock().and_then(|l| l.server_process);
     match (entry.server_alive, server) {
         (Some(true), Some(s)) => return Verdict::Keep(KeepReason::ServerAlive { pid: s.pid }),
@@ -229,6 +243,22 @@ mod tests {
         let p = dir.join(format!("{port}.lock"));
         fs::write(&p, l.to_json()).unwrap();
         p
+    }
+
+    /// From WSL, a Windows IDE's lock (Windows pid, its port unreachable on
+    /// this side's loopback under WSL 2's default networking) was judged
+    /// stale and removed while the IDE served it.
+    #[tokio::test]
+    async fn regression_a_windows_ides_lock_is_kept_whatever_its_port_does() {
+        let t = tempfile::tempdir().unwrap();
+        let mut l = LockFile::new(0, vec!["C:\\w".into()], "VS Code".into(), "tok".into());
+        l.pid = Some(dead_pid());
+        l.running_in_windows = true;
+        let p = t.path().join(format!("{}.lock", closed_port()));
+        fs::write(&p, l.to_json()).unwrap();
+        let report = clean(&[t.path().to_path_buf()], false).await;
+        assert!(p.exists(), "{report:?}");
+        assert_eq!(report.kept[0].reason, KeepReason::Windows);
     }
 
     #[tokio::test]
