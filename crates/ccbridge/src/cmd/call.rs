@@ -18,8 +18,6 @@ use std::time::Duration;
 
 /// Bad usage (for example invalid JSON arguments).
 const EXIT_USAGE: u8 = 2;
-/// No IDE server matches.
-const EXIT_NOT_FOUND: u8 = 3;
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -89,12 +87,6 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
-fn not_found(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("ccbridge: {msg}");
-    eprintln!("hint: run `ccbridge list` to see the IDE servers and their workspaces");
-    ExitCode::from(EXIT_NOT_FOUND)
-}
-
 /// The arguments as a JSON object, or the usage error to print.
 fn parse_arguments(text: Option<&str>) -> Result<Value, String> {
     let owned;
@@ -157,7 +149,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         match discovery::pick_for_port(&scan.entries, port) {
             Some(e) => e,
             None => {
-                return Ok(not_found(format_args!(
+                return Ok(super::not_found(format_args!(
                     "no lock file for port {port} (looked in {})",
                     looked_in()
                 )))
@@ -179,7 +171,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let matches = discovery::matching_workspace(&scan.entries, &dir, env.wsl_distro.as_deref());
         match matches.as_slice() {
             [] => {
-                return Ok(not_found(format_args!(
+                return Ok(super::not_found(format_args!(
                     "no running IDE server has a workspace containing {} (looked in {})",
                     dir.display(),
                     looked_in()
@@ -200,7 +192,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     let Some(port) = entry.port else {
-        return Ok(not_found(format_args!(
+        return Ok(super::not_found(format_args!(
             "{} has no port in its name",
             entry.path.display()
         )));
@@ -208,14 +200,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let lock = match &entry.lock {
         Ok(l) => l,
         Err(e) => {
-            return Ok(not_found(format_args!(
+            return Ok(super::not_found(format_args!(
                 "the lock file {} cannot be used: {e}",
                 entry.path.display()
             )))
         }
     };
     if lock.transport != "ws" {
-        return Ok(not_found(format_args!(
+        return Ok(super::not_found(format_args!(
             "the server on port {port} uses the SSE transport ({}); ccbridge call speaks only WebSocket",
             entry.path.display()
         )));

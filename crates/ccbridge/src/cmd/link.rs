@@ -42,10 +42,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .into_iter()
         .find_map(|e| Some((e.port?, e.lock()?.page.clone()?)));
     let Some((ide_port, page)) = page else {
-        bail!(
+        return Ok(super::not_found(format_args!(
             "no running ccbridge serves a review page for {} (start one with `ccbridge serve` or `ccbridge claude`)",
             crate::display::path(&dir)
-        );
+        )));
     };
     let port = page_port(&page.url)
         .with_context(|| format!("the lock file of port {ide_port} names no usable page"))?;

@@ -14,7 +14,7 @@
 //! `--tools-port` and run `ccbridge mcp-config --register` after each start.
 
 use crate::output::outln;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use ccbridge_client::discovery::{self, Env};
 use ccbridge_mcp::registration::{self, Registered, SERVER_NAME};
 use serde_json::json;
@@ -48,10 +48,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some((l.workspace_folders.first().cloned(), t.clone()))
         });
     let Some((folder, tools)) = found else {
-        bail!(
+        return Ok(super::not_found(format_args!(
             "no running ccbridge serves the workspace tools for {} (start one with `ccbridge serve --stdio`, or from your editor's plugin)",
             crate::display::path(&dir)
-        );
+        )));
     };
     let entry = json!({ "mcpServers": { SERVER_NAME: registration::entry(&tools) } });
     let json = serde_json::to_string_pretty(&entry)?;

@@ -9,6 +9,18 @@ pub mod list;
 pub mod mcp_config;
 pub mod serve;
 
+/// The exit status of a command that found no IDE server for its workspace
+/// (`main.rs`'s exit codes).
+pub(crate) const EXIT_NOT_FOUND: u8 = 3;
+
+/// Says that nothing serves what the command needs (and where to look),
+/// with [`EXIT_NOT_FOUND`].
+pub(crate) fn not_found(msg: impl std::fmt::Display) -> std::process::ExitCode {
+    eprintln!("ccbridge: {msg}");
+    eprintln!("hint: run `ccbridge list` to see the IDE servers and their workspaces");
+    std::process::ExitCode::from(EXIT_NOT_FOUND)
+}
+
 /// Scans every lock-file directory the CLI would, printing unreadable
 /// directories and files as warnings on stderr.
 pub(crate) fn scan_lock_files(

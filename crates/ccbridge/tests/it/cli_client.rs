@@ -180,6 +180,16 @@ fn call_exit_codes() {
         String::from_utf8_lossy(&none.stderr).contains("ccbridge list"),
         "{none:?}"
     );
+    // Regression: `link` and `mcp-config` exited 1 where nothing serves
+    // the folder, which main.rs says is 3, as `call` does.
+    for args in [&["link"][..], &["mcp-config"][..]] {
+        let none = rig.ccbridge(args, elsewhere.path());
+        assert_eq!(none.status.code(), Some(3), "{args:?}: {none:?}");
+        assert!(
+            String::from_utf8_lossy(&none.stderr).contains("no running ccbridge serves"),
+            "{none:?}"
+        );
+    }
     let bad_json = rig.ccbridge(
         &["call", "--port", &port, "getDiagnostics", "{nope"],
         rig.home.path(),
