@@ -107,6 +107,10 @@ impl Offer {
     }
 }
 
+/// How long [`Services::start`] waits for Codex's provider to host or
+/// join a router, or to say why it cannot.
+const CODEX_SETTLES: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The servers started beside the engine.
 pub struct Services {
     tools: Result<ccbridge_mcp::launch::Running, String>,
@@ -134,6 +138,14 @@ impl Services {
         let codex = options
             .codex
             .then(|| ccbridge_codex::start(Arc::new(engine.clone())));
+        if let Some(c) = &codex {
+            // Settled before the offers are read: hosting, joined, or why
+            // neither (each socket path is tried at once).
+            c.wait_role(CODEX_SETTLES, |r| {
+                !matches!(r, ccbridge_codex::Role::Starting)
+            })
+            .await;
+        }
         let changes = if options.changes {
             Changes::start(folders)
                 .inspect_err(|e| {
@@ -163,9 +175,27 @@ impl Services {
         self.changes.as_ref()
     }
 
-    /// Why an agent asked for is not served (one line each).
-    pub fn agent_problems(&self) -> &[String] {
-        self.companion.as_ref().map_or(&[], |c| c.problems())
+    /// Why an agent asked for is not served (one line each): the
+    /// companions', and Codex's when its provider can neither host nor
+    /// join a router (until then the banner and the page offered Codex
+    /// while nothing served it, and only `ccbridge list` told why).
+    pub fn agent_problems(&self) -> Vec<String> {
+        let mut out = self
+            .companion
+            .as_ref()
+            .map_or(Vec::new(), |c| c.problems().to_vec());
+        if let Some(why) = self.codex_unavailable() {
+            out.push(format!("Codex CLI is not served: {why}"));
+        }
+        out
+    }
+
+    /// Why Codex's provider serves nothing, when it does not.
+    fn codex_unavailable(&self) -> Option<String> {
+        match self.codex.as_ref()?.role() {
+            ccbridge_codex::Role::Unavailable(why) => Some(why),
+            _ => None,
+        }
     }
 
     /// The agents that can find this IDE: Claude Code (by the lock file),
@@ -184,7 +214,7 @@ impl Services {
                 companion_port: Some(s.port),
             });
         }
-        if self.codex.is_some() {
+        if self.codex.is_some() && self.codex_unavailable().is_none() {
             out.push(Offer {
                 agent: AgentKind::Codex,
                 companion_port: None,

@@ -162,7 +162,7 @@ impl Standalone {
     }
 
     /// Why an agent asked for is not served (one line each).
-    pub fn agent_problems(&self) -> &[String] {
+    pub fn agent_problems(&self) -> Vec<String> {
         self.services.agent_problems()
     }
 

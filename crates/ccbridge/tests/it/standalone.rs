@@ -309,6 +309,40 @@ fn serve_cleans_up_on_sighup() {
     serve_until(rustix::process::Signal::HUP);
 }
 
+/// Codex's provider can neither host nor join a router (its socket folder
+/// open to everyone, which Codex refuses too): the banner said "Codex CLI
+/// finds it too" and the page offered Codex while nothing served it; only
+/// `ccbridge list` told why.
+#[test]
+fn regression_codex_not_served_is_said_in_the_banner_not_offered() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let ipc = sb.home.path().join("codex-ipc");
+    std::fs::create_dir(&ipc).unwrap();
+    std::fs::set_permissions(&ipc, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut child = sb
+        .command(&["serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        banner.push_str(&line);
+        banner.push('\n');
+        if line.contains("Press Ctrl-C to stop") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(banner.contains("Codex CLI is not served"), "{banner}");
+    assert!(!banner.contains("Codex CLI finds it too"), "{banner}");
+}
+
 /// Claude Code's local install (`~/.claude/local/claude`, which the shell
 /// reaches through an alias) is not on PATH: `ccbridge claude` said to
 /// install Claude Code again.
