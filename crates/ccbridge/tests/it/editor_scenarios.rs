@@ -632,6 +632,42 @@ pub(crate) async fn the_claude_command_runs_claude_connected_in_a_terminal<E: Ed
     assert_eq!(e.terminal_count(), 1, "a second terminal");
 }
 
+/// The workspace tools, asked to write over `hello.py` while the editor
+/// holds unsaved changes of it, refuse, and the file stays as it was.
+pub(crate) fn assert_the_tools_see_hellos_unsaved_changes<E: EditorUnderTest>(e: &mut E) {
+    let (port, token) = tools_of(&e.init());
+    let r = ccbridge_testkit::http::mcp_call(
+        port,
+        &token,
+        "write_file",
+        json!({"path": "hello.py", "content": "overwritten\n"}),
+        STEP,
+    );
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("unsaved changes"), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(e.workspace().join("hello.py")).unwrap(),
+        HELLO
+    );
+}
+
+/// Waits until `shown()` (what a review shows beside its lines) contains
+/// `needle`; returns it.
+pub(crate) fn wait_shown(needle: &str, mut shown: impl FnMut() -> String) -> String {
+    let mut last = String::new();
+    let found = poll_until(STEP, Duration::from_millis(10), || {
+        last = shown();
+        last.contains(needle).then_some(())
+    });
+    assert!(
+        found.is_some(),
+        "the review does not show {needle:?}: {last}"
+    );
+    last
+}
+
 pub(crate) fn tools_of(init: &Value) -> (u16, String) {
     let tools = &init["tools"];
     let url = tools["url"]

@@ -1454,20 +1454,5 @@ fn through_a_symlinked_project_the_tools_see_unsaved_changes() {
         ..Setup::default()
     });
     rig.type_line_at_top("# unsaved");
-    let (port, token) = crate::editor_scenarios::tools_of(&rig.init());
-    let r = ccbridge_testkit::http::mcp_call(
-        port,
-        &token,
-        "write_file",
-        json!({"path": "hello.py", "content": "overwritten\n"}),
-        STEP,
-    );
-    let text = r["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(text.contains("unsaved changes"), "{r}");
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        HELLO
-    );
+    crate::editor_scenarios::assert_the_tools_see_hellos_unsaved_changes(&mut rig);
 }

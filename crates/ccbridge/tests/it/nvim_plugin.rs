@@ -431,21 +431,13 @@ impl EditorUnderTest for Rig {
                end
                return table.concat(out, '\\n')
              end)()";
-        let mut last = String::new();
-        let found = poll_until(STEP, Duration::from_millis(10), || {
-            last = self
-                .nvim
+        crate::editor_scenarios::wait_shown(needle, || {
+            self.nvim
                 .eval(shown)
                 .as_str()
                 .unwrap_or_default()
-                .to_string();
-            last.contains(needle).then_some(())
-        });
-        assert!(
-            found.is_some(),
-            "the review does not show {needle:?}: {last}"
-        );
-        last
+                .to_string()
+        })
     }
 
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {

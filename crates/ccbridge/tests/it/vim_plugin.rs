@@ -471,21 +471,13 @@ impl EditorUnderTest for Rig {
         let shown = "join(map(filter(getwininfo(), {_, w -> bufname(w.bufnr) =~# '^ccbridge://'}), \
             {_, w -> getwinvar(w.winid, '&statusline') .. ' ' \
             .. join(map(prop_list(1, #{bufnr: w.bufnr, end_lnum: -1}), {_, p -> get(p, 'text', '')}))}), \"\\n\")";
-        let mut last = String::new();
-        let found = poll_until(STEP, Duration::from_millis(10), || {
-            last = self
-                .vim
+        crate::editor_scenarios::wait_shown(needle, || {
+            self.vim
                 .eval(shown)
                 .as_str()
                 .unwrap_or_default()
-                .to_string();
-            last.contains(needle).then_some(())
-        });
-        assert!(
-            found.is_some(),
-            "the review does not show {needle:?}: {last}"
-        );
-        last
+                .to_string()
+        })
     }
 
     fn second(&mut self) -> (Box<dyn std::any::Any>, PathBuf) {
@@ -1244,20 +1236,5 @@ fn a_file_opened_through_a_symlink_is_known_by_its_real_path() {
     rig.vim
         .ex(&format!("edit {}", link.join("hello.py").display()));
     rig.type_line_at_top("# unsaved");
-    let (port, token) = crate::editor_scenarios::tools_of(&rig.init());
-    let r = ccbridge_testkit::http::mcp_call(
-        port,
-        &token,
-        "write_file",
-        json!({"path": "hello.py", "content": "overwritten\n"}),
-        STEP,
-    );
-    let text = r["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(text.contains("unsaved changes"), "{r}");
-    assert_eq!(
-        std::fs::read_to_string(rig.ws.join("hello.py")).unwrap(),
-        HELLO
-    );
+    crate::editor_scenarios::assert_the_tools_see_hellos_unsaved_changes(&mut rig);
 }
