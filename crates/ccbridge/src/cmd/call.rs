@@ -163,9 +163,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         e
     } else {
         let dir = match &args.workspace {
-            Some(d) => {
-                std::path::absolute(d).with_context(|| format!("cannot resolve {}", d.display()))?
-            }
+            // Canonical, as lock files record folders (and as `link` and
+            // `mcp-config` take it): a folder named through a link matched
+            // nothing. A path that does not exist is matched as written.
+            Some(d) => std::fs::canonicalize(d)
+                .or_else(|_| std::path::absolute(d))
+                .with_context(|| format!("cannot resolve {}", crate::display::path(d)))?,
             None => std::env::current_dir().context("cannot read the current directory")?,
         };
         let matches = discovery::matching_workspace(&scan.entries, &dir, env.wsl_distro.as_deref());
@@ -173,7 +176,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             [] => {
                 return Ok(super::not_found(format_args!(
                     "no running IDE server has a workspace containing {} (looked in {})",
-                    dir.display(),
+                    crate::display::path(&dir),
                     looked_in()
                 )))
             }

@@ -180,6 +180,20 @@ fn call_exit_codes() {
         String::from_utf8_lossy(&none.stderr).contains("ccbridge list"),
         "{none:?}"
     );
+    // Regression: `call --workspace` named through a symbolic link matched
+    // nothing (it was resolved as written; lock files hold real paths).
+    let link = elsewhere.path().join("link");
+    std::os::unix::fs::symlink(&rig.ws, &link).unwrap();
+    let through = rig.ccbridge(
+        &[
+            "call",
+            "--workspace",
+            link.to_str().unwrap(),
+            "getWorkspaceFolders",
+        ],
+        elsewhere.path(),
+    );
+    assert_eq!(through.status.code(), Some(0), "{through:?}");
     // Regression: `link` and `mcp-config` exited 1 where nothing serves
     // the folder, which main.rs says is 3, as `call` does.
     for args in [&["link"][..], &["mcp-config"][..]] {
