@@ -54,14 +54,29 @@ pub struct Args {
     claude_args: Vec<OsString>,
 }
 
+/// `path` as one word of a POSIX shell command line; `None` when it is not
+/// UTF-8 (a hook's command is a JSON string), which is said on stderr: the
+/// hook is then left out.
+fn shell_word(path: &Path, what: &str) -> Option<String> {
+    let Some(s) = path.to_str() else {
+        eprintln!(
+            "ccbridge: warning: {what} is not UTF-8 ({}), so Claude's hook for it is left out",
+            crate::display::path(path)
+        );
+        return None;
+    };
+    // A `'` inside ends the quoting, is escaped, and starts it again.
+    Some(format!("'{}'", s.replace('\'', r"'\''")))
+}
+
 /// The hook that hands Claude the reviewer's notes with the user's next
 /// prompt: ccbridge writes `notes` as the hook's whole answer (JSON it
 /// made, so nothing is quoted in the shell); the hook takes the file by
 /// renaming it, so a note is given once.
 fn notes_hook(notes: &Path) -> Option<String> {
-    let f = notes.to_str().filter(|f| !f.contains('\''))?;
+    let f = shell_word(notes, "the reviewer's notes file")?;
     Some(format!(
-        "cat >/dev/null; f='{f}'; mv \"$f\" \"$f.taken\" 2>/dev/null && cat \"$f.taken\" && rm -f \"$f.taken\"; exit 0"
+        "cat >/dev/null; f={f}; mv \"$f\" \"$f.taken\" 2>/dev/null && cat \"$f.taken\" && rm -f \"$f.taken\"; exit 0"
     ))
 }
 
@@ -69,9 +84,9 @@ fn notes_hook(notes: &Path) -> Option<String> {
 /// session review: `ccbridge hook-report` appending to `reports`.
 fn edits_hook(reports: &Path) -> Option<String> {
     let exe = std::env::current_exe().ok()?;
-    let exe = exe.to_str().filter(|f| !f.contains('\''))?;
-    let f = reports.to_str().filter(|f| !f.contains('\''))?;
-    Some(format!("'{exe}' hook-report '{f}'"))
+    let exe = shell_word(&exe, "ccbridge's own path")?;
+    let f = shell_word(reports, "the edit reports file")?;
+    Some(format!("{exe} hook-report {f}"))
 }
 
 /// Claude's settings for this session (`--settings`): the ones every
@@ -511,6 +526,27 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `'` in the temporary folder's path (or ccbridge's) left the notes
+    /// and edit-report hooks out without a word: reviewer notes never
+    /// reached Claude. The path is quoted for the shell now.
+    #[test]
+    fn regression_the_notes_hook_works_with_a_quote_in_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("it's here");
+        std::fs::create_dir(&odd).unwrap();
+        let notes = odd.join("notes.json");
+        std::fs::write(&notes, "{\"note\": 1}").unwrap();
+        let hook = notes_hook(&notes).expect("a hook");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &hook])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"note\": 1}");
+        assert!(!notes.exists(), "the note is given once");
+        assert!(edits_hook(&odd.join("edits.jsonl")).is_some());
+    }
 
     #[test]
     fn edit_reports_reads_whole_lines_and_leaves_a_partial_one() {
