@@ -488,6 +488,27 @@ fn regression_a_final_line_break_change_is_named_and_a_rejected_new_file_is_not_
     assert!(!new.exists(), "a rejected new file was created");
 }
 
+/// In a file whose line endings are mixed, a CRLF line keeps its CR as
+/// text; End put the cursor after it, and what was typed there landed
+/// between the CR and the line feed (`a\rx\n`), a line the file never had.
+#[test]
+fn regression_typing_at_the_end_of_a_crlf_line_of_a_mixed_file_goes_before_its_cr() {
+    let mut rig = Rig::start("light");
+    let f = rig.write("mixed.txt", "a\r\nb\n");
+    let call = rig.propose(&f, "a\r\nB\n", "t-mixed");
+    let id = rig.review_id(&f);
+    rig.browser.click(
+        PAGE,
+        &Rig::card(&id, "[data-side=proposed] .cm-line >> nth=0"),
+    );
+    rig.browser.press(PAGE, "End");
+    rig.browser.type_text(PAGE, "x");
+    rig.browser.press(PAGE, "Escape");
+    rig.browser
+        .click(PAGE, &Rig::card(&id, "[data-action=accept-file]"));
+    assert_eq!(rig.outcome(call), vec!["FILE_SAVED", "ax\r\nB\n"]);
+}
+
 /// A proposal converting a CRLF file to LF showed every line changed with
 /// nothing different in any of them.
 #[test]

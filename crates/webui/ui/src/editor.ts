@@ -2,7 +2,7 @@
 // CodeMirror's styles would not load), the theme, line numbers, search,
 // and the line separator of its text.
 
-import { EditorState, RangeSetBuilder, type Extension } from "@codemirror/state";
+import { EditorSelection, EditorState, RangeSetBuilder, type Extension, type Transaction, type TransactionSpec } from "@codemirror/state";
 import {
   Decoration,
   EditorView,
@@ -63,6 +63,29 @@ export function withBreaks(text: string, state: EditorState): string {
   return state.lineBreak === "\r\n" ? text.replace(/\r\n|\r|\n/g, "\r\n") : text;
 }
 
+/**
+ * A cursor at the end of a line that ends in a carriage return (a CRLF
+ * line of a file whose endings are mixed, held with its CR as text: see
+ * hunks.ts) moved before it. End, or a click past the line, put it after
+ * the CR, and what was typed there landed between the CR and the line
+ * feed (`ab\r` + `x` → `ab\rx`), a line the file never had.
+ */
+export function beforeCarriageReturn(tr: Transaction): Transaction | readonly (Transaction | TransactionSpec)[] {
+  if (!tr.selection) return tr;
+  const doc = tr.newDoc;
+  const sel = tr.newSelection;
+  let moved = false;
+  const ranges = sel.ranges.map((r) => {
+    if (!r.empty || r.head === 0) return r;
+    const line = doc.lineAt(r.head);
+    if (r.head !== line.to || doc.sliceString(r.head - 1, r.head) !== "\r") return r;
+    moved = true;
+    return EditorSelection.cursor(r.head - 1);
+  });
+  if (!moved) return tr;
+  return [tr, { selection: EditorSelection.create(ranges, sel.mainIndex), sequential: true }];
+}
+
 /** The extensions shared by every editor. */
 export function baseEditor(opts: EditorOptions): Extension[] {
   const ext: Extension[] = [
@@ -95,6 +118,7 @@ export function baseEditor(opts: EditorOptions): Extension[] {
   if (opts.editable) {
     ext.push(history(), indentOnInput(), keymap.of([...keys, ...historyKeymap]));
     if (opts.lineSeparator === "\r\n") ext.push(EditorView.clipboardInputFilter.of(withBreaks));
+    else ext.push(EditorState.transactionFilter.of(beforeCarriageReturn));
   } else {
     ext.push(EditorState.readOnly.of(true), keymap.of(keys));
   }
