@@ -22,6 +22,8 @@
 
 #![no_main]
 
+mod common;
+
 use async_trait::async_trait;
 use ccbridge_companion::CompanionAgent;
 use ccbridge_server::{
@@ -86,21 +88,12 @@ struct Sandbox {
     ws: PathBuf,
 }
 
-/// A folder of this process's own under `$TMPDIR/ccbridge-fuzz-companion`,
-/// the folders of processes that have ended removed (libFuzzer exits
-/// without running destructors), and an engine on it (its lock file in
-/// there too, never in `~/.claude/ide`).
+/// A folder of this process's own under `$TMPDIR/ccbridge-fuzz-companion`
+/// and an engine on it (its lock file in there too, never in
+/// `~/.claude/ide`).
 fn sandbox(rt: &tokio::runtime::Runtime) -> Sandbox {
-    let parent = std::env::temp_dir().join("ccbridge-fuzz-companion");
-    for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-        let pid = e.file_name().to_string_lossy().into_owned();
-        if !Path::new("/proc").join(&pid).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-    let root = parent.join(std::process::id().to_string());
+    let root = common::own_folder("ccbridge-fuzz-companion");
     let ws = root.join("ws");
-    let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&ws).expect("workspace");
     std::fs::write(ws.join("hello.py"), "def greet(name):\n    print(name)\n").expect("file");
     let mut config = Config::new("fuzz", vec![ws.display().to_string()]);
@@ -118,26 +111,8 @@ fn sandbox(rt: &tokio::runtime::Runtime) -> Sandbox {
     Sandbox { engine, ws }
 }
 
-/// The workspace's entries and texts.
-fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("the workspace")
-        .map(|e| {
-            let e = e.expect("an entry");
-            let text = std::fs::read(e.path()).unwrap_or_default();
-            (e.file_name().to_string_lossy().into_owned(), text)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 thread_local! {
-    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("runtime");
+    static RUNTIME: tokio::runtime::Runtime = common::paused_runtime();
     static SANDBOX: Sandbox = RUNTIME.with(sandbox);
 }
 
@@ -274,12 +249,16 @@ async fn serve(engine: EngineHandle, ws: &Path, input: &[u8]) -> bool {
 
 fuzz_target!(|input: &[u8]| {
     let (engine, ws) = SANDBOX.with(|s| (s.engine.clone(), s.ws.clone()));
-    let before = listing(&ws);
+    let before = common::listing(&ws);
     let left = RUNTIME.with(|rt| rt.block_on(serve(engine.clone(), &ws, input)));
     assert!(
         !left,
         "a session outlived its endpoint: {:?}",
         engine.clients()
     );
-    assert_eq!(listing(&ws), before, "the companion changed the workspace");
+    assert_eq!(
+        common::listing(&ws),
+        before,
+        "the companion changed the workspace"
+    );
 });

@@ -15,6 +15,8 @@
 
 #![no_main]
 
+mod common;
+
 use async_trait::async_trait;
 use ccbridge_mcp::{tools, Editor, Settings};
 use ccbridge_protocol::editor::FileDiagnostics;
@@ -66,21 +68,11 @@ struct Sandbox {
     canary: PathBuf,
 }
 
-/// A folder of this process's own under `$TMPDIR/ccbridge-fuzz-mcp`, the
-/// folders of processes that have ended removed (libFuzzer exits without
-/// running destructors).
+/// A folder of this process's own under `$TMPDIR/ccbridge-fuzz-mcp`.
 fn sandbox() -> Sandbox {
-    let parent = std::env::temp_dir().join("ccbridge-fuzz-mcp");
-    for e in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
-        let pid = e.file_name().to_string_lossy().into_owned();
-        if !std::path::Path::new("/proc").join(&pid).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-    let root = parent.join(std::process::id().to_string());
+    let root = common::own_folder("ccbridge-fuzz-mcp");
     let ws = root.join("ws");
     let canary = root.join("canary");
-    let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(ws.join("src")).expect("workspace");
     std::fs::create_dir_all(&canary).expect("canary folder");
     std::fs::write(ws.join("hello.py"), "def greet(name):\n    print(name)\n").expect("file");
@@ -98,26 +90,8 @@ fn sandbox() -> Sandbox {
     Sandbox { ctx, canary }
 }
 
-/// The canary folder's entries and texts.
-fn listing(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("the canary folder")
-        .map(|e| {
-            let e = e.expect("an entry");
-            let text = std::fs::read(e.path()).unwrap_or_default();
-            (e.file_name().to_string_lossy().into_owned(), text)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 thread_local! {
-    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("runtime");
+    static RUNTIME: tokio::runtime::Runtime = common::paused_runtime();
     static SANDBOX: Sandbox = sandbox();
 }
 
@@ -156,7 +130,7 @@ async fn answer(ctx: Arc<tools::Context>, input: &[u8]) -> Vec<u8> {
 
 fuzz_target!(|input: &[u8]| {
     let (ctx, canary) = SANDBOX.with(|s| (s.ctx.clone(), s.canary.clone()));
-    let before = listing(&canary);
+    let before = common::listing(&canary);
     let out = RUNTIME.with(|rt| rt.block_on(answer(ctx, input)));
     let text = String::from_utf8_lossy(&out);
     assert!(
@@ -164,7 +138,7 @@ fuzz_target!(|input: &[u8]| {
         "an answer carries the canary's text: {text}"
     );
     assert_eq!(
-        listing(&canary),
+        common::listing(&canary),
         before,
         "the folder outside the workspace changed"
     );
