@@ -34,7 +34,6 @@ use libfuzzer_sys::fuzz_target;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The token the seed corpus carries (`fuzz/make-corpus`).
 const TOKEN: &str = "fuzz0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
@@ -116,41 +115,6 @@ thread_local! {
     static SANDBOX: Sandbox = RUNTIME.with(sandbox);
 }
 
-/// What the server answers to `input` on a connection of its own, until it
-/// closes it or `CONNECTION` passes; with `head_only`, up to the end of
-/// the first answer's head.
-async fn exchange(
-    app: axum::Router,
-    signed_in: ccbridge_http::SignedIn,
-    input: &[u8],
-    head_only: bool,
-) -> Vec<u8> {
-    let (mut client, server) = tokio::io::duplex(64 * 1024);
-    let conn = tokio::spawn(ccbridge_http::serve_stream(
-        server,
-        app,
-        ccbridge_http::Limits::default(),
-        signed_in,
-    ));
-    let mut out = Vec::new();
-    let talk = async {
-        // The server may stop reading (a refused head): what it answered
-        // is still read.
-        let _ = client.write_all(input).await;
-        let mut buf = [0u8; 4096];
-        while let Ok(n @ 1..) = client.read(&mut buf).await {
-            out.extend_from_slice(&buf[..n]);
-            if head_only && out.windows(4).any(|w| w == b"\r\n\r\n") {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(CONNECTION, talk).await;
-    conn.abort();
-    let _ = conn.await;
-    out
-}
-
 /// An HTTP request to the endpoint, with the token.
 fn post(body: &str, session: Option<&str>) -> Vec<u8> {
     let session = session.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
@@ -219,11 +183,12 @@ async fn serve(engine: EngineHandle, ws: &Path, input: &[u8]) -> bool {
         ccbridge_companion::endpoint(CompanionAgent::Gemini, engine.clone(), stop.child_token()),
         token,
     );
-    let head = exchange(
+    let head = common::exchange(
         app.clone(),
         signed_in.clone(),
         &post(INITIALIZE, None),
         true,
+        CONNECTION,
     )
     .await;
     let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
@@ -234,7 +199,7 @@ async fn serve(engine: EngineHandle, ws: &Path, input: &[u8]) -> bool {
         .expect("initialize opens a session");
     let input = replaced(input, SESSION, session.as_bytes());
     let input = replaced(&input, WS, ws.as_os_str().as_encoded_bytes());
-    exchange(app, signed_in, &input, false).await;
+    common::exchange(app, signed_in, &input, false, CONNECTION).await;
     stop.cancel();
     // The sessions' tasks end on the cancellation: a bounded wait on the
     // paused clock (free) for the last one to be dropped.

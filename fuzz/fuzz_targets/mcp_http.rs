@@ -26,7 +26,6 @@ use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The token the seed corpus carries (`fuzz/make-corpus`).
 const TOKEN: &str = "fuzz0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
@@ -104,27 +103,10 @@ async fn answer(ctx: Arc<tools::Context>, input: &[u8]) -> Vec<u8> {
         ccbridge_mcp::service::endpoint(ctx, stop.child_token()),
         token,
     );
-    let (mut client, server) = tokio::io::duplex(64 * 1024);
-    let conn = tokio::spawn(ccbridge_http::serve_stream(
-        server,
-        app,
-        ccbridge_http::Limits::default(),
-        signed_in,
-    ));
-    let mut out = Vec::new();
-    // The client's side stays open, as real clients keep it (hyper drops a
-    // connection whose reading side ends before it answered): the server
-    // closes it once its head timeout passes with no further request.
-    let exchange = async {
-        // The server may stop reading (a refused head): what it answered
-        // is still read below.
-        let _ = client.write_all(input).await;
-        let _ = client.read_to_end(&mut out).await;
-    };
-    let _ = tokio::time::timeout(CONNECTION, exchange).await;
+    // The server closes the connection once its head timeout passes with
+    // no further request.
+    let out = common::exchange(app, signed_in, input, false, CONNECTION).await;
     stop.cancel();
-    conn.abort();
-    let _ = conn.await;
     out
 }
 

@@ -1,8 +1,11 @@
 //! What the HTTP fuzz targets (`mcp_http`, `companion_http`) share: a
 //! folder of the process's own, the listing of a folder whose entries must
-//! not change, and the paused-clock runtime their connections run on.
+//! not change, the paused-clock runtime their connections run on, and one
+//! connection served in memory.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A fresh folder of this process's own under `$TMPDIR/<name>`, the
 /// folders of processes that have ended removed first (libFuzzer exits
@@ -43,4 +46,43 @@ pub fn paused_runtime() -> tokio::runtime::Runtime {
         .start_paused(true)
         .build()
         .expect("runtime")
+}
+
+/// What `app` answers to `input` on a connection of its own, served as the
+/// real servers serve each (`ccbridge_http::serve_stream`), until the
+/// server closes it or `connection` passes on the paused clock; with
+/// `head_only`, up to the end of the first answer's head. The client's side
+/// stays open meanwhile, as real clients keep it (hyper drops a connection
+/// whose reading side ends before it answered).
+pub async fn exchange(
+    app: axum::Router,
+    signed_in: ccbridge_http::SignedIn,
+    input: &[u8],
+    head_only: bool,
+    connection: Duration,
+) -> Vec<u8> {
+    let (mut client, server) = tokio::io::duplex(64 * 1024);
+    let conn = tokio::spawn(ccbridge_http::serve_stream(
+        server,
+        app,
+        ccbridge_http::Limits::default(),
+        signed_in,
+    ));
+    let mut out = Vec::new();
+    let talk = async {
+        // The server may stop reading (a refused head): what it answered
+        // is still read.
+        let _ = client.write_all(input).await;
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = client.read(&mut buf).await {
+            out.extend_from_slice(&buf[..n]);
+            if head_only && out.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(connection, talk).await;
+    conn.abort();
+    let _ = conn.await;
+    out
 }
