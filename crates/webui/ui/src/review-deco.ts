@@ -320,14 +320,15 @@ export function lineEndingsChange(original: Text, sepA: string, doc: Text, sepB:
   return `⏎ line endings: ${before} → ${after}`;
 }
 
-class FinalBreakNote extends WidgetType {
+/** A note in the proposal's text, inline or as a line of its own. */
+class ReviewNote extends WidgetType {
   constructor(
     readonly text: string,
     readonly block = false,
   ) {
     super();
   }
-  override eq(other: FinalBreakNote): boolean {
+  override eq(other: ReviewNote): boolean {
     return other.text === this.text && other.block === this.block;
   }
   toDOM(): HTMLElement {
@@ -349,11 +350,11 @@ export function finalBreakNote(original: Text, sepA: string, sepB: string): Exte
     const notes: CMRange<Decoration>[] = [];
     const endings = lineEndingsChange(original, sepA, doc, sepB);
     if (endings !== null) {
-      notes.push(Decoration.widget({ widget: new FinalBreakNote(endings, true), side: -1, block: true }).range(0));
+      notes.push(Decoration.widget({ widget: new ReviewNote(endings, true), side: -1, block: true }).range(0));
     }
     const change = finalBreakChange(original, doc);
     if (change !== null) {
-      notes.push(Decoration.widget({ widget: new FinalBreakNote(change), side: 1 }).range(doc.length));
+      notes.push(Decoration.widget({ widget: new ReviewNote(change), side: 1 }).range(doc.length));
     }
     return Decoration.set(notes, true);
   };

@@ -23,8 +23,7 @@ import { forgetScheme, trackScheme } from "./theme";
 import { baseName, h, replace } from "./dom";
 import { prefs, type Layout } from "./prefs";
 
-import { finalBreakNote } from "./review-deco";
-import { coalesceMergeMeasures, keepingAlignment, sameHeight, setHunkDeco, patchHunkDeco, hunkDeco, markerLabel, HunkMarker, HunkMirror, acceptedLine, currentLine, lineDecos, type HunkPatch, type MarkerActions } from "./review-deco";
+import { coalesceMergeMeasures, finalBreakNote, keepingAlignment, sameHeight, setHunkDeco, patchHunkDeco, hunkDeco, markerLabel, HunkMarker, HunkMirror, acceptedLine, currentLine, lineDecos, type HunkPatch, type MarkerActions } from "./review-deco";
 
 installExactChunks();
 coalesceMergeMeasures();
