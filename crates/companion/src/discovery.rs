@@ -150,7 +150,23 @@ fn ide_id(name: &str) -> String {
 
 /// Gemini CLI's discovery directory: `<os tmpdir>/gemini/ide`.
 pub fn gemini_dir() -> PathBuf {
-    std::env::temp_dir().join("gemini").join("ide")
+    node_tmpdir(|k| std::env::var_os(k))
+        .join("gemini")
+        .join("ide")
+}
+
+/// The folder Node's `os.tmpdir()` names (Gemini CLI runs on Node), from
+/// the environment `var` reads: the first of `TMPDIR`, `TMP`, `TEMP` that
+/// is set and not empty, else `/tmp`. Rust's
+/// `temp_dir()` reads `TMPDIR` only, and takes an empty one as it is: with
+/// `TMP` set and no `TMPDIR`, Gemini CLI looked elsewhere than ccbridge
+/// wrote, and with `TMPDIR=` the file (and its token) went into the
+/// current folder, usually the project.
+pub fn node_tmpdir(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
+    ["TMPDIR", "TMP", "TEMP"]
+        .into_iter()
+        .find_map(|k| var(k).filter(|v| !v.is_empty()))
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
 }
 
 /// Qwen Code's: `$QWEN_HOME/ide`, else `~/.qwen/ide`.
@@ -419,6 +435,32 @@ fn not_regular(t: std::fs::FileType) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn regression_gemini_clis_folder_is_node_os_tmpdir() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert_eq!(node_tmpdir(env(&[("TMPDIR", "/t")])), PathBuf::from("/t"));
+        // TMPDIR unset or empty: Node goes on to TMP, TEMP, then /tmp
+        // (Rust's temp_dir() gave TMPDIR's "" or /tmp).
+        assert_eq!(node_tmpdir(env(&[("TMP", "/u")])), PathBuf::from("/u"));
+        assert_eq!(
+            node_tmpdir(env(&[("TMPDIR", ""), ("TEMP", "/v")])),
+            PathBuf::from("/v")
+        );
+        assert_eq!(node_tmpdir(env(&[("TMPDIR", "")])), PathBuf::from("/tmp"));
+        assert_eq!(
+            node_tmpdir(env(&[("TMPDIR", "/w/")])).join("gemini"),
+            PathBuf::from("/w/gemini")
+        );
+    }
+
     use super::*;
 
     fn advert() -> Advert {
