@@ -323,9 +323,7 @@ pub fn scan(agents: &[CompanionAgent]) -> Vec<Found> {
     for &agent in agents {
         let (dir, parse): (Option<PathBuf>, NameParser) = match agent {
             CompanionAgent::Gemini => (Some(gemini_dir()), |n| {
-                let pid = gemini_pid(n)?;
-                let port = n.strip_suffix(".json")?.rsplit('-').next()?.parse().ok()?;
-                Some((port, Some(pid)))
+                Some((gemini_port(n)?, Some(gemini_pid(n)?)))
             }),
             CompanionAgent::Qwen => (qwen_dir(), |n| {
                 let port = n.strip_suffix(".lock")?.parse().ok()?;
